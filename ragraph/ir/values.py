@@ -1,0 +1,85 @@
+"""Values a request's variables hold: text, numbers, booleans, and retrieved passages.
+
+Retrieved passages are always rendered into prompts by `format_passages`, so the same documents give
+byte-identical prompt text in every request (prefix-caching engines reuse their KV).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One retrieved passage. `id` is the passage store's id; `score` the search distance."""
+
+    id: int
+    title: str
+    text: str
+    score: float = field(default=0.0, compare=False)
+    synthetic: bool = False
+
+
+@dataclass(frozen=True)
+class Passages:
+    """The ordered top-k of one retrieval."""
+
+    items: tuple[Passage, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __str__(self) -> str:
+        return format_passages(self)
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return tuple(p.id for p in self.items)
+
+
+class GeneratedText(str):
+    """Text produced by a generation, carrying the probability of its least likely token.
+
+    It is a `str` everywhere (templates, comparisons); `confidence(x)` in a condition reads
+    `min_prob` (1.0 when the engine gave no logprobs).
+    """
+
+    min_prob: float
+
+    def __new__(cls, text: str, min_prob: float = 1.0) -> GeneratedText:
+        obj = super().__new__(cls, text)
+        obj.min_prob = min_prob
+        return obj
+
+
+Value = str | int | float | bool | Passages
+
+
+def format_passage(index: int, passage: Passage) -> str:
+    return f"Document {index} (Title: {passage.title}) {passage.text}"
+
+
+def format_passages(passages: Passages) -> str:
+    """The one rendering of a passage list inside prompts (FlashRAG's reference format)."""
+    return "\n".join(format_passage(i, p) for i, p in enumerate(passages.items, start=1))
+
+
+def render_value(value: Value) -> str:
+    if isinstance(value, Passages):
+        return format_passages(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def type_name(value: Value) -> str:
+    if isinstance(value, Passages):
+        return "passages"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "text"
