@@ -1,0 +1,12 @@
+"""The RAGraph intermediate representation: typed nodes and edges over networkx."""
+
+from ragraph.ir.edges import Condition, Edge, EdgeKind
+from ragraph.ir.graph import Input, RAGraph
+from ragraph.ir.nodes import END, START, Generate, Node, Retrieve, Sampling, register_node
+from ragraph.ir.template import Template
+from ragraph.ir.values import GeneratedText, Passage, Passages
+
+__all__ = [
+    "END", "START", "Condition", "Edge", "EdgeKind", "GeneratedText", "Generate", "Input", "Node",
+    "Passage", "Passages", "RAGraph", "Retrieve", "Sampling", "Template", "register_node",
+]

@@ -1,0 +1,163 @@
+"""The one protocol every LLM engine speaks: async streaming on asyncio.
+
+A caller (the scheduler) runs an asyncio loop. It `submit`s a `GenerationRequest` and gets a
+`GenerationStream` back at once; many streams run at the same time and the engine batches them.
+The stream yields `TokenEvent`s as tokens are decoded, can be `abort()`ed at any point (speculation
+rollback) and ends with a `GenerationResult`. A failure that belongs to one request (empty prompt,
+prompt longer than the context, a server error) fails only that stream with `EngineError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+from ragraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ragraph.runtime.llm.stream import GenerationStream
+
+FinishReason = Literal["stop", "length", "abort", "error"]
+FINISH_REASONS: tuple[str, ...] = ("stop", "length", "abort", "error")
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample. `temperature == 0` is greedy decoding (the default)."""
+
+    max_new_tokens: int = 64
+    temperature: float = 0.0
+    top_p: float = 1.0
+    # OpenAI semantics: generation ends as soon as the text contains one of these; the stop
+    # string itself is not part of the output.
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    logprobs: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stop, list):
+            object.__setattr__(self, "stop", tuple(self.stop))
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int):
+            raise ConfigError("max_new_tokens", f"must be an integer, got {self.max_new_tokens!r}")
+        if self.max_new_tokens < 1:
+            raise ConfigError("max_new_tokens", f"must be at least 1, got {self.max_new_tokens}")
+        if not isinstance(self.temperature, int | float) or self.temperature < 0:
+            raise ConfigError("temperature", f"must be a number >= 0, got {self.temperature!r}")
+        if not isinstance(self.top_p, int | float) or not 0 < self.top_p <= 1:
+            raise ConfigError("top_p", f"must be in (0, 1], got {self.top_p!r}")
+        if not isinstance(self.stop, tuple) or not all(
+            isinstance(s, str) and s for s in self.stop
+        ):
+            raise ConfigError("stop", f"must be a tuple of non-empty strings, got {self.stop!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+            raise ConfigError("seed", f"must be an integer or None, got {self.seed!r}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One completion: exactly one of `prompt` (text) or `prompt_ids` (token ids).
+
+    An empty prompt is accepted here and fails its stream with `EngineError`: it is a per-request
+    failure, not a programming error.
+    """
+
+    rid: str
+    prompt: str | None = None
+    prompt_ids: tuple[int, ...] | None = None
+    params: SamplingParams = SamplingParams()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.prompt_ids, list):
+            object.__setattr__(self, "prompt_ids", tuple(self.prompt_ids))
+        if not isinstance(self.rid, str) or not self.rid:
+            raise ConfigError("rid", f"must be a non-empty string, got {self.rid!r}")
+        if (self.prompt is None) == (self.prompt_ids is None):
+            raise ConfigError("prompt", "give exactly one of prompt (text) or prompt_ids")
+        if self.prompt is not None and not isinstance(self.prompt, str):
+            raise ConfigError("prompt", f"must be a string, got {type(self.prompt).__name__}")
+        if self.prompt_ids is not None and not all(
+            isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prompt_ids
+        ):
+            raise ConfigError("prompt_ids", "must be a tuple of non-negative integers")
+        if not isinstance(self.params, SamplingParams):
+            raise ConfigError("params", "must be a SamplingParams")
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    """One decoded token. `text` is the text it adds to the output; it can be empty while a
+    possible stop string or an incomplete UTF-8 character is held back, and a later event then
+    carries the held text. `token_id` is None where the engine does not report ids (OpenAI HTTP),
+    and on a last, token-less event that releases text held back when the sequence ends."""
+
+    token_id: int | None
+    text: str
+    logprob: float | None = None
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """The whole of one generation. `text` never contains a matched stop string."""
+
+    rid: str
+    text: str
+    token_ids: tuple[int, ...]
+    finish_reason: FinishReason
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    logprobs: tuple[float, ...] | None = None
+    error: str | None = None
+    simulated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.finish_reason not in FINISH_REASONS:
+            raise ConfigError("finish_reason", f"must be one of {FINISH_REASONS}")
+
+
+@dataclass(frozen=True)
+class EngineCounters:
+    """Totals since the engine started (a snapshot; engines keep their own mutable tallies)."""
+
+    requests: int = 0
+    finished: int = 0
+    aborted: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    # Forward passes (llama.cpp `llama_decode` calls, simulated steps); 0 where not observable.
+    steps: int = 0
+    simulated: bool = False
+
+
+@runtime_checkable
+class LLMEngine(Protocol):
+    """What the scheduler needs from an LLM engine.
+
+    Use inside a running asyncio loop: `async with engine:` (or `await engine.start()` /
+    `await engine.close()`), then `stream = engine.submit(request)`; `async for ev in stream`;
+    `await stream.result()`; `stream.abort()`.
+    """
+
+    name: str
+    simulated: bool
+    context_length: int
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> LLMEngine: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+    def submit(self, request: GenerationRequest) -> GenerationStream: ...
+
+    def counters(self) -> EngineCounters: ...
+
+    def tokenize(self, text: str) -> tuple[int, ...]: ...

@@ -1,0 +1,222 @@
+"""The simulated LLM engine: deterministic text, GPU-calibrated timing, no GPU.
+
+It continuous-batches like a serving engine: one step clock; each step prefills the newly admitted
+sequences and advances every running sequence by one token, and lasts what `GpuCostModel.step_s`
+says. It waits with the clock's `sleep` (asyncio.sleep by default), so it burns no CPU and overlaps
+with real CPU retrieval exactly as a GPU would. Everything it reports is labelled simulated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+
+from ragraph.errors import ConfigError, EngineError
+from ragraph.runtime.llm.clock import Clock, RealClock
+from ragraph.runtime.llm.costmodel import GpuCostModel
+from ragraph.runtime.llm.protocol import EngineCounters, GenerationRequest, GenerationResult, TokenEvent
+from ragraph.runtime.llm.simtext import BlockPrefixCache, OutputPlan, plan_output, tokenize
+from ragraph.runtime.llm.stream import GenerationStream
+from ragraph.runtime.llm.tally import Tally
+from ragraph.runtime.llm.textout import OutputText
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    cost: GpuCostModel = field(default_factory=GpuCostModel)
+    # Llama-3.1-8B's vocabulary and a common serving context (its maximum is 131,072).
+    vocab_size: int = 128256
+    context_length: int = 32768
+    mean_output_tokens: float = 64.0
+    # Replay output lengths from a trace instead of the exponential distribution.
+    output_lengths: tuple[int, ...] | None = None
+    # Running-request cap (SGLang/vLLM default around 256).
+    max_running: int = 256
+    # Prompt tokens prefilled per step at most (chunked-prefill budget, SGLang's default 8,192).
+    max_prefill_tokens: int = 8192
+    # KV capacity for the prefix cache: (80 GB HBM - 16 GB weights - ~4 GB activations) /
+    # 128 KiB per token = ~458k tokens; 0 disables prefix caching.
+    prefix_cache_tokens: int = 458_000
+    prefix_block_tokens: int = 16
+    name: str = "sim-llama-3.1-8b-h100"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.output_lengths, list):
+            object.__setattr__(self, "output_lengths", tuple(self.output_lengths))
+        for name in ("vocab_size", "context_length", "max_running", "max_prefill_tokens",
+                     "prefix_block_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
+        if self.mean_output_tokens <= 0:
+            raise ConfigError("mean_output_tokens", "must be > 0")
+        if self.output_lengths is not None and (
+            not self.output_lengths or min(self.output_lengths) < 1
+        ):
+            raise ConfigError("output_lengths", "must be a non-empty tuple of lengths >= 1")
+        if self.prefix_cache_tokens < 0:
+            raise ConfigError("prefix_cache_tokens", "must be >= 0")
+
+
+@dataclass
+class _Seq:
+    stream: GenerationStream
+    request: GenerationRequest
+    prompt_ids: tuple[int, ...]
+    plan: OutputPlan
+    out: OutputText
+    cached: int = 0
+    produced: int = 0
+    prefilled: bool = False
+
+
+class SimEngine:
+    """`LLMEngine` with simulated timing; see the module docstring."""
+
+    simulated = True
+
+    def __init__(self, config: SimConfig | None = None, clock: Clock | None = None) -> None:
+        self.config = config or SimConfig()
+        self.name = self.config.name
+        self.context_length = self.config.context_length
+        self._clock = clock or RealClock()
+        self._prefix = BlockPrefixCache(self.config.prefix_cache_tokens,
+                                        self.config.prefix_block_tokens)
+        self._pending: deque[_Seq] = deque()
+        self._running: list[_Seq] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._tally = Tally()
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        for seq in [*self._pending, *self._running]:
+            seq.stream.fail("engine closed")
+        self._pending.clear()
+        self._running.clear()
+
+    async def __aenter__(self) -> SimEngine:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def tokenize(self, text: str) -> tuple[int, ...]:
+        return tokenize(text, self.config.vocab_size)
+
+    def counters(self) -> EngineCounters:
+        return self._tally.snapshot(simulated=True)
+
+    def submit(self, request: GenerationRequest) -> GenerationStream:
+        if self._task is None:
+            raise EngineError(f"{self.name}: submit() before start()")
+        stream = GenerationStream(request.rid, self._abort)
+        self._tally.requests += 1
+        ids = request.prompt_ids if request.prompt_ids is not None else self.tokenize(request.prompt or "")
+        problem = self._check_prompt(ids)
+        if problem:
+            self._tally.failed += 1
+            stream.fail(problem, prompt_tokens=len(ids))
+            return stream
+        p = request.params
+        plan = plan_output(ids, p.max_new_tokens, seed=p.seed, greedy=p.greedy,
+                           mean_output_tokens=self.config.mean_output_tokens,
+                           output_lengths=self.config.output_lengths,
+                           vocab_size=self.config.vocab_size)
+        self._pending.append(_Seq(stream, request, ids, plan, OutputText(p.stop)))
+        self._wake.set()
+        return stream
+
+    def _check_prompt(self, ids: tuple[int, ...]) -> str | None:
+        if not ids:
+            return "empty prompt"
+        if len(ids) >= self.context_length:
+            return (f"prompt has {len(ids)} tokens; the context length is {self.context_length} "
+                    "(prompt plus at least one generated token must fit)")
+        return None
+
+    def _abort(self, rid: str) -> None:
+        for seq in list(self._pending):
+            if seq.request.rid == rid and seq.stream.abort_requested:
+                self._pending.remove(seq)
+                self._finish(seq, "abort")
+        # A running sequence stops at the next step boundary (see _advance).
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            if not self._pending and not self._running:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            admitted = self._admit()
+            decoding = [s for s in self._running if s.prefilled]
+            prefill = sum(len(s.prompt_ids) - s.cached for s in admitted)
+            context = sum(len(s.prompt_ids) + s.produced for s in decoding)
+            await self._clock.sleep(self.config.cost.step_s(prefill, len(decoding), context))
+            self._tally.steps += 1
+            for seq in admitted:
+                seq.prefilled = True
+                self._prefix.insert(seq.prompt_ids)
+            self._advance()
+
+    def _admit(self) -> list[_Seq]:
+        admitted: list[_Seq] = []
+        budget = self.config.max_prefill_tokens
+        while self._pending and len(self._running) < self.config.max_running:
+            seq = self._pending[0]
+            seq.cached = self._prefix.lookup(seq.prompt_ids)
+            need = len(seq.prompt_ids) - seq.cached
+            if admitted and need > budget:
+                break
+            self._pending.popleft()
+            budget -= need
+            admitted.append(seq)
+            self._running.append(seq)
+            self._tally.prompt_tokens += len(seq.prompt_ids)
+            self._tally.cached_tokens += seq.cached
+        return admitted
+
+    def _advance(self) -> None:
+        """Every running sequence produces its next token (or ends) at the end of a step."""
+        for seq in list(self._running):
+            if seq.stream.abort_requested:
+                self._finish(seq, "abort")
+                continue
+            plan, i = seq.plan, seq.produced
+            if i >= len(plan.token_ids):
+                self._finish(seq, "stop" if plan.ends_naturally else "length")
+                continue
+            seq.produced += 1
+            self._tally.completion_tokens += 1
+            delta = seq.out.add(plan.pieces[i])
+            lp = plan.logprobs[i] if seq.request.params.logprobs else None
+            seq.stream.push(TokenEvent(plan.token_ids[i], delta, lp))
+            if seq.out.stopped:
+                self._finish(seq, "stop")
+            elif seq.produced == len(plan.token_ids) and not plan.ends_naturally:
+                self._finish(seq, "length")
+
+    def _finish(self, seq: _Seq, reason: str) -> None:
+        if seq in self._running:
+            self._running.remove(seq)
+        tail = seq.out.flush()
+        if tail:
+            seq.stream.push(TokenEvent(None, tail))
+        n = seq.produced
+        self._tally.count_finish(reason)
+        seq.stream.finish(GenerationResult(
+            rid=seq.request.rid, text=seq.out.text, token_ids=seq.plan.token_ids[:n],
+            finish_reason=reason,  # type: ignore[arg-type]
+            prompt_tokens=len(seq.prompt_ids), cached_tokens=seq.cached, completion_tokens=n,
+            logprobs=seq.plan.logprobs[:n] if seq.request.params.logprobs else None,
+            simulated=True,
+        ))
