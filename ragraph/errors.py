@@ -38,8 +38,10 @@ class WorkflowError(RagraphError):
         source: str | None = None,
         node: str | None = None,
         hint: str | None = None,
+        context: str | None = None,
     ) -> None:
         self.message = message
+        self.context = context
         self.span = span
         self.source = source
         self.node = node
@@ -57,6 +59,9 @@ class WorkflowError(RagraphError):
                 lines.append("  " + " " * max(self.span.col - 1, 0) + "^")
         if self.hint:
             lines.append(f"  hint: {self.hint}")
+        if self.context:
+            lines.append("  in:")
+            lines.extend("    " + line for line in self.context.splitlines())
         return "\n".join(lines)
 
     def located(self, span: Span | None, source: str | None) -> WorkflowError:
@@ -67,6 +72,7 @@ class WorkflowError(RagraphError):
             source=source if self.source is None else self.source,
             node=self.node,
             hint=self.hint,
+            context=self.context,
         )
 
 

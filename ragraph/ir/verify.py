@@ -28,10 +28,9 @@ def fail(graph: RAGraph, message: str, node: Node | None = None, span: Span | No
          hint: str | None = None) -> WorkflowError:
     """A verification error; without a source location it carries the listing for context."""
     where = span or (node.span if node else None)
-    if where is None:
-        listing = "\n".join("    " + line for line in str(graph).splitlines())
-        hint = (hint + "\n" if hint else "") + f"  in:\n{listing}"
-    return WorkflowError(message, span=where, node=node.id if node else None, hint=hint)
+    context = None if where else str(graph)
+    return WorkflowError(message, span=where, node=node.id if node else None, hint=hint,
+                         context=context)
 
 
 def _check_edges(graph: RAGraph) -> None:

@@ -51,10 +51,15 @@ class SearchTask:
 
 @dataclass(frozen=True)
 class TopK:
-    """Best-first distances (float32) and ids (int64) of one query; missing entries have id -1."""
+    """Best-first distances (float32) and ids (int64) of one query; missing entries have id -1.
+
+    `clusters` are the clusters these results were drawn from, so `finish` can check that the steps
+    of a retrieval covered its probe list exactly once.
+    """
 
     distances: np.ndarray
     ids: np.ndarray
+    clusters: np.ndarray
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -71,6 +76,14 @@ class StepStats:
     vectors_scanned: int
     vectors_on_accelerator: int = 0
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One partial top-(k+1) per task, in task order, and what the step cost."""
+
+    partials: list[TopK]
+    stats: StepStats
 
 
 @runtime_checkable
@@ -94,7 +107,7 @@ class SearchEngine(Protocol):
         """Each query's clusters, nearest centroid first: shape (n, nprobe), int64."""
         ...
 
-    def search_step(self, tasks: Sequence[SearchTask], k: int) -> list[TopK]:
+    def search_step(self, tasks: Sequence[SearchTask], k: int) -> StepResult:
         """Search all tasks in one multi-threaded call; one partial top-(k+1) per task."""
         ...
 
@@ -111,6 +124,3 @@ class SearchEngine(Protocol):
     def cluster_of(self, ids: np.ndarray) -> np.ndarray:
         """The cluster holding each id (-1 for unknown ids)."""
         ...
-
-    @property
-    def last_step(self) -> StepStats: ...
