@@ -1,0 +1,16 @@
+"""Shared fixtures: the real QA data lives beside the repository, never inside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    if not DATA_DIR.is_dir():
+        pytest.skip(f"shared data not found at {DATA_DIR}")
+    return DATA_DIR
