@@ -1,0 +1,223 @@
+"""Stepwise search over a faiss IVF index (IVF-Flat, IVF-SQ8; any IndexIVF without a transform).
+
+One step is one `search_preassigned` call: each task is a row of the assignment matrix, its clusters
+padded with -1 (faiss skips negative keys). faiss's `parallel_mode` 3 splits that call over queries on
+all OpenMP threads while each query still scans its lists sequentially with one heap, which is what
+keeps its results identical to `index.search` (mode 2 splits one query's lists over threads and merges
+per-thread heaps, which can break exact ties differently). `parallel_mode` 0, the default, runs
+`search_preassigned` on one thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragraph.errors import ConfigError, SearchIndexError
+from ragraph.runtime.retrieval.merge import check_coverage, merge_partials
+from ragraph.runtime.retrieval.protocol import Metric, SearchTask, StepResult, StepStats, TopK
+
+# Split over queries, one heap per query scanning its lists in order (see module docstring).
+PARALLEL_OVER_QUERIES = 3
+
+
+def ivf_of(index):
+    """The index as an IndexIVF, or a SearchIndexError naming what was found instead."""
+    import faiss
+
+    if not isinstance(index, faiss.IndexIVF):
+        raise SearchIndexError(
+            f"stepwise search needs a faiss IndexIVF (IVF-Flat, IVF-SQ8), got {type(index).__name__}"
+        )
+    return index
+
+
+def metric_of(ivf) -> Metric:
+    import faiss
+
+    if ivf.metric_type == faiss.METRIC_L2:
+        return Metric.L2
+    if ivf.metric_type == faiss.METRIC_INNER_PRODUCT:
+        return Metric.IP
+    raise SearchIndexError(f"unsupported metric type {ivf.metric_type} (need L2 or inner product)")
+
+
+def list_ids(ivf, cluster: int) -> np.ndarray:
+    """The ids stored in one inverted list, in scan order."""
+    import faiss
+
+    n = ivf.invlists.list_size(int(cluster))
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    ptr = ivf.invlists.get_ids(int(cluster))
+    return faiss.rev_swig_ptr(ptr, n).copy()
+
+
+class FaissIVFEngine:
+    """The CPU `SearchEngine`: faiss does every distance, so its answers are faiss's answers."""
+
+    def __init__(self, index) -> None:
+        self._ivf = ivf_of(index)
+        self._metric = metric_of(self._ivf)
+        if self._ivf.by_residual and self._metric is Metric.IP and not _flat_codes(self._ivf):
+            # Residual IP scanners add the coarse distance, which steps do not carry.
+            raise SearchIndexError("residual inner-product IVF indexes are not supported")
+        self._ivf.parallel_mode = PARALLEL_OVER_QUERIES
+        n = self._ivf.nlist
+        self._sizes = np.array([self._ivf.invlists.list_size(c) for c in range(n)], np.int64)
+        self._cluster_of: np.ndarray | None = None
+
+    @property
+    def index(self):
+        return self._ivf
+
+    @property
+    def dim(self) -> int:
+        return int(self._ivf.d)
+
+    @property
+    def nlist(self) -> int:
+        return int(self._ivf.nlist)
+
+    @property
+    def metric(self) -> Metric:
+        return self._metric
+
+    def cluster_sizes(self) -> np.ndarray:
+        return self._sizes.copy()
+
+    def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
+        x = self._queries(queries)
+        nprobe = self._check_nprobe(nprobe)
+        # The quantizer is asked exactly as `IndexIVF::search` asks it (same batch, same nprobe),
+        # so probe lists, and hence faiss's scan order, match the one-shot search.
+        _, assign = self._ivf.quantizer.search(x, nprobe)
+        return assign.astype(np.int64, copy=False)
+
+    def search_step(self, tasks: Sequence[SearchTask], k: int) -> StepResult:
+        return self.search_step_selected(tasks, k, selector=None, on_accelerator=0)
+
+    def search_step_selected(
+        self, tasks: Sequence[SearchTask], k: int, selector, on_accelerator: int
+    ) -> StepResult:
+        """`search_step` with an optional faiss IDSelector (the hot cache's re-scoring uses it)."""
+        _check_k(k)
+        if not tasks:
+            return StepResult([], StepStats(0, on_accelerator))
+        x = self._queries(np.stack([t.query for t in tasks]))
+        assign = self._assignment(tasks)
+        t0 = time.perf_counter()
+        dist, ids = self._scan(x, assign, k + 1, selector)
+        elapsed = time.perf_counter() - t0
+        scanned = int(sum(int(self._sizes[t.clusters].sum()) for t in tasks))
+        partials = [TopK(dist[i], ids[i], tasks[i].clusters.copy()) for i in range(len(tasks))]
+        return StepResult(partials, StepStats(scanned, on_accelerator, elapsed))
+
+    def finish(
+        self, query: np.ndarray, probe: np.ndarray, partials: Sequence[TopK], k: int
+    ) -> TopK:
+        check_coverage(probe, partials)
+        merged = merge_partials(partials, k, self._metric)
+        if not merged.tied:
+            return merged.topk
+        # An exact tie at the k-th distance: only faiss's scan order decides which ids it keeps.
+        probe = np.asarray(probe, dtype=np.int64).reshape(1, -1)
+        dist, ids = self._scan(self._queries(query), probe, k, selector=None)
+        return TopK(dist[0], ids[0], np.sort(probe[0]))
+
+    def search(self, queries: np.ndarray, k: int, nprobe: int) -> tuple[np.ndarray, np.ndarray]:
+        _check_k(k)
+        x = self._queries(queries)
+        return self._scan(x, self.probe(x, nprobe), k, selector=None)
+
+    def cluster_of(self, ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        table = self._id_table()
+        out = np.full(ids.shape, -1, dtype=np.int64)
+        ok = (ids >= 0) & (ids < table.shape[0])
+        out[ok] = table[ids[ok]]
+        return out
+
+    def list_ids(self, cluster: int) -> np.ndarray:
+        return list_ids(self._ivf, cluster)
+
+    def list_vectors(self, cluster: int) -> np.ndarray:
+        """The raw float32 vectors of one IVF-Flat list, (n, d), in scan order."""
+        import faiss
+
+        n = self._ivf.invlists.list_size(int(cluster))
+        if n == 0:
+            return np.empty((0, self.dim), dtype=np.float32)
+        codes = self._ivf.invlists.get_codes(int(cluster))
+        raw = faiss.rev_swig_ptr(codes, n * self._ivf.code_size).copy()
+        return raw.view(np.float32).reshape(n, self.dim)
+
+    def _id_table(self) -> np.ndarray:
+        if self._cluster_of is None:
+            per_list = [self.list_ids(c) for c in range(self.nlist)]
+            top = max((int(a.max()) for a in per_list if a.size), default=-1)
+            table = np.full(top + 1, -1, dtype=np.int64)
+            for c, a in enumerate(per_list):
+                table[a] = c
+            self._cluster_of = table
+        return self._cluster_of
+
+    def _scan(self, x: np.ndarray, assign: np.ndarray, k: int, selector):
+        import faiss
+
+        n, width = assign.shape
+        params = faiss.SearchParametersIVF()
+        # nprobe = row width: the padded assignment, not the index's own nprobe, defines the scan.
+        params.nprobe = max(width, 1)
+        if selector is not None:
+            params.sel = selector
+        coarse = np.zeros(assign.shape, dtype=np.float32)
+        dist = np.empty((n, k), dtype=np.float32)
+        ids = np.empty((n, k), dtype=np.int64)
+        if width == 0:
+            dist.fill(self._metric.worst)
+            ids.fill(-1)
+            return dist, ids
+        assign = np.ascontiguousarray(assign, dtype=np.int64)
+        sp = faiss.swig_ptr
+        self._ivf.search_preassigned_c(
+            n, sp(x), k, sp(assign), sp(coarse), sp(dist), sp(ids), False, params
+        )
+        return dist, ids
+
+    def _assignment(self, tasks: Sequence[SearchTask]) -> np.ndarray:
+        width = max(t.clusters.shape[0] for t in tasks)
+        assign = np.full((len(tasks), width), -1, dtype=np.int64)
+        for i, t in enumerate(tasks):
+            if t.clusters.size and (t.clusters.min() < 0 or t.clusters.max() >= self.nlist):
+                raise ConfigError("clusters", f"task {i} names clusters outside [0, {self.nlist})")
+            assign[i, : t.clusters.shape[0]] = t.clusters
+        return assign
+
+    def _queries(self, queries: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(queries, dtype=np.float32)
+        if x.ndim == 1:
+            x = x.reshape(1, -1)
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            raise SearchIndexError(
+                f"query dimension {x.shape[-1]} does not match the index dimension {self.dim}"
+            )
+        return x
+
+    def _check_nprobe(self, nprobe: int) -> int:
+        if not 1 <= nprobe <= self.nlist:
+            raise ConfigError("nprobe", f"must be in [1, {self.nlist}], got {nprobe}")
+        return int(nprobe)
+
+
+def _check_k(k: int) -> None:
+    if k <= 0:
+        raise ConfigError("k", f"must be positive, got {k}")
+
+
+def _flat_codes(ivf) -> bool:
+    import faiss
+
+    return isinstance(ivf, faiss.IndexIVFFlat)

@@ -1,0 +1,87 @@
+"""Exact merging of partial top-k results.
+
+faiss keeps a bounded heap per query: an element enters only if it is strictly better than the
+current worst, and the worst among equal distances is the one with the larger id (L2; smaller for
+inner product). The output is sorted best first with equal distances by id. Two facts follow, and
+the merge rests on them:
+
+1. In a heap of size m, every element strictly better than the final m-th value is kept, whatever
+   the scan order. So a partial top-(k+1) whose (k+1)-th value is strictly worse than the merged
+   k-th value T holds every element of its clusters that is at least as good as T.
+2. If the union of the partials holds exactly k elements at least as good as T, those are faiss's
+   answer (no element at T was ever turned away). With more than k, there is an exact tie at T and
+   which tied ids faiss keeps depends on its scan order: the merge reports `tied` and the engine
+   re-scans that one query in faiss's order (see `FaissIVFEngine.finish`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragraph.errors import ConfigError
+from ragraph.runtime.retrieval.protocol import Metric, TopK
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The merged top-k, and whether an exact tie at the k-th value makes it order-dependent."""
+
+    topk: TopK
+    tied: bool
+
+
+def faiss_order(distances: np.ndarray, ids: np.ndarray, metric: Metric) -> np.ndarray:
+    """Indices that sort (distance, id) pairs the way faiss orders its output, best first."""
+    if metric is Metric.L2:
+        return np.lexsort((ids, distances))
+    # Inner product: faiss's min-heap pops (smallest distance, smallest id) last, so its output is
+    # sorted by distance, then id, both descending.
+    return np.lexsort((-ids, -distances.astype(np.float64)))
+
+
+def empty_topk(k: int, metric: Metric) -> TopK:
+    return TopK(
+        np.full(k, metric.worst, dtype=np.float32),
+        np.full(k, -1, dtype=np.int64),
+        np.empty(0, dtype=np.int64),
+    )
+
+
+def merge_partials(partials: Sequence[TopK], k: int, metric: Metric) -> Merged:
+    """Merge partial results of one query into its top-k, faiss's output order, ties flagged."""
+    if k <= 0:
+        raise ConfigError("k", f"must be positive, got {k}")
+    if not partials:
+        return Merged(empty_topk(k, metric), tied=False)
+    dist = np.concatenate([p.distances for p in partials])
+    ids = np.concatenate([p.ids for p in partials])
+    clusters = np.concatenate([p.clusters for p in partials])
+    keep = ids >= 0
+    dist, ids = dist[keep], ids[keep]
+    order = faiss_order(dist, ids, metric)
+    dist, ids = dist[order], ids[order]
+    tied = bool(ids.shape[0] > k and dist[k] == dist[k - 1])
+    out = empty_topk(k, metric)
+    n = min(k, ids.shape[0])
+    out.distances[:n] = dist[:n]
+    out.ids[:n] = ids[:n]
+    return Merged(TopK(out.distances, out.ids, np.sort(clusters)), tied)
+
+
+def check_coverage(probe: np.ndarray, partials: Sequence[TopK]) -> None:
+    """Raise unless the partials' clusters cover `probe` exactly once (a scheduler bug otherwise)."""
+    covered = np.concatenate([p.clusters for p in partials]) if partials else np.empty(0, np.int64)
+    want = np.sort(np.asarray(probe, dtype=np.int64))
+    got = np.sort(covered)
+    if got.shape != want.shape or not np.array_equal(got, want):
+        missing = np.setdiff1d(want, got)
+        extra = got.shape[0] - np.unique(got).shape[0]
+        raise ConfigError(
+            "partials",
+            f"steps must cover the probe list exactly once: {missing.size} cluster(s) missing"
+            f" ({missing[:8].tolist()}), {extra} searched twice, "
+            f"{np.setdiff1d(got, want).size} outside the probe list",
+        )
