@@ -1,0 +1,44 @@
+"""Request validation: a bad field raises ConfigError naming it."""
+
+import pytest
+
+from ragraph.errors import ConfigError
+from ragraph.runtime.llm import GenerationRequest, SamplingParams
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"max_new_tokens": 0}, "max_new_tokens"),
+        ({"max_new_tokens": 2.5}, "max_new_tokens"),
+        ({"temperature": -0.1}, "temperature"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"stop": ("",)}, "stop"),
+        ({"seed": "x"}, "seed"),
+    ],
+)
+def test_sampling_params_reject_bad_fields(kwargs: dict, field: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        SamplingParams(**kwargs)
+    assert err.value.field == field
+
+
+def test_stop_list_becomes_tuple() -> None:
+    assert SamplingParams(stop=["\n"]).stop == ("\n",)  # type: ignore[arg-type]
+
+
+def test_request_needs_exactly_one_prompt_form() -> None:
+    with pytest.raises(ConfigError, match="prompt"):
+        GenerationRequest("r")
+    with pytest.raises(ConfigError, match="prompt"):
+        GenerationRequest("r", prompt="a", prompt_ids=(1,))
+    with pytest.raises(ConfigError, match="rid"):
+        GenerationRequest("", prompt="a")
+    with pytest.raises(ConfigError, match="prompt_ids"):
+        GenerationRequest("r", prompt_ids=(-1,))
+
+
+def test_empty_prompt_is_a_valid_request_that_fails_later() -> None:
+    # The engine fails only that request's stream (tested in the conformance suite).
+    assert GenerationRequest("r", prompt="").prompt == ""
