@@ -1,0 +1,66 @@
+"""Node options `(name = value, ...)`: known names, and values checked where they are written.
+
+Generation options are the fields of `Sampling`; retrieval options are `topk` and `nprobe`. Each
+value is validated on its own by the IR's own constructors, so the error points at that value and
+the rules live in one place (ragraph.ir.nodes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import Any
+
+from ragraph.dsl import ast
+from ragraph.errors import WorkflowError
+from ragraph.ir import Retrieve, Sampling, Template
+
+GENERATE_OPTIONS = tuple(f.name for f in dataclasses.fields(Sampling))
+RETRIEVE_OPTIONS = ("topk", "nprobe")
+
+
+def generate_options(options: tuple[ast.Option, ...]) -> dict[str, Any]:
+    """Sampling keyword arguments for `RAGraph.add_generation`."""
+    values = _by_name(options, GENERATE_OPTIONS, "generate")
+    out: dict[str, Any] = {}
+    for name, (value, opt) in values.items():
+        if name == "stop" and isinstance(value, str):
+            value = (value,)  # `stop = "\n"` reads naturally; the IR holds a tuple
+        try:
+            Sampling(**{name: value})
+        except WorkflowError as err:
+            raise WorkflowError(err.message, span=opt.value.span) from err
+        out[name] = value
+    return out
+
+
+def retrieve_options(options: tuple[ast.Option, ...]) -> dict[str, Any]:
+    """`topk` / `nprobe` keyword arguments for `RAGraph.add_retrieval`."""
+    values = _by_name(options, RETRIEVE_OPTIONS, "retrieve")
+    probe = Template.parse("")
+    for name, (value, opt) in values.items():
+        try:
+            Retrieve(id="option-check", query=probe, output="docs", **{name: value})
+        except WorkflowError as err:
+            raise WorkflowError(err.message, span=opt.value.span) from err
+    return {name: value for name, (value, _) in values.items()}
+
+
+def _by_name(
+    options: tuple[ast.Option, ...], known: tuple[str, ...], kind: str
+) -> dict[str, tuple[Any, ast.Option]]:
+    seen: dict[str, tuple[Any, ast.Option]] = {}
+    for opt in options:
+        name = opt.name.text
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = (f"did you mean {close[0]!r}? " if close else "") + f"{kind} options: " + (
+                ", ".join(known)
+            )
+            raise WorkflowError(f"unknown {kind} option {name!r}", span=opt.name.span, hint=hint)
+        if name in seen:
+            line = seen[name][1].name.span.line
+            raise WorkflowError(f"option {name!r} is given twice (first on line {line})",
+                                span=opt.name.span)
+        seen[name] = (opt.value.value, opt)
+    return seen
