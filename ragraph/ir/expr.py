@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
 
 from ragraph.errors import WorkflowError
 from ragraph.ir.values import Passages, Value
@@ -23,6 +24,9 @@ from ragraph.ir.values import Passages, Value
 KEYWORDS = frozenset({"and", "or", "not", "true", "false", "contains", "matches", "in"})
 COMPARE_OPS = ("==", "!=", "<=", ">=", "<", ">", "contains", "matches", "in")
 FUNCTIONS = {"len": 1, "lower": 1, "upper": 1, "trim": 1, "number": 1, "confidence": 1}
+# Deepest nesting of parentheses and `not`: keeps the recursive-descent parser far from Python's
+# recursion limit whatever text it is given.
+MAX_DEPTH = 50
 
 
 class ExprError(WorkflowError):
@@ -41,7 +45,9 @@ class Literal:
 @dataclass(frozen=True)
 class Var:
     name: str
-    offset: int
+    # Where the name was written: for error messages only, so the same condition written with
+    # different spacing (or printed by `to_source`) is still equal.
+    offset: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,12 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.toks = _tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def nested(self, tok: _Tok) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ExprError(f"condition nested more than {MAX_DEPTH} levels deep", tok.offset)
 
     def peek(self) -> _Tok:
         return self.toks[self.i]
@@ -147,8 +159,12 @@ class _Parser:
         return operands[0] if len(operands) == 1 else BoolOp(op, tuple(operands))
 
     def negation(self) -> Expr:
+        tok = self.peek()
         if self.accept("not"):
-            return Not(self.negation())
+            self.nested(tok)
+            inner = self.negation()
+            self.depth -= 1
+            return Not(inner)
         return self.compare()
 
     def compare(self) -> Expr:
@@ -169,8 +185,10 @@ class _Parser:
         if tok.kind == "str":
             return Literal(_unquote(tok.text))
         if tok.kind == "op" and tok.text == "(":
+            self.nested(tok)
             inner = self.boolean("or")
             self.expect(")")
+            self.depth -= 1
             return inner
         if tok.kind == "name" and tok.text in ("true", "false"):
             return Literal(tok.text == "true")
@@ -328,6 +346,8 @@ def to_source(expr: Expr) -> str:
             return "true" if b else "false"
         case Literal(value=str(s)):
             return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        case Literal(value=float(f)):
+            return _float_source(f)
         case Literal(value=v):
             return repr(v)
         case Var(name=name):
@@ -341,6 +361,12 @@ def to_source(expr: Expr) -> str:
         case Compare(op=op, left=left, right=right):
             return f"{_wrap(left)} {op} {_wrap(right)}"
     raise TypeError(f"not an expression: {expr!r}")
+
+
+def _float_source(value: float) -> str:
+    """Positional notation (`0.00001`, not `1e-05`): the condition language has no exponents."""
+    text = format(Decimal(repr(value)), "f")
+    return text if "." in text else text + ".0"
 
 
 def _wrap(expr: Expr) -> str:

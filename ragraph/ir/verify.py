@@ -68,7 +68,7 @@ def _check_edge(graph: RAGraph, edge: Edge, node: Node) -> None:
         raise fail(graph, f"conditional edge {edge.src} -> {edge.dst} has no condition", node, edge.span)
     if edge.kind == EdgeKind.LOOP and edge.max_iters is None:
         raise fail(graph, f"loop {edge.src} -> {edge.dst} has no iteration bound", node, edge.span,
-                   hint="bound it, e.g. `max 3`")
+                   hint="bound it: `loop max 3` in .rag, `max_iters=3` in Python")
 
 
 def _check_reachability(graph: RAGraph) -> None:
@@ -99,7 +99,7 @@ def _check_loops(graph: RAGraph) -> None:
     raise fail(
         graph, f"loop {src} -> {dst} has no iteration bound "
         f"(cycle {' -> '.join([c[0] for c in cycle] + [dst])})", graph.node(src), bad.span,
-        hint="mark the back edge as a loop with a bound, e.g. `max 3`",
+        hint="bound the back edge: `loop max 3` in .rag, `max_iters=3` in Python",
     )
 
 
