@@ -1,0 +1,97 @@
+"""A renderer-neutral description of one drawing: nodes in control order with their text, edges
+with their label and style. Every renderer starts from a Scene, so ordering and wording are shared.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ragraph.ir.edges import Edge, EdgeKind
+from ragraph.ir.graph import RAGraph
+from ragraph.ir.listing import node_fields, node_order
+from ragraph.ir.nodes import Node
+from ragraph.viz.style import EdgeStyle, NodeStyle, edge_label, edge_style, node_style
+
+
+@dataclass(frozen=True)
+class DrawNode:
+    id: str
+    kind: str
+    role: str
+    side: bool  # off the control path (prefetch and other side work)
+    subtitle: str  # kind, plus the variable the node writes
+    fields: tuple[tuple[str, str], ...]
+    style: NodeStyle
+
+    @property
+    def display_fields(self) -> list[tuple[str, str]]:
+        """Fields for people: quoted texts (prompts) shown as written, newlines and all."""
+        return [(name, _unquote(text)) for name, text in self.fields]
+
+    @property
+    def tooltip(self) -> str:
+        lines = [f"{self.id}: {self.kind}"]
+        lines += [f"{name} = {text}" for name, text in self.display_fields]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class DrawEdge:
+    src: str
+    dst: str
+    kind: EdgeKind
+    label: str
+    style: EdgeStyle
+
+
+@dataclass(frozen=True)
+class Scene:
+    name: str
+    title: str  # what a panel is called ("hyde", "original", "optimized (-O2)")
+    inputs: tuple[str, ...]
+    nodes: tuple[DrawNode, ...]
+    edges: tuple[DrawEdge, ...]
+
+    def node(self, nid: str) -> DrawNode:
+        return next(n for n in self.nodes if n.id == nid)
+
+
+def scene(graph: RAGraph, title: str | None = None) -> Scene:
+    nodes = tuple(_draw_node(graph.node(nid)) for nid in node_order(graph))
+    # Edges grouped by source in node order, each source's edges in declaration order: the order
+    # conditions are tried in, which is what a reader of the drawing needs.
+    edges = tuple(_draw_edge(e) for n in nodes for e in graph.out_edges(n.id))
+    inputs = tuple(
+        i.name if i.default is None else f"{i.name} = {i.default!r}" for i in graph.inputs.values()
+    )
+    return Scene(graph.name, title or graph.name, inputs, nodes, edges)
+
+
+def _draw_node(node: Node) -> DrawNode:
+    writes = sorted(node.writes())
+    subtitle = node.kind + (f" \u2192 {', '.join(writes)}" if writes else "")
+    return DrawNode(
+        id=node.id, kind=node.kind, role=node.role, side=not node.in_control_flow,
+        subtitle=subtitle, fields=tuple(node_fields(node)), style=node_style(node.role),
+    )
+
+
+def _draw_edge(edge: Edge) -> DrawEdge:
+    return DrawEdge(edge.src, edge.dst, edge.kind, edge_label(edge), edge_style(edge.kind))
+
+
+def _unquote(text: str) -> str:
+    # node_fields gives canonical listing text, where strings are JSON literals.
+    if text.startswith('"') and text.endswith('"'):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text
+    return text
+
+
+def shorten(text: str, limit: int = 48) -> str:
+    """Labels stay one readable line; the full text lives in tooltips and the tree view."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
