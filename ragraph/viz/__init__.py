@@ -27,20 +27,26 @@ _TEXT = {"tree": render_tree, "dot": render_dot, "mermaid": render_mermaid, "htm
 
 
 def scenes_for(graph: RAGraph, compare_with: RAGraph | None = None,
-               titles: tuple[str, str] = ("original", "optimized")) -> list[Scene]:
+               titles: tuple[str, str] = ("original", "optimized"),
+               source: RAGraph | None = None) -> list[Scene]:
     """One scene, or [original, optimized] when comparing."""
+    source = source or compare_with
     if compare_with is None:
-        return [scene(graph)]
-    return [scene(compare_with, titles[0]), scene(graph, titles[1])]
+        title = graph.name if source is None else f"{graph.name}: {titles[1]}"
+        return [scene(graph, title, source=source)]
+    return [scene(compare_with, titles[0]), scene(graph, titles[1], source=source)]
 
 
 def render(graph: RAGraph, fmt: str, compare_with: RAGraph | None = None, legend: bool = True,
-           titles: tuple[str, str] = ("original", "optimized")) -> str | bytes:
+           titles: tuple[str, str] = ("original", "optimized"),
+           source: RAGraph | None = None) -> str | bytes:
     """The drawing as text (tree, dot, mermaid, html) or bytes (svg, png).
 
     With `compare_with`, that graph (the original) is drawn left of `graph` (the optimized one).
+    `source` (default: `compare_with`) is the graph before the passes; sub-stages then take the
+    colours of the stage they were split from.
     """
-    scenes = scenes_for(graph, compare_with, titles)
+    scenes = scenes_for(graph, compare_with, titles, source)
     if fmt in _TEXT:
         return _TEXT[fmt](scenes, legend)
     if fmt in BINARY_FORMATS:

@@ -11,7 +11,14 @@ from ragraph.ir.edges import Edge, EdgeKind
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.listing import node_fields, node_order
 from ragraph.ir.nodes import Node
-from ragraph.viz.style import EdgeStyle, NodeStyle, edge_label, edge_style, node_style
+from ragraph.viz.style import (
+    EdgeStyle,
+    NodeStyle,
+    edge_label,
+    edge_style,
+    node_style,
+    substage_style,
+)
 
 
 @dataclass(frozen=True)
@@ -57,8 +64,10 @@ class Scene:
         return next(n for n in self.nodes if n.id == nid)
 
 
-def scene(graph: RAGraph, title: str | None = None) -> Scene:
-    nodes = tuple(_draw_node(graph.node(nid)) for nid in node_order(graph))
+def scene(graph: RAGraph, title: str | None = None, source: RAGraph | None = None) -> Scene:
+    """`source`, the graph before the passes, lets sub-stages take their origin's colours."""
+    nodes = tuple(_draw_node(graph.node(nid), _origin_role(graph.node(nid), source))
+                  for nid in node_order(graph))
     # Edges grouped by source in node order, each source's edges in declaration order: the order
     # conditions are tried in, which is what a reader of the drawing needs.
     edges = tuple(_draw_edge(e) for n in nodes for e in graph.out_edges(n.id))
@@ -68,12 +77,22 @@ def scene(graph: RAGraph, title: str | None = None) -> Scene:
     return Scene(graph.name, title or graph.name, inputs, nodes, edges)
 
 
-def _draw_node(node: Node) -> DrawNode:
-    writes = sorted(node.writes())
+def _origin_role(node: Node, source: RAGraph | None) -> str | None:
+    # Sub-stage kinds name the node they were split from in an `origin` field.
+    origin = getattr(node, "origin", None)
+    if node.role != "substage" or source is None or not isinstance(origin, str):
+        return None
+    return source.node(origin).role if origin in source else None
+
+
+def _draw_node(node: Node, origin_role: str | None) -> DrawNode:
+    # Pass-private slots (`%x.kv`) are runtime scratch; the subtitle names user variables only.
+    writes = sorted(w for w in node.writes() if not w.startswith("%"))
     subtitle = node.kind + (f" \u2192 {', '.join(writes)}" if writes else "")
+    style = substage_style(origin_role) if node.role == "substage" else node_style(node.role)
     return DrawNode(
         id=node.id, kind=node.kind, role=node.role, side=not node.in_control_flow,
-        subtitle=subtitle, fields=tuple(node_fields(node)), style=node_style(node.role),
+        subtitle=subtitle, fields=tuple(node_fields(node)), style=style,
     )
 
 

@@ -7,7 +7,7 @@ abstract shape / line names into its own syntax, so the drawings agree across fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragraph.ir.edges import Edge, EdgeKind
 
@@ -35,7 +35,7 @@ NODE_STYLES: dict[str, NodeStyle] = {
     "search": NodeStyle("cylinder", "#dcfce7", "#15803d", "#0f172a", "retrieval (vector search)"),
     "substage": NodeStyle(
         "subbox", "#ede9fe", "#6d28d9", "#0f172a",
-        "sub-stage (decode chunk or cluster batch)",
+        "sub-stage (double border, filled like the stage it splits)",
     ),
     "prefetch": NodeStyle(
         "parallelogram", "#ffedd5", "#c2410c", "#0f172a", "prefetch node (side work)",
@@ -58,6 +58,15 @@ EDGE_STYLES: dict[EdgeKind, EdgeStyle] = {
 
 def node_style(role: str) -> NodeStyle:
     return NODE_STYLES.get(role, FALLBACK_NODE)
+
+
+def substage_style(origin_role: str | None) -> NodeStyle:
+    """A sub-stage keeps the sub-stage outline and takes the fill of the stage it was split from,
+    so a split generation still reads as LLM work and a split retrieval as search work."""
+    base = NODE_STYLES["substage"]
+    if origin_role is None or origin_role not in NODE_STYLES or origin_role == "substage":
+        return base
+    return replace(base, fill=NODE_STYLES[origin_role].fill)
 
 
 def edge_style(kind: EdgeKind) -> EdgeStyle:
