@@ -12,7 +12,7 @@ import re
 from ragraph.dsl.ast import Text
 from ragraph.errors import Span
 
-_ESCAPES = {"n": "\n", "t": "\t"}
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 _BLANK = re.compile(r"[ \t]*\Z")
 _INDENT = re.compile(r"[ \t]*")
 
@@ -24,10 +24,10 @@ def decode_string(raw: str, line: int, col: int, file: str | None) -> Text:
     i = 1
     while i < len(raw) - 1:
         positions.append((line, col + i))
-        if raw[i] == "\\" and i + 1 < len(raw) - 1:
-            chars.append(_ESCAPES.get(raw[i + 1], raw[i + 1]))
+        if raw[i] == "\\" and i + 1 < len(raw) - 1 and raw[i + 1] in _ESCAPES:
+            chars.append(_ESCAPES[raw[i + 1]])
             i += 2
-        else:
+        else:  # any other backslash is kept as written (Python-like): "\s" in a regex stays
             chars.append(raw[i])
             i += 1
     positions.append((line, col + len(raw) - 1))
