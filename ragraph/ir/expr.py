@@ -218,9 +218,14 @@ class _Parser:
         return Call(name.text, tuple(args))
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'"}
+
+
 def _unquote(text: str) -> str:
+    """Python-like: \\n \\t \\\\ \\" \\' are escapes; any other backslash is kept, so a regex
+    such as "^\\s*yes" means what it says."""
     body = text[1:-1]
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), body)
 
 
 def _check_regex(node: Expr, offset: int) -> None:
