@@ -36,7 +36,10 @@ class History:
     records: tuple[RetrievalRecord, ...] = ()
 
     def record(
-        self, ids: Sequence[int], probe: Sequence[int], cluster_of: Callable[[np.ndarray], np.ndarray]
+        self,
+        ids: Sequence[int],
+        probe: Sequence[int],
+        cluster_of: Callable[[np.ndarray], np.ndarray],
     ) -> History:
         top = np.asarray(ids, dtype=np.int64)[:HISTORY_TOPK]
         top = top[top >= 0]

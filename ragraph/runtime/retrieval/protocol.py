@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 
-class Metric(str, Enum):
+class Metric(StrEnum):
     """The distance of an index: smaller-is-better L2 or larger-is-better inner product."""
 
     L2 = "l2"

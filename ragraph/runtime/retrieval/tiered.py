@@ -78,7 +78,9 @@ class TieredEngine:
     def search_step(self, tasks: Sequence[SearchTask], k: int) -> StepResult:
         snap = self._cache.resident
         sizes = self._base.cluster_sizes()
-        resident = [np.array([c for c in t.clusters.tolist() if c in snap], np.int64) for t in tasks]
+        resident = [
+            np.array([c for c in t.clusters.tolist() if c in snap], np.int64) for t in tasks
+        ]
         on_acc = int(sum(int(sizes[r].sum()) for r in resident))
         if on_acc == 0:
             step = self._base.search_step(tasks, k)

