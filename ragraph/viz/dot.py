@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragraph.viz.layers import back_edges
 from ragraph.viz.scene import DrawEdge, DrawNode, Scene, shorten
 from ragraph.viz.style import legend_edges, legend_nodes
 
@@ -11,7 +12,7 @@ _SHAPES = {
     "roundbox": 'shape=box, style="rounded,filled"',
     "cylinder": 'shape=cylinder, style="filled"',
     "subbox": 'shape=box, style="filled", peripheries=2',
-    "parallelogram": 'shape=parallelogram, style="filled"',
+    "parallelogram": 'shape=parallelogram, style="filled", margin="0.02,0.02"',
     "hexagon": 'shape=hexagon, style="filled"',
     "box": 'shape=box, style="filled"',
 }
@@ -48,8 +49,11 @@ def render_dot(scenes: list[Scene], legend: bool = True) -> str:
 
 
 def _body(sc: Scene, prefix: str, indent: str) -> list[str]:
+    # The back edges of the html layout (a DFS that prefers control edges) are the ones Graphviz
+    # must not rank by, so loops and round-to-round prefetches draw upward in both views.
+    back = back_edges(sc)
     lines = [indent + _node(n, prefix) for n in sc.nodes]
-    lines += [indent + _edge(e, prefix) for e in sc.edges]
+    lines += [indent + _edge(e, prefix, i in back) for i, e in enumerate(sc.edges)]
     return lines
 
 
@@ -62,12 +66,11 @@ def _node(n: DrawNode, prefix: str) -> str:
     )
 
 
-def _edge(e: DrawEdge, prefix: str) -> str:
+def _edge(e: DrawEdge, prefix: str, back: bool) -> str:
     attrs = [_LINES[e.style.line], f"color={q(e.style.color)}", f"fontcolor={q(e.style.color)}"]
     if e.label:
         attrs.append(f"label={q(shorten(e.label, 40))}, tooltip={q(e.label)}")
-    if not e.kind.is_control:
-        # Pass-added edges must not stretch the control skeleton's ranks.
+    if back:
         attrs.append("constraint=false")
     return f"{q(prefix + e.src)} -> {q(prefix + e.dst)} [{', '.join(attrs)}];"
 
