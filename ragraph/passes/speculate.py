@@ -1,0 +1,73 @@
+"""speculate: speculative edges with explicit verify points (HedraRAG section 5, RAGCache).
+
+- generation: a retrieval followed directly by a generation that reads its passages gets a
+  SPECULATIVE edge search-steps -> prefill (start the generation on the partial top-k);
+- retrieval: a generation followed directly by a retrieval whose query reads its output gets a
+  SPECULATIVE edge decode -> embed-query (embed and search the partial text, warming the cache).
+
+Either way a spec-verify node is inserted just before the speculated chain, with a COMMIT edge from
+the source's last step (where the final value is known) and a ROLLBACK edge to the chain's first
+step. The runtime policy (load threshold tau, semantic drift) decides whether to take an edge; a
+declined edge leaves the -O0 behaviour, and an accepted one is adopted only when the inputs match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from ragraph.ir.edges import Edge, EdgeKind
+from ragraph.ir.graph import RAGraph
+from ragraph.ir.nodes import Node
+from ragraph.ir.overlap import SpecVerify
+from ragraph.ir.template import Template
+from ragraph.passes.analysis import next_original, step, steps
+from ragraph.passes.base import Pass, PassContext
+from ragraph.passes.rewrite import fresh_id, insert_before
+
+# No-op control nodes other passes may put between two chains.
+_TRANSPARENT = frozenset({"fork", "join"})
+
+
+@dataclass(frozen=True)
+class Speculate(Pass):
+    name: ClassVar[str] = "speculate"
+    summary: ClassVar[str] = "speculative generation/retrieval edges with verify and rollback"
+    requires: ClassVar[tuple[str, ...]] = ("split-stages",)
+    generation: bool = True
+    retrieval: bool = True
+
+    def apply(self, graph: RAGraph, ctx: PassContext) -> bool:
+        changed = False
+        if self.generation:
+            for commit in steps(graph, "retrieve-commit"):
+                changed |= self._guard(graph, commit, "search-steps", "prefill", "prompt")
+        if self.retrieval:
+            for finish in steps(graph, "finish"):
+                changed |= self._guard(graph, finish, "decode", "embed-query", "query")
+        return changed
+
+    def _guard(self, graph: RAGraph, last: Node, partial_kind: str, head_kind: str,
+               field: str) -> bool:
+        """Speculate the chain right after `last` (the source's output step) on its partial
+        value, when that chain starts with `head_kind` and reads the source's output."""
+        nxt = next_original(graph, last.id, _TRANSPARENT)
+        if nxt is None:
+            return False
+        head = graph.node(nxt)
+        source, var = last.origin, last.output  # type: ignore[attr-defined]
+        inputs: Template | None = getattr(head, field, None)
+        if head.kind != head_kind or inputs is None or var not in inputs.variables:
+            return False
+        partial = step(graph, source, partial_kind)
+        if partial is None:
+            return False
+        target = head.origin  # type: ignore[attr-defined]
+        verify = SpecVerify(id=fresh_id(graph, self.name, f"{target}.verify"), origin=target,
+                            source=source, var=var, inputs=inputs, span=head.span)
+        insert_before(graph, head.id, verify)
+        graph.replace_node(replace(head, guarded=True))  # type: ignore[type-var]
+        graph.insert_edge(Edge(src=partial.id, dst=head.id, kind=EdgeKind.SPECULATIVE))
+        graph.insert_edge(Edge(src=last.id, dst=verify.id, kind=EdgeKind.COMMIT))
+        graph.insert_edge(Edge(src=verify.id, dst=head.id, kind=EdgeKind.ROLLBACK))
+        return True

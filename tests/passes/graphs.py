@@ -1,0 +1,77 @@
+"""Builder graphs for the pass tests: the shapes of the paper's workflows, written with the
+Python API (the `.rag` workflows are tested through the golden files)."""
+
+from __future__ import annotations
+
+from ragraph import END, START, RAGraph
+
+DOCS_LAST = "Answer the question using the documents.\nQuestion: {question}\nDocuments:\n{docs}\nAnswer:"
+DOCS_FIRST = "Answer the question using the documents.\nDocuments:\n{docs}\nQuestion: {question}\nAnswer:"
+
+
+def hyde() -> RAGraph:
+    g = RAGraph("hyde")
+    g.add_input("question")
+    g.add_generation("hypo", prompt="Write a passage answering: {question}", output="passage")
+    g.add_retrieval("ret", topk=3, query="passage", output="docs")
+    g.add_generation("answer", prompt=DOCS_FIRST, output="answer")
+    for a, b in ((START, "hypo"), ("hypo", "ret"), ("ret", "answer"), ("answer", END)):
+        g.add_edge(a, b)
+    return g
+
+
+def multistep() -> RAGraph:
+    """Ask a sub-question, retrieve, note the answer; loop until no sub-question remains."""
+    g = RAGraph("multistep")
+    g.add_input("question")
+    g.add_input("notes", "")
+    g.add_generation("subq", prompt="Question: {question}\nNotes: {notes}\nNext sub-question:",
+                     output="sub")
+    g.add_retrieval("ret", topk=2, query="sub", output="docs")
+    g.add_generation("note", prompt=DOCS_LAST.replace("{question}", "{sub}"), output="notes",
+                     append=True)
+    g.add_generation("final", prompt="Notes:\n{notes}\nQuestion: {question}\nAnswer:",
+                     output="answer")
+    g.add_edge(START, "subq")
+    g.add_edge("subq", "ret")
+    g.add_edge("ret", "note")
+    g.add_edge("note", "subq", when="len(notes) < 80", max_iters=3)
+    g.add_edge("note", "final")
+    g.add_edge("final", END)
+    return g
+
+
+def parallel() -> RAGraph:
+    """Independent work in one straight line: rewire has something to do."""
+    g = RAGraph("parallel")
+    g.add_input("question")
+    g.add_generation("kw", prompt="Keywords for: {question}", output="keywords")
+    g.add_generation("style", prompt="Answer style for: {question}", output="style")
+    g.add_retrieval("ret", topk=3, query="keywords", output="docs")
+    g.add_generation("answer", prompt=DOCS_LAST + " ({style})", output="answer")
+    for a, b in ((START, "kw"), ("kw", "style"), ("style", "ret"), ("ret", "answer"),
+                 ("answer", END)):
+        g.add_edge(a, b)
+    return g
+
+
+def selfrag() -> RAGraph:
+    """A branch on the model's own judgment, then a merge."""
+    g = RAGraph("selfrag")
+    g.add_input("question")
+    g.add_generation("judge", prompt="Need documents for {question}? yes/no", output="need")
+    g.add_retrieval("ret", topk=3, query="question", output="docs")
+    g.add_generation("rag", prompt=DOCS_LAST, output="answer")
+    g.add_generation("direct", prompt="Question: {question}\nAnswer:", output="answer")
+    g.add_generation("polish", prompt="Polish: {answer}", output="final")
+    g.add_edge(START, "judge")
+    g.add_edge("judge", "ret", when='need contains "yes"')
+    g.add_edge("judge", "direct")
+    g.add_edge("ret", "rag")
+    g.add_edge("rag", "polish")
+    g.add_edge("direct", "polish")
+    g.add_edge("polish", END)
+    return g
+
+
+BUILDERS = {f.__name__: f for f in (hyde, multistep, parallel, selfrag)}
