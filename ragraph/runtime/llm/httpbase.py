@@ -1,0 +1,154 @@
+"""What the HTTP engines share: one asyncio task per request reading a streamed response.
+
+Aborting a request cancels its task, which closes the connection; servers (vLLM, SGLang,
+llama.cpp's) stop generating for a client that went away. A failure of one request (connection
+refused, an HTTP error status, garbage in the stream) ends only that request's stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import httpx
+
+from ragraph.errors import EngineError
+from ragraph.runtime.llm.protocol import EngineCounters, GenerationRequest, GenerationResult
+from ragraph.runtime.llm.stream import GenerationStream
+from ragraph.runtime.llm.tally import Tally
+
+Driver = Callable[[GenerationRequest, GenerationStream, "StreamState"], Awaitable[None]]
+
+
+class StreamState:
+    """What one request has produced so far (used for the result, also on abort)."""
+
+    def __init__(self, request: GenerationRequest) -> None:
+        self.request = request
+        self.text = ""
+        self.token_ids: list[int] = []
+        self.logprobs: list[float] = []
+        self.completion_tokens = 0
+        self.prompt_tokens = len(request.prompt_ids) if request.prompt_ids is not None else 0
+        self.cached_tokens = 0
+        self.finish_reason: str | None = None
+
+    def result(self, reason: str) -> GenerationResult:
+        return GenerationResult(
+            rid=self.request.rid,
+            text=self.text,
+            token_ids=tuple(self.token_ids),
+            finish_reason=reason,  # type: ignore[arg-type]
+            prompt_tokens=self.prompt_tokens,
+            cached_tokens=self.cached_tokens,
+            completion_tokens=max(self.completion_tokens, len(self.token_ids)),
+            logprobs=tuple(self.logprobs) if self.request.params.logprobs else None,
+        )
+
+
+class HttpStreamingEngine:
+    """Base of the HTTP engines: subclasses set `name`, `context_length`, `_base_url` and
+    implement `_drive` (send the request, feed the stream, set `state.finish_reason`)."""
+
+    simulated = False
+
+    def __init__(self, base_url: str, timeout_s: float, connect_timeout_s: float) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
+        self._client: httpx.AsyncClient | None = None
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._tally = Tally()
+
+    async def start(self) -> None:
+        if self._client is None:
+            # No connection-pool cap below the number of concurrent streams we may run.
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
+            self._client = httpx.AsyncClient(base_url=self._base_url, timeout=self._timeout,
+                                             limits=limits)
+
+    async def close(self) -> None:
+        for task in list(self._tasks.values()):
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def __aenter__(self) -> HttpStreamingEngine:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def counters(self) -> EngineCounters:
+        return self._tally.snapshot()
+
+    def submit(self, request: GenerationRequest) -> GenerationStream:
+        if self._client is None:
+            raise EngineError(f"{self.name}: submit() before start()")
+        if request.rid in self._tasks:
+            raise EngineError(f"{self.name}: request id {request.rid!r} is already in flight")
+        stream = GenerationStream(request.rid, self._abort)
+        self._tally.requests += 1
+        if request.prompt == "" or request.prompt_ids == ():
+            self._tally.failed += 1
+            stream.fail("empty prompt")
+            return stream
+        task = asyncio.get_running_loop().create_task(self._run(request, stream))
+        self._tasks[request.rid] = task
+        return stream
+
+    def _abort(self, rid: str) -> None:
+        task = self._tasks.get(rid)
+        if task is not None:
+            task.cancel()
+
+    async def _run(self, request: GenerationRequest, stream: GenerationStream) -> None:
+        state = StreamState(request)
+        try:
+            await self._drive(request, stream, state)
+            reason = state.finish_reason or "stop"
+            self._finish(stream, state, reason)
+        except asyncio.CancelledError:
+            # Our own abort (or engine close): report what was produced, do not propagate:
+            # nobody awaits this task, the stream is the request's only handle.
+            self._finish(stream, state, "abort")
+        except EngineError as e:
+            self._fail(stream, state, str(e))
+        except httpx.HTTPError as e:
+            self._fail(stream, state, f"{type(e).__name__} talking to {self._base_url}: {e}")
+        finally:
+            self._tasks.pop(request.rid, None)
+
+    def _finish(self, stream: GenerationStream, state: StreamState, reason: str) -> None:
+        self._tally.count_finish(reason)
+        self._tally.prompt_tokens += state.prompt_tokens
+        self._tally.cached_tokens += state.cached_tokens
+        self._tally.completion_tokens += max(state.completion_tokens, len(state.token_ids))
+        stream.finish(state.result(reason))
+
+    def _fail(self, stream: GenerationStream, state: StreamState, message: str) -> None:
+        self._tally.failed += 1
+        stream.fail(f"{self.name}: {message}", prompt_tokens=state.prompt_tokens)
+
+    async def _drive(
+        self, request: GenerationRequest, stream: GenerationStream, state: StreamState
+    ) -> None:
+        raise NotImplementedError
+
+    async def _post_stream(self, path: str, body: dict[str, object],
+                           headers: dict[str, str] | None = None) -> httpx.Response:
+        """Open a streamed POST; raises EngineError for a non-200 answer (with its body)."""
+        if self._client is None:
+            raise EngineError(f"{self.name}: engine closed")
+        req = self._client.build_request("POST", path, json=body, headers=headers)
+        resp = await self._client.send(req, stream=True)
+        if resp.status_code != 200:
+            detail = (await resp.aread()).decode("utf-8", errors="replace")
+            await resp.aclose()
+            raise EngineError(f"HTTP {resp.status_code} from {self._base_url}{path}: {detail[:500]}")
+        return resp
+
+    name: str
+    context_length: int

@@ -1,0 +1,193 @@
+"""SGLang engines (optional extra `ragraph[gpu]`): in-process `sglang.Engine`, or a server's
+native `POST /generate`.
+
+sglang is imported only when the in-process engine starts; it needs a CUDA GPU (no CPU backend
+for these machines). The request/response mapping lives in `sglang_map` and is tested without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from ragraph.errors import ConfigError, EngineError
+from ragraph.runtime.llm.httpbase import HttpStreamingEngine, StreamState
+from ragraph.runtime.llm.protocol import EngineCounters, GenerationRequest
+from ragraph.runtime.llm.sglang_map import ChunkFolder, generate_kwargs, generate_payload
+from ragraph.runtime.llm.sse import iter_events
+from ragraph.runtime.llm.stream import GenerationStream
+from ragraph.runtime.llm.tally import Tally
+
+INSTALL_HINT = "install the GPU extra: pip install 'ragraph[gpu]' (needs a CUDA GPU)"
+
+
+@dataclass(frozen=True)
+class SGLangConfig:
+    """`mode="engine"`: load `model_path` in this process; `mode="http"`: talk to `base_url`."""
+
+    mode: str = "engine"
+    model_path: str = ""
+    base_url: str = "http://127.0.0.1:30000"
+    tp_size: int = 1
+    # Fraction of GPU memory for weights + KV cache (SGLang's `mem_fraction_static`); None = its default.
+    mem_fraction_static: float | None = None
+    # 0 = the model's own context length.
+    context_length: int = 0
+    # Matches the server flag --incremental-streaming-output (chunks carry deltas).
+    incremental_output: bool = False
+    timeout_s: float = 600.0
+    connect_timeout_s: float = 5.0
+    name: str = "sglang"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("engine", "http"):
+            raise ConfigError("mode", f"must be 'engine' or 'http', got {self.mode!r}")
+        if self.mode == "engine" and not self.model_path:
+            raise ConfigError("model_path", "is required for the in-process SGLang engine")
+        if self.tp_size < 1:
+            raise ConfigError("tp_size", "must be >= 1")
+        if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static < 1:
+            raise ConfigError("mem_fraction_static", "must be in (0, 1)")
+        if self.context_length < 0:
+            raise ConfigError("context_length", "must be >= 0")
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of `sglang.Engine(...)` (its ServerArgs fields)."""
+        kwargs: dict[str, Any] = {"model_path": self.model_path, "tp_size": self.tp_size}
+        if self.mem_fraction_static is not None:
+            kwargs["mem_fraction_static"] = self.mem_fraction_static
+        if self.context_length:
+            kwargs["context_length"] = self.context_length
+        if self.incremental_output:
+            kwargs["incremental_streaming_output"] = True
+        return kwargs
+
+
+def import_sglang() -> Any:
+    """The sglang module, or a clear EngineError when it or a GPU is missing."""
+    try:
+        import sglang  # noqa: PLC0415 - optional heavy dependency, imported only when selected
+    except ImportError as e:
+        raise EngineError(f"the SGLang engine needs the sglang package: {INSTALL_HINT}") from e
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError as e:
+        raise EngineError(f"the SGLang engine needs torch with CUDA: {INSTALL_HINT}") from e
+    if not torch.cuda.is_available():
+        raise EngineError("the SGLang engine needs a CUDA GPU and none is visible; "
+                          "use the llama.cpp engine (default) or the simulated one on CPU")
+    return sglang
+
+
+class SGLangEngine:
+    """`LLMEngine` over an in-process `sglang.Engine`."""
+
+    simulated = False
+
+    def __init__(self, config: SGLangConfig) -> None:
+        if config.mode != "engine":
+            raise ConfigError("mode", "SGLangEngine is the in-process engine; use SGLangHttpEngine")
+        self.config = config
+        self.name = config.name
+        self.context_length = config.context_length
+        self._engine: Any = None
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._tally = Tally()
+
+    async def start(self) -> None:
+        if self._engine is None:
+            sglang = import_sglang()
+            self._engine = sglang.Engine(**self.config.engine_kwargs())
+            tm = self._engine.tokenizer_manager
+            self.context_length = self.context_length or int(getattr(tm, "context_len", 0))
+
+    async def close(self) -> None:
+        for task in list(self._tasks.values()):
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        if self._engine is not None:
+            self._engine.shutdown()
+            self._engine = None
+
+    async def __aenter__(self) -> SGLangEngine:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def counters(self) -> EngineCounters:
+        return self._tally.snapshot()
+
+    def tokenize(self, text: str) -> tuple[int, ...]:
+        if self._engine is None:
+            raise EngineError(f"{self.name}: tokenize() before start()")
+        return tuple(self._engine.tokenizer_manager.tokenizer.encode(text))
+
+    def submit(self, request: GenerationRequest) -> GenerationStream:
+        if self._engine is None:
+            raise EngineError(f"{self.name}: submit() before start()")
+        stream = GenerationStream(request.rid, self._abort)
+        self._tally.requests += 1
+        if request.prompt == "" or request.prompt_ids == ():
+            self._tally.failed += 1
+            stream.fail("empty prompt")
+            return stream
+        task = asyncio.get_running_loop().create_task(self._drive(request, stream))
+        self._tasks[request.rid] = task
+        return stream
+
+    def _abort(self, rid: str) -> None:
+        # SGLang then ends the request's generator with finish_reason {"type": "abort"}.
+        self._engine.tokenizer_manager.abort_request(rid=rid)
+
+    async def _drive(self, request: GenerationRequest, stream: GenerationStream) -> None:
+        state = StreamState(request)
+        folder = ChunkFolder(state, self.config.incremental_output)
+        try:
+            generator = await self._engine.async_generate(**generate_kwargs(request))
+            async for chunk in generator:
+                for event in folder.apply(chunk, we_aborted=stream.abort_requested):
+                    stream.push(event)
+        except (EngineError, ValueError) as e:
+            # SGLang raises ValueError for rejected input (too long, bad sampling params).
+            self._tally.failed += 1
+            stream.fail(f"{self.name}: {e}", prompt_tokens=state.prompt_tokens)
+            return
+        finally:
+            self._tasks.pop(request.rid, None)
+        reason = state.finish_reason or "stop"
+        self._tally.count_finish(reason)
+        self._tally.prompt_tokens += state.prompt_tokens
+        self._tally.cached_tokens += state.cached_tokens
+        self._tally.completion_tokens += max(state.completion_tokens, len(state.token_ids))
+        stream.finish(state.result(reason))
+
+
+class SGLangHttpEngine(HttpStreamingEngine):
+    """`LLMEngine` over a running SGLang server's native `POST /generate` (SSE)."""
+
+    def __init__(self, config: SGLangConfig) -> None:
+        if config.mode != "http":
+            raise ConfigError("mode", "SGLangHttpEngine needs mode='http'")
+        self.config = config
+        super().__init__(config.base_url, config.timeout_s, config.connect_timeout_s)
+        self.name = config.name
+        self.context_length = config.context_length
+
+    async def _drive(
+        self, request: GenerationRequest, stream: GenerationStream, state: StreamState
+    ) -> None:
+        folder = ChunkFolder(state, self.config.incremental_output)
+        resp = await self._post_stream("/generate", generate_payload(request))
+        try:
+            async for chunk in iter_events(resp.aiter_lines()):
+                for event in folder.apply(chunk):
+                    stream.push(event)
+        finally:
+            await resp.aclose()
+
+    def tokenize(self, text: str) -> tuple[int, ...]:
+        raise EngineError(f"{self.name}: tokenize over HTTP is not supported; "
+                          "use the OpenAI-compatible engine with tokenize_path='/tokenize'")

@@ -1,0 +1,119 @@
+"""Pure mapping between ragraph's protocol and SGLang's generate API (no sglang import).
+
+SGLang's `Engine.async_generate(..., stream=True)` and the server's native `POST /generate`
+(SSE, `data: {...}` lines ending with `data: [DONE]`) speak the same dicts:
+request `text` or `input_ids`, `sampling_params` (`max_new_tokens`, `temperature`, `top_p`,
+`stop`, `sampling_seed`), `return_logprob`, `rid`; each output chunk has `text`, `output_ids` and
+`meta_info` (`prompt_tokens`, `completion_tokens`, `cached_tokens`, `finish_reason` as
+`{"type": "stop"|"length"|"abort", ...}` or None, `output_token_logprobs` as
+`[logprob, token_id, text]` triples). By default chunks are cumulative (the whole text so far);
+with the server flag `--incremental-streaming-output` they are deltas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragraph.errors import EngineError
+from ragraph.runtime.llm.httpbase import StreamState
+from ragraph.runtime.llm.protocol import GenerationRequest, SamplingParams, TokenEvent
+
+
+def sampling_params_dict(params: SamplingParams) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "max_new_tokens": params.max_new_tokens,
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+    }
+    if params.stop:
+        out["stop"] = list(params.stop)
+    if params.seed is not None:
+        out["sampling_seed"] = params.seed
+    return out
+
+
+def generate_kwargs(request: GenerationRequest) -> dict[str, Any]:
+    """Keyword arguments of `sglang.Engine.async_generate` (streaming)."""
+    kwargs: dict[str, Any] = {
+        "sampling_params": sampling_params_dict(request.params),
+        "return_logprob": request.params.logprobs,
+        "stream": True,
+        "rid": request.rid,
+    }
+    if request.prompt is not None:
+        kwargs["prompt"] = request.prompt
+    else:
+        kwargs["input_ids"] = list(request.prompt_ids or ())
+    return kwargs
+
+
+def generate_payload(request: GenerationRequest) -> dict[str, Any]:
+    """The JSON body of the native `POST /generate` (the server names the prompt `text`)."""
+    kwargs = generate_kwargs(request)
+    if "prompt" in kwargs:
+        kwargs["text"] = kwargs.pop("prompt")
+    return kwargs
+
+
+class ChunkFolder:
+    """Turns successive SGLang output chunks of one request into `TokenEvent`s."""
+
+    def __init__(self, state: StreamState, incremental: bool = False) -> None:
+        self.state = state
+        self.incremental = incremental
+        self._n_logprobs = 0
+
+    def apply(self, chunk: dict[str, Any], we_aborted: bool = False) -> list[TokenEvent]:
+        """Events for the tokens this chunk adds; `we_aborted` when the caller aborted the
+        request (an abort is then the expected end, not a rejection)."""
+        meta = chunk.get("meta_info")
+        ids = chunk.get("output_ids")
+        if not isinstance(meta, dict) or not isinstance(ids, list):
+            raise EngineError(f"SGLang chunk without meta_info/output_ids: {str(chunk)[:200]}")
+        new_ids = ids if self.incremental else ids[len(self.state.token_ids):]
+        text_delta = self._text_delta(chunk.get("text"))
+        new_logprobs = self._logprobs(meta.get("output_token_logprobs"))
+        self._apply_meta(meta, we_aborted)
+        self.state.token_ids.extend(int(t) for t in new_ids)
+        self.state.text += text_delta
+        events = [
+            TokenEvent(int(t), text_delta if i == len(new_ids) - 1 else "",
+                       new_logprobs[i] if i < len(new_logprobs) else None)
+            for i, t in enumerate(new_ids)
+        ]
+        if not events and text_delta:
+            events.append(TokenEvent(None, text_delta))
+        return events
+
+    def _text_delta(self, text: object) -> str:
+        if text is None:
+            return ""  # SGLang defers intermediate text in non-incremental mode
+        if not isinstance(text, str):
+            raise EngineError(f"SGLang chunk text is not a string: {text!r:.100}")
+        if self.incremental:
+            return text
+        if not text.startswith(self.state.text):
+            raise EngineError("SGLang cumulative text does not extend the previous chunk")
+        return text[len(self.state.text):]
+
+    def _logprobs(self, triples: object) -> list[float]:
+        if not self.state.request.params.logprobs or not isinstance(triples, list):
+            return []
+        fresh = triples if self.incremental else triples[self._n_logprobs:]
+        self._n_logprobs += len(fresh)
+        values = [float(t[0]) for t in fresh if isinstance(t, list | tuple) and t]
+        self.state.logprobs.extend(values)
+        return values
+
+    def _apply_meta(self, meta: dict[str, Any], we_aborted: bool) -> None:
+        s = self.state
+        s.prompt_tokens = int(meta.get("prompt_tokens") or s.prompt_tokens)
+        s.completion_tokens = int(meta.get("completion_tokens") or s.completion_tokens)
+        s.cached_tokens = int(meta.get("cached_tokens") or s.cached_tokens)
+        reason = meta.get("finish_reason")
+        if isinstance(reason, dict):
+            kind = reason.get("type")
+            if kind == "abort" and reason.get("message") and not we_aborted:
+                # SGLang reports rejected requests (too long, bad params) as aborts with a message.
+                raise EngineError(f"SGLang rejected the request: {reason['message']}")
+            s.finish_reason = kind if kind in ("stop", "length", "abort") else "stop"
