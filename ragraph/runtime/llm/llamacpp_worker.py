@@ -1,0 +1,268 @@
+"""The decode thread of the llama.cpp engine: continuous batching over one llama.cpp context.
+
+Each iteration admits new requests, plans one batch (one token of every decoding sequence plus
+prefill chunks of new ones), runs ONE `llama_decode`, samples a token for every sequence whose
+last token was in the batch, and hands the resulting events to the asyncio loop in one call.
+Sequences join and leave between iterations.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragraph.errors import EngineError
+from ragraph.runtime.llm import sampling
+from ragraph.runtime.llm.llamacpp_model import BatchEntry, LlamaModel
+from ragraph.runtime.llm.llamacpp_seqs import Seq, SeqPool, plan_step
+from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, TokenEvent
+from ragraph.runtime.llm.stream import GenerationStream
+from ragraph.runtime.llm.tally import Tally
+from ragraph.runtime.llm.textout import OutputText
+
+
+@dataclass(frozen=True)
+class Submit:
+    request: GenerationRequest
+    stream: GenerationStream
+
+
+@dataclass(frozen=True)
+class Abort:
+    rid: str
+
+
+class Stop:
+    pass
+
+
+# What the loop thread applies to one stream: events, then the result if it ended.
+Delivery = tuple[GenerationStream, list[TokenEvent], GenerationResult | None]
+
+
+@dataclass(frozen=True)
+class WorkerLimits:
+    context_length: int  # per sequence: prompt + generated tokens
+    max_running: int  # sequences decoding at once
+
+
+class DecodeWorker:
+    def __init__(self, model: LlamaModel, pool: SeqPool, limits: WorkerLimits, tally: Tally,
+                 post: Callable[[list[Delivery]], None]) -> None:
+        self.inbox: queue.SimpleQueue[Submit | Abort | Stop] = queue.SimpleQueue()
+        self._model = model
+        self._pool = pool
+        self._limits = limits
+        self._tally = tally
+        self._post = post
+        self._waiting: deque[Seq] = deque()
+        self._running: list[Seq] = []
+        self._out: list[Delivery] = []
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            while self._take_commands():
+                self._admit()
+                if self._running:
+                    self._step()
+                self._flush()
+        except BaseException as e:
+            # A bug or a llama.cpp failure: every open stream learns why, then the thread dies
+            # with the traceback (threading.excepthook prints it).
+            self._post_crash(repr(e))
+            raise
+        self._shutdown()
+
+    def _take_commands(self) -> bool:
+        """Apply queued commands; block while idle. False when asked to stop."""
+        idle = not self._running and not self._waiting
+        while True:
+            try:
+                cmd = self.inbox.get(block=idle)
+            except queue.Empty:
+                return True
+            idle = False
+            if isinstance(cmd, Stop):
+                return False
+            if isinstance(cmd, Abort):
+                self._abort(cmd.rid)
+            else:
+                self._accept(cmd)
+
+    def _flush(self) -> None:
+        if self._out:
+            self._post(self._out)
+            self._out = []
+
+    # -- admission -------------------------------------------------------------------------------
+
+    def _accept(self, cmd: Submit) -> None:
+        req, stream = cmd.request, cmd.stream
+        if stream.abort_requested:
+            self._fail_early(stream, None)
+            return
+        try:
+            prompt = list(req.prompt_ids) if req.prompt_ids is not None else self._model.tokenize(req.prompt or "")
+        except EngineError as e:
+            self._fail_early(stream, str(e))
+            return
+        problem = self._check_prompt(req, prompt)
+        if problem:
+            self._fail_early(stream, problem, len(prompt))
+            return
+        p = req.params
+        rng = None if p.greedy else np.random.default_rng(p.seed)
+        reserve = min(len(prompt) + p.max_new_tokens, self._limits.context_length)
+        seq = Seq(req, stream, prompt, len(prompt), -1, OutputText(p.stop), rng, reserve=reserve)
+        self._waiting.append(seq)
+
+    def _check_prompt(self, req: GenerationRequest, prompt: list[int]) -> str | None:
+        if (req.prompt is not None and req.prompt == "") or not prompt:
+            return "empty prompt"
+        limit = self._limits.context_length
+        if len(prompt) >= limit:
+            return (f"prompt has {len(prompt)} tokens but the context length is {limit} "
+                    "(prompt plus at least one generated token must fit)")
+        bad = [t for t in prompt if not 0 <= t < self._model.n_vocab]
+        if bad:
+            return f"prompt_ids has token {bad[0]} outside the vocabulary (0..{self._model.n_vocab - 1})"
+        return None
+
+    def _fail_early(self, stream: GenerationStream, message: str | None, n_prompt: int = 0) -> None:
+        reason = "abort" if message is None else "error"
+        self._tally.count_finish(reason)
+        result = GenerationResult(rid=stream.rid, text="", token_ids=(), finish_reason=reason,
+                                  prompt_tokens=n_prompt, cached_tokens=0, completion_tokens=0,
+                                  error=message)
+        self._out.append((stream, [], result))
+
+    def _admit(self) -> None:
+        """Move waiting sequences into the batch while sequence slots and KV cells allow."""
+        n_ctx = self._model.shape.n_ctx
+        while self._waiting and len(self._running) < self._limits.max_running:
+            seq = self._waiting[0]
+            reserved = sum(s.reserve for s in self._running)
+            if reserved + seq.reserve > n_ctx:
+                return  # wait for running sequences to finish
+            while reserved + seq.reserve + self._pool.retired_cells > n_ctx and self._pool.evict_oldest():
+                pass
+            seq_id = self._pool.acquire()
+            if seq_id is None:
+                return
+            self._waiting.popleft()
+            seq.seq_id = seq_id
+            seq.cached = self._pool.reuse_prefix(seq_id, seq.tokens, self._running)
+            seq.n_past = seq.cached
+            self._running.append(seq)
+            self._tally.prompt_tokens += seq.n_prompt
+            self._tally.cached_tokens += seq.cached
+
+    # -- one step --------------------------------------------------------------------------------
+
+    def _step(self) -> None:
+        plan = plan_step(self._running, self._model.shape.n_batch)
+        entries: list[BatchEntry] = []
+        sample_at: list[tuple[Seq, int]] = []
+        for seq, take in plan:
+            for j in range(take):
+                pos = seq.n_past + j
+                last = pos == len(seq.tokens) - 1
+                if last:
+                    sample_at.append((seq, len(entries)))
+                entries.append(BatchEntry(seq.tokens[pos], pos, seq.seq_id, last))
+        if not self._decode(entries, plan):
+            return
+        self._tally.steps += 1
+        for seq, take in plan:
+            seq.n_past += take
+        for seq, index in sample_at:
+            self._next_token(seq, self._model.logits(index))
+
+    def _decode(self, entries: list[BatchEntry], plan: list[tuple[Seq, int]]) -> bool:
+        """Run the batch; on "no KV slot" free retired sequences, then preempt the youngest."""
+        while True:
+            rc = self._model.decode(entries)
+            if rc == 0:
+                return True
+            if rc == 1 and self._pool.evict_oldest():
+                continue
+            victim = self._running[-1]
+            msg = ("KV cache full: raise kv_cells" if rc == 1 else f"llama_decode failed with status {rc}")
+            self._end(victim, "error", error=msg)
+            return False  # the batch is re-planned next iteration without the victim
+
+    def _next_token(self, seq: Seq, row: np.ndarray) -> None:
+        p = seq.request.params
+        token = sampling.greedy(row) if seq.rng is None else sampling.sample(row, p.temperature, p.top_p, seq.rng)
+        logprob = sampling.log_softmax_at(row, token) if p.logprobs else None
+        if self._model.is_eog(token):
+            self._end(seq, "stop")
+            return
+        seq.tokens.append(token)
+        seq.generated.append(token)
+        if logprob is not None:
+            seq.logprobs.append(logprob)
+        self._tally.completion_tokens += 1
+        text = seq.out.add(self._model.piece(token))
+        if seq.out.stopped:
+            reason = "stop"
+        elif len(seq.generated) >= p.max_new_tokens or len(seq.tokens) >= self._limits.context_length:
+            reason = "length"
+        else:
+            self._out.append((seq.stream, [TokenEvent(token, text, logprob)], None))
+            return
+        self._end(seq, reason, TokenEvent(token, text + seq.out.flush(), logprob))
+
+    def _end(self, seq: Seq, reason: str, last: TokenEvent | None = None, error: str | None = None) -> None:
+        events = [last] if last is not None else []
+        tail = seq.out.flush()
+        if tail:
+            events.append(TokenEvent(None, tail))
+        self._running.remove(seq)
+        self._pool.retire(seq.seq_id, seq.tokens[: seq.n_past])
+        self._tally.count_finish(reason)
+        result = GenerationResult(
+            rid=seq.rid, text=seq.out.text, token_ids=tuple(seq.generated),
+            finish_reason=reason,  # type: ignore[arg-type]
+            prompt_tokens=seq.n_prompt, cached_tokens=seq.cached,
+            completion_tokens=len(seq.generated),
+            logprobs=tuple(seq.logprobs) if seq.request.params.logprobs else None, error=error)
+        self._out.append((seq.stream, events, result))
+
+    def _abort(self, rid: str) -> None:
+        for seq in self._running:
+            if seq.rid == rid:
+                self._end(seq, "abort")
+                return
+        for seq in self._waiting:
+            if seq.rid == rid:
+                self._waiting.remove(seq)
+                self._fail_early(seq.stream, None, seq.n_prompt)
+                return
+        # Not here yet: _accept sees the stream's abort flag.
+
+    def _shutdown(self) -> None:
+        for seq in list(self._running):
+            self._end(seq, "error", error="engine closed")
+        for seq in self._waiting:
+            self._fail_early(seq.stream, "engine closed", seq.n_prompt)
+        self._waiting.clear()
+        self._flush()
+
+    def _post_crash(self, message: str) -> None:
+        crashed = [*self._running, *self._waiting]
+        self._running, self._waiting = [], deque()
+        self._out.extend((seq.stream, [], _crash_result(seq.rid, message)) for seq in crashed)
+        self._flush()
+
+
+def _crash_result(rid: str, message: str) -> GenerationResult:
+    return GenerationResult(rid=rid, text="", token_ids=(), finish_reason="error", prompt_tokens=0,
+                            cached_tokens=0, completion_tokens=0,
+                            error=f"llama.cpp decode thread crashed: {message}")
