@@ -93,9 +93,11 @@ def _default(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from ragraph.runtime.retrieval.embedder import EMBEDDER_DIM, EMBEDDER_NAME
     from ragraph.runtime.retrieval.manifest import load_index
 
-    loaded = load_index(args.directory)
+    # ragraph queries with one embedder: an index built by another is unusable, so say so here.
+    loaded = load_index(args.directory, EMBEDDER_NAME, EMBEDDER_DIM)
     m = loaded.manifest
     sizes = loaded.engine.cluster_sizes()
     out = Console()

@@ -49,7 +49,9 @@ class BuildConfig:
 
     def __post_init__(self) -> None:
         if self.index_type not in INDEX_TYPES:
-            raise ConfigError("index_type", f"must be one of {INDEX_TYPES}, got {self.index_type!r}")
+            raise ConfigError(
+                "index_type", f"must be one of {INDEX_TYPES}, got {self.index_type!r}"
+            )
         if self.nlist is not None and self.nlist < 1:
             raise ConfigError("nlist", f"must be at least 1, got {self.nlist}")
         if self.metric not in ("ip", "l2"):

@@ -136,7 +136,9 @@ def calibrate(engine, seconds: float = 0.3, seed: int = 0) -> CostModel:
     best: dict[int, tuple[float, float, int]] = {}
     while time.perf_counter() < deadline or len(best) < 2:
         for width in (1, 8):
-            pick = rng.choice(nonempty, size=(16, min(width, nonempty.size)), replace=False)
+            # Distinct clusters within a query (a probe list has no repeats), per query.
+            w = min(width, nonempty.size)
+            pick = np.stack([rng.choice(nonempty, size=w, replace=False) for _ in range(16)])
             tasks = [SearchTask.of(q, c) for q, c in zip(queries, pick, strict=True)]
             t0 = time.perf_counter()
             engine.search_step(tasks, 10)

@@ -1,0 +1,147 @@
+"""The accelerator tier (torch, CPU device here) changes where clusters are scanned, never results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragraph.errors import ConfigError, SearchIndexError
+from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
+from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+from ragraph.runtime.retrieval.protocol import SearchEngine, SearchTask
+from ragraph.runtime.retrieval.tiered import TieredEngine
+
+from .helpers import make_ivf, queries_from
+from .test_stepwise import assert_identical, reference, stepwise
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def tiered(random_engine):
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=16, swap_every=2, device="cpu"))
+    yield TieredEngine(random_engine, cache)
+    cache.close()
+
+
+def test_tiered_engine_satisfies_protocol(tiered):
+    assert isinstance(tiered, SearchEngine)
+
+
+def test_exact_before_and_after_swaps(tiered, random_vectors):
+    rng = np.random.default_rng(10)
+    for round_ in range(4):
+        queries = queries_from(rng, random_vectors, 24)
+        want = reference(tiered.cache._engine, queries, 10, 16)
+        assert_identical(stepwise(tiered, queries, 10, 16, 3 + round_, rng), want)
+        tiered.cache.wait_for_swap()
+    stats = tiered.cache.stats()
+    assert stats.swaps >= 1 and len(tiered.cache.resident.tiles) == 16
+    assert 0 < stats.served_fraction < 1
+    assert stats.vectors_on_accelerator > 0
+
+
+def test_everything_resident_still_exact(random_engine, random_vectors):
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=64, swap_every=1, device="cpu"))
+    engine = TieredEngine(random_engine, cache)
+    rng = np.random.default_rng(11)
+    warm = queries_from(rng, random_vectors, 64)
+    engine.search(warm, 5, 64)
+    cache.wait_for_swap()
+    assert len(cache.resident.tiles) == 64
+    queries = queries_from(rng, random_vectors, 30)
+    before = cache.stats()
+    assert_identical(engine.search(queries, 10, 20), reference(random_engine, queries, 10, 20))
+    after = cache.stats()
+    assert after.vectors_on_accelerator - before.vectors_on_accelerator == (
+        after.vectors_scanned - before.vectors_scanned
+    )
+    cache.close()
+
+
+def test_torch_distances_differ_from_faiss_but_results_do_not(random_engine, random_vectors):
+    """The reason faiss re-scores candidates: float32 torch arithmetic is not faiss's."""
+    ivf = random_engine.index
+    q = random_vectors[:64]
+    y = torch.from_numpy(random_engine.list_vectors(0))
+    qt = torch.from_numpy(q)
+    if random_engine.metric.value == "l2":
+        t = (qt * qt).sum(1, keepdim=True) + (y * y).sum(1)[None] - 2 * qt @ y.T
+        flat = __import__("faiss").IndexFlatL2(ivf.d)
+    else:
+        t = qt @ y.T
+        flat = __import__("faiss").IndexFlatIP(ivf.d)
+    flat.add(random_engine.list_vectors(0))
+    d, i = flat.search(q, flat.ntotal)
+    exact = np.take_along_axis(t.numpy(), i, axis=1)
+    assert (exact != d).any()
+
+
+def test_prefetch_loads_nearest_whole_clusters_within_budget(random_engine, random_vectors):
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=0, device="cpu"))
+    q = random_vectors[5]
+    ranked = random_engine.probe(q, random_engine.nlist)[0]
+    sizes = random_engine.cluster_sizes()
+    row = random_engine.dim * 8
+    budget = int(sizes[ranked[:3]].sum()) * row + 1
+    first = cache.prefetch(q, budget, owner="req-1")
+    assert first.fetched == tuple(ranked[:3].tolist()) and first.already == ()
+    assert first.bytes_fetched == int(sizes[ranked[:3]].sum()) * row
+    second = cache.prefetch(q, int(sizes[ranked[3:5]].sum()) * row, owner="req-1")
+    assert second.already == tuple(ranked[:3].tolist())
+    assert second.fetched == tuple(ranked[3:5].tolist())
+    assert second.coverage(ranked[:8]) == pytest.approx(5 / 8)
+    cache.release("req-1")
+    assert len(cache.resident.tiles) == 0
+    cache.close()
+
+
+def test_prefetch_then_search_exact_and_served(random_engine, random_vectors):
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=0, device="cpu"))
+    engine = TieredEngine(random_engine, cache)
+    rng = np.random.default_rng(12)
+    queries = queries_from(rng, random_vectors, 12)
+    for i, q in enumerate(queries):
+        cache.prefetch(q, 400_000, owner=i)
+    assert_identical(
+        stepwise(engine, queries, 10, 16, 4, rng), reference(random_engine, queries, 10, 16)
+    )
+    assert cache.stats().served_fraction > 0.3
+    cache.close()
+
+
+def test_ties_exact_with_cache(tie_vectors):
+    rng = np.random.default_rng(13)
+    ids = rng.permutation(tie_vectors.shape[0]).astype(np.int64)
+    base = FaissIVFEngine(make_ivf(tie_vectors, 16, "l2", ids=ids))
+    cache = HotClusterCache(base, HotCacheConfig(capacity=8, swap_every=1, device="cpu"))
+    engine = TieredEngine(base, cache)
+    queries = np.concatenate([tie_vectors[::61][:16], queries_from(rng, tie_vectors, 8)])
+    engine.search(queries, 5, 8)
+    cache.wait_for_swap()
+    assert cache.resident.tiles
+    assert_identical(stepwise(engine, queries, 6, 8, 3, rng), reference(base, queries, 6, 8))
+    cache.close()
+
+
+def test_swaps_are_asynchronous_and_counted(random_engine, random_vectors):
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=4, swap_every=3, device="cpu"))
+    engine = TieredEngine(random_engine, cache)
+    q = random_vectors[:2]
+    probe = engine.probe(q, 4)
+    for _ in range(2):
+        engine.search_step([SearchTask.of(q[0], probe[0])], 3)
+    assert cache.stats().swaps == 0 and not cache.resident.tiles
+    engine.search_step([SearchTask.of(q[0], probe[0])], 3)
+    cache.wait_for_swap()
+    assert cache.stats().swaps == 1
+    assert cache.resident.hot == frozenset(probe[0].tolist())
+    cache.close()
+
+
+def test_config_and_index_errors(random_vectors):
+    with pytest.raises(ConfigError, match="swap_every"):
+        HotCacheConfig(capacity=1, swap_every=0)
+    sq8 = FaissIVFEngine(make_ivf(random_vectors, 16, "l2", kind="sq8"))
+    with pytest.raises(SearchIndexError, match="IVF-Flat"):
+        HotClusterCache(sq8, HotCacheConfig(capacity=1, device="cpu"))
