@@ -27,7 +27,9 @@ def stepwise(engine, queries, k, nprobe, n_steps, rng, shuffle=True):
         tasks = [SearchTask.of(queries[i], chunks[i][j]) for i in live]
         for i, part in zip(live, engine.search_step(tasks, k).partials, strict=True):
             partials[i].append(part)
-    results = [engine.finish(q, p, parts, k) for q, p, parts in zip(queries, probe, partials)]
+    results = [
+        engine.finish(q, p, parts, k) for q, p, parts in zip(queries, probe, partials, strict=True)
+    ]
     return np.stack([r.distances for r in results]), np.stack([r.ids for r in results])
 
 
@@ -137,7 +139,9 @@ def test_step_is_one_multithreaded_call(random_engine, random_vectors):
     rng = np.random.default_rng(6)
     queries = queries_from(rng, random_vectors, 8)
     probe = random_engine.probe(queries, 8)
-    step = random_engine.search_step([SearchTask.of(q, p[:3]) for q, p in zip(queries, probe)], 4)
+    step = random_engine.search_step(
+        [SearchTask.of(q, p[:3]) for q, p in zip(queries, probe, strict=True)], 4
+    )
     sizes = random_engine.cluster_sizes()
     assert step.stats.vectors_scanned == int(sum(sizes[p[:3]].sum() for p in probe))
     assert [len(p) for p in step.partials] == [5] * 8  # k + 1 per partial
