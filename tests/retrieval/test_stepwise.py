@@ -162,3 +162,13 @@ def test_tie_case_is_real_and_detected(tie_vectors):
         naive_differs += not np.array_equal(merged.topk.ids, ids_want)
         np.testing.assert_array_equal(engine.finish(q, row, parts, 6).ids, ids_want)
     assert naive_differs > 0
+
+
+def test_matches_faiss_default_parallel_mode(random_engine, random_vectors):
+    """The engine runs its index in parallel_mode 3; faiss's default mode 0 gives the same."""
+    default = faiss.clone_index(random_engine.index)
+    default.parallel_mode = 0
+    default.nprobe = 24
+    rng = np.random.default_rng(8)
+    queries = queries_from(rng, random_vectors, 64)
+    assert_identical(stepwise(random_engine, queries, 10, 24, 5, rng), default.search(queries, 10))

@@ -71,6 +71,8 @@ def chunk(text: str, words: int = CHUNK_WORDS) -> list[str]:
     out: list[str] = []
     current: list[str] = []
     count = 0
+    if not text.strip():
+        return out
     for sentence in _SENTENCE_END.split(text.strip()):
         n = len(sentence.split())
         if current and count + n > words:

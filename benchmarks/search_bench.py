@@ -1,0 +1,152 @@
+"""Stepwise IVF search vs one-shot faiss, hot-cluster skew and early completion on real queries.
+
+    python benchmarks/search_bench.py [--data ../shared/data] [--questions 1000] [--repeats 3]
+
+Uses the default Wikipedia index (built on first use) and Natural Questions dev questions as the
+query load. Prints:
+1. time of stepwise search (probe once, steps of s clusters for all queries of a batch in one call,
+   exact merge) over faiss `index.search` (its default parallel mode) at nprobe 32 and 128, batch
+   1, 8, 32, s = 4, 8, 16; the target is a ratio <= 1.10;
+2. the share of probed-cluster work (vectors scanned) in the hottest 20% of clusters (HedraRAG: 69%)
+   and what a hot cache of that size serves when it is swapped every 50 steps;
+3. the distribution of the early-completion point (fraction of the probe list after which the final
+   top-10 was complete), in probe order.
+Not a test: timings depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ragraph.runtime.retrieval.corpus import ensure_default_index
+from ragraph.runtime.retrieval.embedder import Embedder
+from ragraph.runtime.retrieval.locality import completion_point
+from ragraph.runtime.retrieval.protocol import SearchTask
+
+K = 10
+
+
+def stepwise_batch(engine, queries: np.ndarray, nprobe: int, step: int) -> np.ndarray:
+    probe = engine.probe(queries, nprobe)
+    partials = [[] for _ in queries]
+    for start in range(0, nprobe, step):
+        tasks = [
+            SearchTask.of(q, p[start : start + step]) for q, p in zip(queries, probe, strict=True)
+        ]
+        for i, part in enumerate(engine.search_step(tasks, K).partials):
+            partials[i].append(part)
+    return np.stack(
+        [engine.finish(q, p, ps, K).ids for q, p, ps in zip(queries, probe, partials, strict=True)]
+    )
+
+
+def timed(fn, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def overhead_row(engine, reference_index, batches: list[np.ndarray], nprobe: int, repeats: int):
+    """faiss seconds for all batches, and stepwise/faiss for steps of 4, 8, 16 clusters."""
+    reference_index.nprobe = nprobe
+    base = timed(lambda: [reference_index.search(b, K) for b in batches], repeats)
+    ratios = []
+    for s in (4, 8, 16):
+        t = timed(lambda s=s: [stepwise_batch(engine, b, nprobe, s) for b in batches], repeats)
+        ratios.append(t / base)
+    return base, ratios
+
+
+def overhead_table(engine, reference_index, queries: np.ndarray, repeats: int) -> None:
+    print("\n1. stepwise / one-shot faiss time (same queries, same results; lower is better)")
+    head = " ".join(f"{'s=' + str(s):>8}" for s in (4, 8, 16))
+    print(f"{'nprobe':>6} {'batch':>5} {'faiss ms/q':>10} {head}")
+    for nprobe in (32, 128):
+        for batch in (1, 8, 32):
+            n = (len(queries) // batch) * batch
+            batches = [queries[i : i + batch] for i in range(0, n, batch)]
+            base, ratios = overhead_row(engine, reference_index, batches, nprobe, repeats)
+            cells = " ".join(f"{r:8.2f}" for r in ratios)
+            print(f"{nprobe:>6} {batch:>5} {1e3 * base / n:10.3f} {cells}")
+
+
+def skew_and_completion(engine, queries: np.ndarray, nprobe: int) -> None:
+    sizes = engine.cluster_sizes()
+    probe = engine.probe(queries, nprobe)
+    counts = np.bincount(probe.reshape(-1), minlength=engine.nlist)
+    work = counts * sizes
+    hot = np.argsort(-counts, kind="stable")[: max(1, engine.nlist // 5)]
+    by_work = np.sort(work)[::-1][: max(1, engine.nlist // 5)]
+    print(f"\n2. nprobe {nprobe}: hottest 20% of clusters ({hot.size} of {engine.nlist})")
+    print(f"   share of work, clusters ranked by access count: {work[hot].sum() / work.sum():.1%}")
+    print(f"   share of work, clusters ranked by work:         {by_work.sum() / work.sum():.1%}")
+    _, ids = engine.search(queries, K, nprobe)
+    points = np.array(
+        [completion_point(engine.cluster_of(i[i >= 0]), p) for i, p in zip(ids, probe, strict=True)]
+    )
+    frac = points / nprobe
+    q = np.percentile(frac, [10, 25, 50, 75, 90, 95])
+    print(
+        f"3. nprobe {nprobe}: early-completion point as a fraction of the probe list (probe order)"
+    )
+    print("   p10 {:.0%}  p25 {:.0%}  p50 {:.0%}  p75 {:.0%}  p90 {:.0%}  p95 {:.0%}".format(*q))
+    print(
+        f"   mean {frac.mean():.0%}; complete within the first 25% of clusters: {(frac <= 0.25).mean():.0%},"
+        f" 50%: {(frac <= 0.5).mean():.0%}"
+    )
+
+
+def served_by_cache(engine, queries: np.ndarray, nprobe: int) -> None:
+    from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
+    from ragraph.runtime.retrieval.tiered import TieredEngine
+
+    cache = HotClusterCache(engine, HotCacheConfig(capacity=engine.nlist // 5, swap_every=50))
+    tiered = TieredEngine(engine, cache)
+    for b in range(0, len(queries), 8):
+        batch = queries[b : b + 8]
+        stepwise_batch(tiered, batch, nprobe, 8)
+    cache.wait_for_swap()
+    stats = cache.stats()
+    print(
+        f"   hot cache of 20% of clusters ({cache.device}), swap every 50 steps, nprobe {nprobe}:"
+        f" {stats.served_fraction:.1%} of scanned vectors served over {stats.steps} steps"
+    )
+    cache.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--data", type=Path, default=Path(__file__).resolve().parents[1] / "../shared/data"
+    )
+    parser.add_argument("--questions", type=int, default=1000)
+    parser.add_argument("--timing-queries", type=int, default=96)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    import faiss
+
+    loaded = ensure_default_index()
+    print(
+        f"index: {loaded.manifest.passages} passages, nlist {loaded.manifest.nlist}, "
+        f"{loaded.manifest.metric}; faiss {faiss.__version__}, {faiss.omp_get_max_threads()} threads"
+    )
+    with (args.data / "nq-open-dev.jsonl").open(encoding="utf-8") as f:
+        questions = [json.loads(line)["question"] for line in f][: args.questions]
+    queries = Embedder().embed(questions)
+    reference = faiss.read_index(str(loaded.directory / "index.faiss"))  # parallel_mode 0
+    overhead_table(loaded.engine, reference, queries[: args.timing_queries], args.repeats)
+    for nprobe in (32, 128):
+        skew_and_completion(loaded.engine, queries, nprobe)
+        served_by_cache(loaded.engine, queries, nprobe)
+
+
+if __name__ == "__main__":
+    main()
