@@ -10,8 +10,8 @@ transitively reduced dependencies: fork -> nodes with none, dep -> node, sinks -
 never span a conditional or loop edge, and their last node's out-edges (with their conditions)
 move to the Join, so they are evaluated once the whole region has run.
 
-The pass recomputes from scratch (it first removes the forks, joins and DATA edges it made), so
-applying it again changes nothing.
+The pass recomputes from scratch (it first removes the forks, joins and DATA edges it made) and
+leaves the graph alone when that gives what is already there, so applying it again changes nothing.
 """
 
 from __future__ import annotations
@@ -38,13 +38,21 @@ class Rewire(Pass):
     summary: ClassVar[str] = "data-dependency edges so independent work stops waiting"
 
     def apply(self, graph: RAGraph, ctx: PassContext) -> bool:
-        before = str(graph)
+        trial = graph.copy()
+        self._wire(trial)
+        # Compared as sets of listing lines: re-wiring may only reorder a node's non-control
+        # edges (e.g. a later pass's prefetch edge), which means nothing.
+        if sorted(str(trial).splitlines()) == sorted(str(graph).splitlines()):
+            return False
+        self._wire(graph)
+        return True
+
+    def _wire(self, graph: RAGraph) -> None:
         unwire(graph)
         for region in regions(graph):
             deps = reduced_dependencies(region)
             if any(j - 1 not in deps[j] for j in range(1, len(region))):
                 self._bracket(graph, region, deps)
-        return str(graph) != before
 
     def _bracket(self, graph: RAGraph, region: list[Node], deps: list[set[int]]) -> None:
         head, last = region[0], region[-1]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from ragraph import END, START, RAGraph
 from ragraph.errors import WorkflowError
 from ragraph.ir.edges import Condition, Edge, EdgeKind
 from ragraph.ir.listing import node_order
 from ragraph.passes import compile
+from ragraph.passes.reference import by_variable, walk
 from tests.passes.graphs import DOCS_FIRST, hyde, multistep, parallel, selfrag
 
 
@@ -140,3 +142,30 @@ def test_every_added_kind_has_a_drawing_role():
     assert roles["prefill"] == roles["search-steps"] == "substage"
     assert roles["spec-verify"] == "speculative" and roles["prefetch"] == "prefetch"
     assert compile(parallel()).graph.node("kw.prefill.fork").role == "control"
+
+
+def _war() -> RAGraph:
+    """g1 reads t before g2 overwrites it: g2 may start early but must not finish first."""
+    g = RAGraph("war")
+    g.add_input("question")
+    g.add_generation("g0", prompt="{question}", output="t")
+    g.add_generation("g1", prompt="Use {t}", output="u")
+    g.add_generation("g2", prompt="Again {question}", output="t")
+    g.add_generation("g3", prompt="{t} {u}", output="answer")
+    for a, b in ((START, "g0"), ("g0", "g1"), ("g1", "g2"), ("g2", "g3"), ("g3", END)):
+        g.add_edge(a, b)
+    return g
+
+
+def test_rewire_respects_write_after_read_and_the_eager_walk_catches_a_missing_edge():
+    c = compile(_war(), "split-stages,rewire")
+    data = edges(c, EdgeKind.DATA)
+    assert ("g0.prefill.fork", "g2.prefill") in data  # reads only the question
+    assert ("g1.prefill", "g2.finish") in data  # WAR on t
+    question = {"question": "q"}
+    reference = by_variable(walk(c.source, question))
+    assert by_variable(walk(c.graph, question, schedule="eager")) == reference
+    broken = c.graph.copy()
+    broken.remove_edge(next(e for e in broken.edges() if (e.src, e.dst) == ("g1.prefill",
+                                                                             "g2.finish")))
+    assert by_variable(walk(broken, question, schedule="eager")) != reference
