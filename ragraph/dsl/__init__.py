@@ -38,7 +38,7 @@ def parse(text: str, file: str | None = None) -> RAGraph:
 def load(path: str | Path) -> RAGraph:
     """Read and parse a `.rag` file; errors name the file."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # editors on Windows add a BOM
     except (OSError, UnicodeDecodeError) as err:
         raise WorkflowError(f"cannot read workflow {str(path)!r}: {err}") from err
     return parse(text, file=str(path))

@@ -17,8 +17,8 @@ from ragraph.dsl.checks import (
 from ragraph.dsl.options import generate_options, retrieve_options
 from ragraph.errors import Span, WorkflowError
 from ragraph.ir import END, START, Condition, RAGraph, Template
-from ragraph.ir.nodes import End, Start
 from ragraph.ir.expr import ExprError
+from ragraph.ir.nodes import End, Start
 from ragraph.ir.template import TemplateError
 
 NodeDecl = ast.GenerateDecl | ast.RetrieveDecl
@@ -26,13 +26,7 @@ NodeDecl = ast.GenerateDecl | ast.RetrieveDecl
 
 def lower(module: ast.Module) -> RAGraph:
     graph = RAGraph(_workflow_name(module))
-    for decl in module.decls:
-        if isinstance(decl, ast.InputDecl):
-            default = None if decl.default is None else decl.default.value
-            if isinstance(default, tuple):
-                raise WorkflowError("an input default is a string, number, true or false, "
-                                    "not a list", span=decl.default.span)
-            graph.add_input(decl.name.text, default, span=decl.name.span)
+    _add_inputs(graph, module)
     nodes = [d for d in module.decls if isinstance(d, NodeDecl)]
     node_ids = _node_ids(nodes)
     templates = [_add_node(graph, decl) for decl in nodes]
@@ -40,6 +34,23 @@ def lower(module: ast.Module) -> RAGraph:
     for decl, template in zip(nodes, templates, strict=True):
         check_holes(template, decl.prompt if isinstance(decl, ast.GenerateDecl) else decl.query,
                     defined)
+    _add_flow(graph, module, nodes, node_ids, defined)
+    return graph
+
+
+def _add_inputs(graph: RAGraph, module: ast.Module) -> None:
+    for decl in module.decls:
+        if not isinstance(decl, ast.InputDecl):
+            continue
+        default = None if decl.default is None else decl.default.value
+        if isinstance(default, tuple):
+            raise WorkflowError("an input default is a string, number, true or false, not a list",
+                                span=decl.default.span)  # type: ignore[union-attr]
+        graph.add_input(decl.name.text, default, span=decl.name.span)
+
+
+def _add_flow(graph: RAGraph, module: ast.Module, nodes: list[NodeDecl],
+              node_ids: dict[str, Span], defined: set[str]) -> None:
     flows = [d for d in module.decls if isinstance(d, ast.FlowDecl)]
     if len(flows) > 1:
         raise WorkflowError("a second `flow:` section", span=flows[1].keyword,
@@ -48,13 +59,12 @@ def lower(module: ast.Module) -> RAGraph:
     anchor = flows[0].keyword if flows else Span(1, 1, file=module.file)
     graph.replace_node(Start(id=START, span=anchor))
     graph.replace_node(End(id=END, span=anchor))
-    if flows:
-        for line in flows[0].lines:
-            _add_line(graph, line, node_ids, defined)
-        _check_all_in_flow(graph, nodes)
-    else:
+    if not flows:
         _add_declaration_order(graph, nodes)
-    return graph
+        return
+    for line in flows[0].lines:
+        _add_line(graph, line, node_ids, defined)
+    _check_all_in_flow(graph, nodes)
 
 
 def _workflow_name(module: ast.Module) -> str:

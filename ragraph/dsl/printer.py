@@ -14,6 +14,7 @@ import re
 
 from ragraph.dsl.checks import DECL_KEYWORDS, ENDPOINTS
 from ragraph.dsl.strings import encode_block, encode_string
+from ragraph.dsl.transformer import parser
 from ragraph.errors import WorkflowError
 from ragraph.ir import END, START, Edge, EdgeKind, Generate, RAGraph, Retrieve, Sampling
 
@@ -126,8 +127,6 @@ def _guard(edge: Edge) -> str:
 
 
 def _condition(source: str, where: str) -> str:
-    from ragraph.dsl.transformer import parser
-
     pattern = parser().get_terminal("CONDITION").pattern.to_regexp()
     if not re.fullmatch(pattern, source):
         raise WorkflowError(f"the condition of {where} cannot be written in .rag: {source}",
