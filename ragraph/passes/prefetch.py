@@ -100,7 +100,7 @@ class PrefetchPass(Pass):
 def _known(gen: Generation, head: Node, passages: frozenset[str], loop: bool) -> tuple[str, ...]:
     """Text variables that may be set when gen starts: the query's other variables and gen's
     prompt variables; in a loop also gen's own output (the previous round's query)."""
-    query: Template = getattr(head, "query")
+    query: Template = head.query
     names = [h.name for h in query.holes] + [h.name for h in gen.prompt.holes]
     keep = [n for n in dict.fromkeys(names) if n not in passages and (loop or n != gen.output)]
     return tuple(keep)

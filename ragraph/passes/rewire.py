@@ -24,10 +24,15 @@ from ragraph.ir.graph import RAGraph
 from ragraph.ir.listing import node_order
 from ragraph.ir.nodes import END, START, Node
 from ragraph.ir.overlap import Fork, Join
-from ragraph.passes.analysis import straight_next, steps
+from ragraph.passes.analysis import steps, straight_next
 from ragraph.passes.base import Pass, PassContext
-from ragraph.passes.rewrite import fresh_id, insert_after, insert_before, undo_insert_after, \
-    undo_insert_before
+from ragraph.passes.rewrite import (
+    fresh_id,
+    insert_after,
+    insert_before,
+    undo_insert_after,
+    undo_insert_before,
+)
 
 _MARKERS = frozenset({"fork", "join"})
 
@@ -120,6 +125,6 @@ def reduced_dependencies(region: list[Node]) -> list[set[int]]:
     """For each node, the earlier region nodes it must wait for, transitively reduced."""
     direct = [{i for i in range(j) if hazard(region[i], region[j])} for j in range(len(region))]
     closure: list[set[int]] = []
-    for j, ds in enumerate(direct):
+    for ds in direct:
         closure.append(set(ds).union(*(closure[i] for i in ds)) if ds else set())
     return [{i for i in ds if not any(i in closure[k] for k in ds if k != i)} for ds in direct]

@@ -10,8 +10,15 @@ from typing import ClassVar
 
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import Generate, Node, Retrieve
-from ragraph.ir.stages import DecodeChunk, EmbedQuery, Finish, Prefill, Probe, RetrieveCommit, \
-    SearchSteps
+from ragraph.ir.stages import (
+    DecodeChunk,
+    EmbedQuery,
+    Finish,
+    Prefill,
+    Probe,
+    RetrieveCommit,
+    SearchSteps,
+)
 from ragraph.passes.base import Pass, PassContext, positive
 from ragraph.passes.rewrite import fresh_id, replace_with_chain
 

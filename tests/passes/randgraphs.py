@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from ragraph import END, START, RAGraph
 
-
 # Keeps each graph small enough that compiling (verify after every pass) stays well under 0.1 s.
 MAX_NODES = 10
 
