@@ -129,9 +129,13 @@ def main() -> None:
     )
     parser.add_argument("--questions", type=int, default=1000)
     parser.add_argument("--timing-queries", type=int, default=96)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=0, help="OpenMP threads (0: faiss default)")
     args = parser.parse_args()
     import faiss
+
+    if args.threads:
+        faiss.omp_set_num_threads(args.threads)
 
     loaded = ensure_default_index()
     print(

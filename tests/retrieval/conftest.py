@@ -56,8 +56,8 @@ def embedder():
 
 @pytest.fixture(scope="session")
 def musique_index(data_dir, embedder):
-    """600 MuSiQue passages embedded with the real embedder, as an IVF-Flat (IP) index."""
+    """256 MuSiQue passages embedded with the real embedder, as an IVF-Flat (IP) index."""
     items = json.loads((data_dir / "musique_train_corpus.json").read_text(encoding="utf-8"))
-    texts = [f"{p['title']}. {p['text']}" for p in items[:600]]
+    texts = [f"{p['title']}. {p['text']}" for p in items[:256]]
     vectors = embedder.embed(texts)
-    return vectors, make_ivf(vectors, 24, "ip")
+    return vectors, make_ivf(vectors, 16, "ip")

@@ -29,7 +29,7 @@ def test_musique_passages_stepwise_and_tiered_exact(musique_index, embedder, dat
     queries = embedder.embed(nq_questions(data_dir, 24))
     want = reference(base, queries, 10, 8)
     assert_identical(stepwise(base, queries, 10, 8, 4, rng), want)
-    cache = HotClusterCache(base, HotCacheConfig(capacity=6, swap_every=1, device="cpu"))
+    cache = HotClusterCache(base, HotCacheConfig(capacity=4, swap_every=1, device="cpu"))
     tiered = TieredEngine(base, cache)
     tiered.search(queries, 10, 8)
     cache.wait_for_swap()

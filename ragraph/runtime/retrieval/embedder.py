@@ -52,14 +52,20 @@ class Embedder:
         """Embed `texts` in batches; `progress(n)` is called after each batch of n texts."""
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         size = self._config.batch_size
+        # Batches of similar length waste little compute on padding (a batch runs at the length
+        # of its longest text); results go back to the caller's order.
+        order = np.argsort([len(t) for t in texts], kind="stable")
         for start in range(0, len(texts), size):
-            batch = list(texts[start : start + size])
+            rows = order[start : start + size]
             vecs = self._model.encode(
-                batch, batch_size=size, convert_to_numpy=True, normalize_embeddings=True
+                [texts[i] for i in rows],
+                batch_size=size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
             )
-            out[start : start + len(batch)] = vecs
+            out[rows] = vecs
             if progress is not None:
-                progress(len(batch))
+                progress(len(rows))
         return out
 
     def embed_one(self, text: str) -> np.ndarray:
