@@ -1,0 +1,131 @@
+"""Benchmark of the embedded llama.cpp engine (CPU, Gemma-3-270M Q4_K_M by default).
+
+1. Aggregate decode tokens/s at 1, 4, 8, 16 concurrent sequences (one llama_decode per step for
+   all of them) vs the same requests one after another through `Llama.create_completion`.
+2. Batch invariance: do greedy outputs change when a sequence is decoded alongside others?
+3. Prefill saved by prefix reuse on a continuation (tokens and time).
+
+    python benchmarks/llm_bench.py [--threads 2] [--max-tokens 32] [--model PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from ragraph.runtime.llm import GenerationRequest, SamplingParams
+from ragraph.runtime.llm.llamacpp import LlamaCppConfig, LlamaCppEngine, default_model_path
+
+PROMPTS = [
+    "The history of the city of Paris begins", "Water boils at a temperature of",
+    "The first president of the United States was", "In 1969, the Apollo 11 mission",
+    "Photosynthesis is the process by which green plants", "The Great Wall of China was built",
+    "Mount Everest is the highest mountain", "The French Revolution started in",
+    "Albert Einstein was born in", "The Amazon river flows through",
+    "The human heart has four chambers:", "Shakespeare wrote many plays, including",
+    "The Roman Empire fell in", "Jupiter is the largest planet in",
+    "The theory of evolution was proposed by", "The Pacific Ocean is the largest",
+]
+DOC = (
+    "Paris is the capital and largest city of France. With an estimated population of over two "
+    "million residents, it is the centre of the Île-de-France region. The city is a major railway, "
+    "highway and air-transport hub served by two international airports. Paris is known for its "
+    "museums and architectural landmarks: the Louvre, the Eiffel Tower, the Musée d'Orsay and the "
+    "cathedral of Notre-Dame. The Seine river flows through the city, dividing it into the Left "
+    "Bank and the Right Bank. "
+) * 4
+
+
+def sequential(model: str, threads: int, n: int) -> list[tuple[float, str, int]]:
+    """(seconds, text, completion tokens) of each prompt through create_completion, in turn."""
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=model, n_ctx=2048, n_threads=threads, n_threads_batch=threads,
+                verbose=False)
+    llm.create_completion("Warm up", max_tokens=4, temperature=0)
+    out = []
+    for prompt in PROMPTS:
+        t0 = time.perf_counter()
+        r = llm.create_completion(prompt, max_tokens=n, temperature=0)
+        out.append((time.perf_counter() - t0, r["choices"][0]["text"], r["usage"]["completion_tokens"]))
+    return out
+
+
+async def concurrent(engine: LlamaCppEngine, prompts: list[str], n: int, tag: str) -> tuple[float, list]:
+    t0 = time.perf_counter()
+    streams = [engine.submit(GenerationRequest(f"{tag}{i}", prompt=p,
+                                               params=SamplingParams(max_new_tokens=n)))
+               for i, p in enumerate(prompts)]
+    results = [await s.result() for s in streams]
+    return time.perf_counter() - t0, results
+
+
+async def prefix_reuse(model: str, threads: int) -> dict[str, float]:
+    """Continue a generation over a ~600-token document with and without the retired-KV cache."""
+    params = SamplingParams(max_new_tokens=16)
+    timings: dict[str, float] = {}
+    for keep in (16, 0):
+        cfg = LlamaCppConfig(model_path=model, n_threads=threads, keep_retired=keep)
+        async with LlamaCppEngine(cfg) as engine:
+            first = await engine.submit(GenerationRequest("p1", prompt=DOC + "Question: where is Paris?\nAnswer:", params=params)).result()
+            cont = DOC + "Question: where is Paris?\nAnswer:" + first.text + "\nQuestion: what river?\nAnswer:"
+            t0 = time.perf_counter()
+            r = await engine.submit(GenerationRequest("p2", prompt=cont, params=SamplingParams(max_new_tokens=1))).result()
+            timings[f"keep{keep}_s"] = time.perf_counter() - t0
+            timings[f"keep{keep}_cached"] = r.cached_tokens
+            timings["prompt_tokens"] = r.prompt_tokens
+    return timings
+
+
+def divergence(a: str, b: str) -> int | None:
+    if a == b:
+        return None
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+async def main(args: argparse.Namespace) -> None:
+    model = args.model or default_model_path()
+    seq = sequential(model, args.threads, args.max_tokens)
+    cfg = LlamaCppConfig(model_path=model, n_threads=args.threads)
+    async with LlamaCppEngine(cfg) as engine:
+        await concurrent(engine, ["Warm up"], 4, "w")
+        solo = [(await concurrent(engine, [p], args.max_tokens, f"solo{i}-"))[1][0]
+                for i, p in enumerate(PROMPTS)]
+        print(f"decode throughput, {args.threads} threads, {args.max_tokens} new tokens per request")
+        print(f"{'conc':>4} {'engine tok/s':>12} {'sequential tok/s':>16} {'ratio':>6}")
+        batched16: list = []
+        for c in (1, 4, 8, 16):
+            wall, results = await concurrent(engine, PROMPTS[:c], args.max_tokens, f"c{c}-")
+            toks = sum(r.completion_tokens for r in results)
+            seq_wall = sum(s[0] for s in seq[:c])
+            seq_toks = sum(s[2] for s in seq[:c])
+            print(f"{c:>4} {toks / wall:>12.1f} {seq_toks / seq_wall:>16.1f} "
+                  f"{(toks / wall) / (seq_toks / seq_wall):>5.2f}x")
+            batched16 = results
+    report_invariance(seq, solo, batched16)
+    reuse = await prefix_reuse(model, args.threads)
+    print(f"\nprefix reuse on a continuation ({int(reuse['prompt_tokens'])} prompt tokens): "
+          f"{int(reuse['keep16_cached'])} tokens reused; prefill+1 token "
+          f"{reuse['keep16_s'] * 1000:.0f} ms with reuse vs {reuse['keep0_s'] * 1000:.0f} ms without "
+          f"({(reuse['keep0_s'] - reuse['keep16_s']) * 1000:.0f} ms saved)")
+
+
+def report_invariance(seq: list, solo: list, batched: list) -> None:
+    ref = [s[1] for s in seq]
+    solo_diff = [i for i, r in enumerate(solo) if r.text != ref[i]]
+    batch_diff = [i for i, r in enumerate(batched) if r.text != solo[i].text]
+    print("\nbatch invariance (greedy):")
+    print(f"  engine alone vs create_completion: {len(PROMPTS) - len(solo_diff)}/{len(PROMPTS)} identical")
+    print(f"  engine in a batch of 16 vs alone:  {len(PROMPTS) - len(batch_diff)}/{len(PROMPTS)} identical")
+    for i in batch_diff:
+        at = divergence(batched[i].text, solo[i].text)
+        print(f"    prompt {i}: differs from character {at}: {solo[i].text!r} vs {batched[i].text!r}")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--model", default=None)
+    asyncio.run(main(ap.parse_args()))
