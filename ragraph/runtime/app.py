@@ -1,0 +1,126 @@
+"""Assembling a run: engines from the config, the executor, requests in, outcomes out."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragraph.ir.graph import RAGraph
+from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.executors.base import Services, arrive_all
+from ragraph.runtime.outcome import Outcome, RunStats, Summary, summarize
+from ragraph.runtime.request import Request
+from ragraph.runtime.search_service import SearchService
+from ragraph.runtime.trace import Tracer
+
+
+def create_llm(config: RuntimeConfig):
+    from ragraph.runtime.llm.registry import create_engine
+
+    if config.engine == "llamacpp":
+        from ragraph.runtime.llm.llamacpp import LlamaCppConfig
+
+        return create_engine("llamacpp", LlamaCppConfig(
+            model_path=config.model, n_threads=config.gen_threads,
+            max_running=min(64, max(config.concurrency * 2, 8)),
+        ))
+    if config.engine == "openai":
+        from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
+
+        return create_engine("openai", OpenAIHttpConfig(base_url=config.url or "",
+                                                         model=config.model or "default"))
+    if config.engine == "sglang":
+        from ragraph.runtime.llm.sglang import SGLangConfig
+
+        mode = "http" if config.url else "engine"
+        return create_engine("sglang", SGLangConfig(mode=mode, model_path=config.model or "",
+                                                    base_url=config.url or SGLangConfig.base_url))
+    return create_engine("sim")
+
+
+def open_search(config: RuntimeConfig, progress=None) -> SearchService:
+    """The index (the embedded default unless `config.index`), its store and the embedder."""
+    import faiss
+
+    from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig
+    from ragraph.runtime.retrieval.manifest import load_index
+
+    faiss.omp_set_num_threads(config.search_threads)
+    embedder = Embedder(EmbedderConfig(threads=config.search_threads))
+    if config.index is None:
+        from ragraph.runtime.retrieval.corpus import ensure_default_index
+
+        loaded = ensure_default_index(progress)
+    else:
+        loaded = load_index(Path(config.index), embedder.name, embedder.dim)
+    return SearchService(loaded.engine, embedder, loaded.store, nprobe=config.nprobe)
+
+
+@asynccontextmanager
+async def open_services(config: RuntimeConfig, search: SearchService | None = None,
+                        tracer: Tracer | None = None) -> AsyncIterator[Services]:
+    llm = create_llm(config)
+    await llm.start()
+    try:
+        yield Services(llm=llm, search=search or open_search(config),
+                       tracer=tracer or Tracer(), search_threads=config.search_threads)
+    finally:
+        await llm.close()
+
+
+def make_executor(config: RuntimeConfig, services: Services, workflow: RAGraph):
+    """The executor of `config.executor`; the ragraph executor compiles `workflow` first."""
+    if config.executor == "sequential":
+        from ragraph.runtime.executors.sequential import SequentialExecutor
+
+        return SequentialExecutor(services, concurrency=config.concurrency)
+    if config.executor == "stage-batched":
+        from ragraph.runtime.executors.stage_batched import StageBatchedExecutor
+
+        return StageBatchedExecutor(services, batch_size=config.concurrency)
+    from ragraph.passes import compile as compile_workflow
+    from ragraph.runtime.scheduler.plan import ExecutionPlan
+    from ragraph.runtime.scheduler.wavefront import SchedulerConfig, WavefrontExecutor
+
+    compiled = compile_workflow(workflow, config.passes)
+    scheduler = SchedulerConfig(max_active=config.concurrency,
+                                max_generations=max(config.concurrency, 1), tau=config.tau,
+                                budget_ms=config.budget_ms)
+    return WavefrontExecutor(services, ExecutionPlan.from_compiled(compiled), scheduler)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outcomes: tuple[Outcome, ...]
+    stats: RunStats
+    summary: Summary
+    executor: str
+    engine: str
+    simulated: bool
+
+
+async def execute(
+    workflow: RAGraph,
+    requests: Iterable[Request] | AsyncIterator[Request],
+    config: RuntimeConfig,
+    services: Services,
+    on_done: Callable[[Outcome], None] | None = None,
+) -> RunResult:
+    """Run `requests` through `workflow` with the executor of `config` on shared `services`."""
+    outcomes: list[Outcome] = []
+
+    def done(outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+
+    executor = make_executor(config, services, workflow)
+    arrivals = requests if hasattr(requests, "__aiter__") else arrive_all(requests)
+    start = time.perf_counter()
+    stats = await executor.run(workflow, arrivals, done)
+    wall = time.perf_counter() - start
+    return RunResult(tuple(outcomes), stats, summarize(outcomes, wall), executor.name,
+                     services.llm.name, bool(services.llm.simulated))

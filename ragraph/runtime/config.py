@@ -1,0 +1,51 @@
+"""The run configuration: built and validated once at the edge (CLI, API, bench), passed down."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ragraph.errors import ConfigError
+
+EXECUTORS = ("ragraph", "sequential", "stage-batched")
+ENGINES = ("llamacpp", "sim", "openai", "sglang")
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    engine: str = "llamacpp"
+    model: str | None = None  # GGUF path (llamacpp), model path (sglang), model name (openai)
+    url: str | None = None  # server base URL (openai, sglang --mode http)
+    index: str | None = None  # index directory; None = the embedded default Wikipedia index
+    executor: str = "ragraph"
+    passes: str = "-O2"
+    concurrency: int = 8
+    nprobe: int = 32
+    # The core split of this machine: llama.cpp threads vs faiss/embedding threads.
+    gen_threads: int = 1
+    search_threads: int = 1
+    tau: float = 0.6
+    budget_ms: float | None = None
+    hot_cache: bool = False  # an accelerator tier; on CPU-only machines off by default
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ConfigError("engine", f"must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.executor not in EXECUTORS:
+            raise ConfigError("executor",
+                              f"must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
+        for name in ("concurrency", "nprobe", "gen_threads", "search_threads"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(name, f"must be a positive integer, got {value!r}")
+        if not 0 < self.tau <= 1:
+            raise ConfigError("tau", f"must be in (0, 1], got {self.tau}")
+        if self.budget_ms is not None and self.budget_ms <= 0:
+            raise ConfigError("budget_ms", f"must be positive, got {self.budget_ms}")
+        if self.engine in ("openai",) and not self.url:
+            raise ConfigError("url", f"the {self.engine} engine needs a server URL")
+        if self.engine == "sglang" and not (self.url or self.model):
+            raise ConfigError("model", "the sglang engine needs --model (in-process) or --url")
+
+    @property
+    def simulated(self) -> bool:
+        return self.engine == "sim"

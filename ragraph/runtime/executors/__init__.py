@@ -1,0 +1,1 @@
+"""Executors: the two baselines (sequential, stage-batched) and the wavefront scheduler."""

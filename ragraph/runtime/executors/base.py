@@ -1,0 +1,87 @@
+"""What every executor shares: the engines, request arrival, per-request error attribution."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+from ragraph.errors import RagraphError
+from ragraph.ir.control import choose_edge
+from ragraph.ir.graph import RAGraph
+from ragraph.ir.nodes import END
+from ragraph.runtime.llm.protocol import LLMEngine
+from ragraph.runtime.outcome import Outcome, RunStats, outcome_of
+from ragraph.runtime.request import Request, RequestState
+from ragraph.runtime.search_service import SearchService
+from ragraph.runtime.trace import Tracer
+
+OnDone = Callable[[Outcome], None]
+
+
+@dataclass
+class Services:
+    """The shared engines. `search_threads` bounds concurrent search calls (the core split)."""
+
+    llm: LLMEngine
+    search: SearchService
+    tracer: Tracer = field(default_factory=Tracer)
+    search_threads: int = 1
+
+
+class Executor(Protocol):
+    name: ClassVar[str]
+
+    async def run(
+        self, graph: RAGraph, arrivals: AsyncIterator[Request], on_done: OnDone
+    ) -> RunStats: ...
+
+
+async def arrive_all(requests: Iterable[Request]) -> AsyncIterator[Request]:
+    """Offline workload: every request is there at once."""
+    for request in requests:
+        yield request
+
+
+def describe_failure(err: BaseException) -> str:
+    """A request's error message: ragraph's own errors as they are, anything else with its type
+    and the innermost frame so a bug is attributable without killing the other requests."""
+    if isinstance(err, RagraphError):
+        return str(err)
+    frame = traceback.extract_tb(err.__traceback__)[-1:] if err.__traceback__ else []
+    where = f" at {frame[0].filename}:{frame[0].lineno}" if frame else ""
+    return f"internal error: {type(err).__name__}: {err}{where}"
+
+
+def advance(graph: RAGraph, state: RequestState) -> str:
+    """Move a request along its control edge; returns the new node id (END when finished)."""
+    edge = choose_edge(graph, state.node, state.variables, state.loop_counts)
+    state.node = edge.dst
+    state.path.append(edge.dst)
+    return edge.dst
+
+
+def finish(state: RequestState, graph: RAGraph, on_done: OnDone, now: float) -> None:
+    state.finished_at = now
+    on_done(outcome_of(state, graph.name, now))
+
+
+def is_done(state: RequestState) -> bool:
+    return state.error is not None or state.node == END
+
+
+def clock() -> float:
+    return time.perf_counter()
+
+
+async def gather_bounded(coros: Iterable, limit: int) -> None:
+    sem = asyncio.Semaphore(limit)
+
+    async def one(coro):
+        async with sem:
+            await coro
+
+    await asyncio.gather(*(one(c) for c in coros))

@@ -1,0 +1,147 @@
+"""Baseline: requests advance stage by stage in batches, as FlashRAG's pipelines do.
+
+A batch is every request that has arrived (up to `batch_size`). Each round runs the generation
+stage of every request waiting on a generation (the engine batches them), then the retrieval stage
+of every request waiting on a retrieval as one batched search; retrieval and generation alternate
+and never overlap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ragraph.ir.graph import RAGraph
+from ragraph.ir.nodes import END, Generate, Retrieve
+from ragraph.ir.values import Passages
+from ragraph.runtime import effects
+from ragraph.runtime.executors.base import (
+    OnDone, Services, advance, clock, describe_failure, finish,
+)
+from ragraph.runtime.executors.nodes import run_generation
+from ragraph.runtime.outcome import RunStats
+from ragraph.runtime.request import Request, RequestState, new_state
+from ragraph.runtime.retrieval.protocol import SearchTask
+
+
+@dataclass
+class StageBatchedExecutor:
+    name: ClassVar[str] = "stage-batched"
+    services: Services
+    batch_size: int = 8
+
+    async def run(self, graph: RAGraph, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
+        queue: asyncio.Queue[tuple[Request, float] | None] = asyncio.Queue()
+        feeder = asyncio.create_task(_feed(arrivals, queue))
+        with ThreadPoolExecutor(1, thread_name_prefix="batch-search") as pool:
+            while True:
+                batch = await _next_batch(queue, self.batch_size)
+                if not batch:
+                    break
+                await self._run_batch(graph, batch, pool, on_done)
+        await feeder
+        return RunStats()
+
+    async def _run_batch(self, graph, batch, pool, on_done: OnDone) -> None:
+        active = [s for s in (self._admit(graph, r, t, on_done) for r, t in batch) if s is not None]
+        while active:
+            await self._stage(graph, active, Generate, pool)
+            await self._stage(graph, active, Retrieve, pool)
+            for state in [s for s in active if s.error or s.node == END]:
+                active.remove(state)
+                finish(state, graph, on_done, clock())
+
+    def _admit(self, graph, request: Request, arrived: float, on_done: OnDone) -> RequestState | None:
+        try:
+            state = new_state(graph, request, arrived)
+            advance(graph, state)
+            return state
+        except Exception as err:  # a bad request is its own outcome
+            state = RequestState(request=request, variables={}, admitted_at=arrived,
+                                 error=describe_failure(err))
+            finish(state, graph, on_done, clock())
+            return None
+
+    async def _stage(self, graph, active, kind, pool) -> None:
+        ready = [s for s in active if not s.error and s.node != END
+                 and isinstance(graph.node(s.node), kind)]
+        if not ready:
+            return
+        if kind is Generate:
+            results = await asyncio.gather(
+                *(run_generation(graph.node(s.node), s, self.services) for s in ready),
+                return_exceptions=True,
+            )
+        else:
+            loop = asyncio.get_running_loop()
+            results = await loop.run_in_executor(pool, search_batch, self.services, graph, ready)
+        for state, result in zip(ready, results, strict=True):
+            try:
+                if isinstance(result, BaseException):
+                    raise result
+                advance(graph, state)
+            except Exception as err:  # attributed to this request
+                state.error = describe_failure(err)
+
+
+def search_batch(services: Services, graph: RAGraph, states: list[RequestState]) -> list:
+    """One batched search step for all waiting retrievals; each query embedded and probed alone
+    (see search_service), then searched together in one multi-threaded faiss call."""
+    start = clock()
+    search = services.search
+    results: list = [None] * len(states)
+    tasks, owners = [], []
+    for i, state in enumerate(states):
+        node = graph.node(state.node)
+        try:
+            vector = search.embed(effects.retrieval_query(node, state.variables))
+            tasks.append(SearchTask.of(vector, search.probe(vector, node.nprobe)))
+            owners.append(i)
+        except Exception as err:  # this request's query failed; the batch goes on
+            results[i] = err
+    for k, group in _by_k(graph, states, owners).items():
+        step = search.step([tasks[j] for j in group], k)
+        for j, partial in zip(group, step.partials, strict=True):
+            i = owners[j]
+            try:
+                topk = search.finish(tasks[j].query, tasks[j].clusters, [partial], k)
+                passages: Passages = search.passages(topk)
+                node = graph.node(states[i].node)
+                effects.apply_retrieval(node, states[i].variables, passages)
+                states[i].retrievals.append(passages)
+                results[i] = passages
+            except Exception as err:
+                results[i] = err
+    services.tracer.add_span("search", f"batch x{len(states)}", start, clock())
+    return results
+
+
+def _by_k(graph, states, owners) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = {}
+    for j, i in enumerate(owners):
+        groups.setdefault(graph.node(states[i].node).topk, []).append(j)
+    return groups
+
+
+async def _feed(arrivals: AsyncIterator[Request], queue: asyncio.Queue) -> None:
+    async for request in arrivals:
+        await queue.put((request, clock()))
+    await queue.put(None)
+
+
+async def _next_batch(queue: asyncio.Queue, size: int) -> list[tuple[Request, float]]:
+    """Wait for at least one request, then take whatever else has arrived (up to `size`)."""
+    first = await queue.get()
+    if first is None:
+        return []
+    batch = [first]
+    while len(batch) < size and not queue.empty():
+        item = queue.get_nowait()
+        if item is None:
+            queue.put_nowait(None)  # keep the end marker for the next call
+            break
+        batch.append(item)
+    return batch

@@ -1,0 +1,47 @@
+"""Generation nodes on an LLM engine: the mapping from a Generate node to an engine request."""
+
+from __future__ import annotations
+
+import math
+
+from ragraph.errors import EngineError
+from ragraph.ir.nodes import Generate, Sampling
+from ragraph.ir.values import GeneratedText
+from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, SamplingParams
+from ragraph.runtime.llm.stream import GenerationStream
+
+
+def sampling_params(sampling: Sampling) -> SamplingParams:
+    return SamplingParams(
+        max_new_tokens=sampling.max_tokens,
+        temperature=float(sampling.temperature),
+        top_p=float(sampling.top_p),
+        stop=sampling.stop,
+        seed=sampling.seed,
+        logprobs=sampling.logprobs,
+    )
+
+
+def generation_request(rid: str, node: Generate, prompt: str, attempt: int = 0) -> GenerationRequest:
+    """Engine request ids are unique per (request, node, visit, attempt) so aborts hit one stream."""
+    return GenerationRequest(
+        rid=f"{rid}/{node.id}/{attempt}", prompt=prompt, params=sampling_params(node.sampling)
+    )
+
+
+def generated_text(result: GenerationResult) -> GeneratedText:
+    """The node's value: the text, carrying its least likely token's probability (FLARE)."""
+    if result.finish_reason == "error":
+        raise EngineError(result.error or "generation failed")
+    min_prob = math.exp(min(result.logprobs)) if result.logprobs else 1.0
+    return GeneratedText(result.text, min_prob)
+
+
+async def finish(stream: GenerationStream) -> GenerationResult:
+    """Drain a stream and return its result; a failed request raises EngineError."""
+    async for _ in stream:
+        pass
+    result = await stream.result()
+    if result.finish_reason == "error":
+        raise EngineError(f"generation {stream.rid!r} failed: {result.error}")
+    return result

@@ -1,0 +1,116 @@
+"""What a finished request reports, and the summary of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ragraph.ir.values import Passages
+from ragraph.runtime.request import RequestState
+
+
+@dataclass(frozen=True)
+class Outcome:
+    rid: str
+    question: str
+    answer: str | None
+    error: str | None
+    path: tuple[str, ...]
+    passages: Passages | None
+    golden_answers: tuple[str, ...]
+    admitted_at: float
+    finished_at: float
+    first_token_at: float | None = None
+    workflow: str = ""
+
+    @property
+    def latency(self) -> float:
+        return self.finished_at - self.admitted_at
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.rid, "question": self.question, "workflow": self.workflow}
+        if self.error is not None:
+            out["error"] = self.error
+        else:
+            out["answer"] = self.answer
+        if self.golden_answers:
+            out["golden_answers"] = list(self.golden_answers)
+        if self.passages is not None:
+            out["passages"] = [{"id": p.id, "title": p.title, "text": p.text}
+                               for p in self.passages]
+        out["path"] = list(self.path)
+        out["latency_s"] = round(self.latency, 4)
+        return out
+
+
+def outcome_of(state: RequestState, workflow: str, now: float) -> Outcome:
+    return Outcome(
+        rid=state.rid,
+        question=state.request.question,
+        answer=None if state.error else (state.answer or ""),
+        error=state.error,
+        path=tuple(state.path),
+        passages=state.retrievals[-1] if state.retrievals else None,
+        golden_answers=state.request.golden_answers,
+        admitted_at=state.admitted_at,
+        finished_at=state.finished_at if state.finished_at is not None else now,
+        first_token_at=state.first_token_at,
+        workflow=workflow,
+    )
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """Counters an executor reports beside its outcomes (speculation, cache, search work)."""
+
+    speculations: int = 0
+    speculation_hits: int = 0
+    rollbacks: int = 0
+    clusters_searched: int = 0
+    search_steps: int = 0
+    vectors_scanned: int = 0
+    vectors_on_accelerator: int = 0
+    cache_lookups: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def speculation_hit_rate(self) -> float | None:
+        return self.speculation_hits / self.speculations if self.speculations else None
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        if not self.vectors_scanned:
+            return None
+        return self.vectors_on_accelerator / self.vectors_scanned
+
+
+@dataclass(frozen=True)
+class Summary:
+    requests: int
+    errors: int
+    wall_s: float
+    throughput_rps: float
+    p50_s: float
+    p95_s: float
+    p99_s: float
+    mean_s: float
+    ttft_p50_s: float | None
+
+
+def summarize(outcomes: Sequence[Outcome], wall_s: float) -> Summary:
+    lat = np.array([o.latency for o in outcomes]) if outcomes else np.zeros(1)
+    ttft = [o.first_token_at - o.admitted_at for o in outcomes if o.first_token_at is not None]
+    return Summary(
+        requests=len(outcomes),
+        errors=sum(o.error is not None for o in outcomes),
+        wall_s=wall_s,
+        throughput_rps=len(outcomes) / wall_s if wall_s > 0 else 0.0,
+        p50_s=float(np.percentile(lat, 50)),
+        p95_s=float(np.percentile(lat, 95)),
+        p99_s=float(np.percentile(lat, 99)),
+        mean_s=float(lat.mean()),
+        ttft_p50_s=float(np.median(ttft)) if ttft else None,
+    )

@@ -1,0 +1,90 @@
+"""A request and its state: one instance of the compiled workflow per request."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragraph.errors import ConfigError
+from ragraph.ir.graph import RAGraph
+from ragraph.ir.nodes import START
+from ragraph.ir.values import Passages, Value
+
+ANSWER = "answer"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One question to answer (FlashRAG's `{id, question, golden_answers}` plus extra inputs)."""
+
+    id: str
+    question: str
+    golden_answers: tuple[str, ...] = ()
+    inputs: Mapping[str, Value] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str) -> Request:
+        """Validate one input line; errors name the line and the field."""
+        if not isinstance(raw, dict):
+            raise ConfigError(where, "expected a JSON object")
+        question = raw.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise ConfigError(f"{where}: question", "must be a non-empty string")
+        rid = raw.get("id", where)
+        golden = raw.get("golden_answers", raw.get("answers", ()))
+        if isinstance(golden, str):
+            golden = [golden]
+        if not isinstance(golden, list | tuple) or not all(isinstance(g, str) for g in golden):
+            raise ConfigError(f"{where}: golden_answers", "must be a list of strings")
+        extra = raw.get("inputs", {})
+        if not isinstance(extra, dict):
+            raise ConfigError(f"{where}: inputs", "must be an object of input values")
+        return cls(id=str(rid), question=question, golden_answers=tuple(golden), inputs=extra)
+
+
+@dataclass
+class RequestState:
+    """Variables, loop counters and position of one request in its workflow graph."""
+
+    request: Request
+    variables: dict[str, Value]
+    loop_counts: Counter[int] = field(default_factory=Counter)
+    node: str = START
+    path: list[str] = field(default_factory=list)
+    retrievals: list[Passages] = field(default_factory=list)
+    error: str | None = None
+    admitted_at: float = 0.0
+    first_token_at: float | None = None
+    finished_at: float | None = None
+
+    @property
+    def rid(self) -> str:
+        return self.request.id
+
+    @property
+    def answer(self) -> str | None:
+        value = self.variables.get(ANSWER)
+        return None if value is None else str(value).strip()
+
+
+def initial_variables(graph: RAGraph, request: Request) -> dict[str, Value]:
+    """The workflow inputs for a request: declared defaults, then the request's values."""
+    supplied: dict[str, Value] = {"question": request.question, **request.inputs}
+    variables: dict[str, Value] = {}
+    for inp in graph.inputs.values():
+        if inp.name in supplied:
+            variables[inp.name] = supplied[inp.name]
+        elif inp.default is not None:
+            variables[inp.name] = inp.default
+        else:
+            raise ConfigError(f"inputs.{inp.name}", f"workflow {graph.name!r} requires it")
+    unknown = sorted(set(request.inputs) - set(graph.inputs))
+    if unknown:
+        raise ConfigError(f"inputs.{unknown[0]}", f"workflow {graph.name!r} has no such input")
+    return variables
+
+
+def new_state(graph: RAGraph, request: Request, now: float) -> RequestState:
+    return RequestState(request=request, variables=initial_variables(graph, request), admitted_at=now)

@@ -1,0 +1,1 @@
+"""The wavefront scheduler: many requests' sub-stages across both engines at once."""

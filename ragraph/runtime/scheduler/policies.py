@@ -1,0 +1,100 @@
+"""Scheduling decisions as pure functions of measured state (unit-tested without engines).
+
+Numbers and equations come from HedraRAG (SOSP 2025) and RAGCache; see DESIGN.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass
+class RunningMean:
+    """Exponentially weighted running mean; `value` is None until the first sample."""
+
+    alpha: float = 0.2
+    value: float | None = None
+
+    def add(self, sample: float) -> float:
+        self.value = sample if self.value is None else (1 - self.alpha) * self.value + self.alpha * sample
+        return self.value
+
+
+def retrieval_budget_ms(beta_ms: float, mean_retrieval_ms: float, floor_ms: float = 0.5) -> float:
+    """HedraRAG's sub-stage budget mb = sqrt(2·β·t_R).
+
+    The expected latency gain of cutting a retrieval of length t_R into sub-stages of length mb is
+    (t_R − mb)/2 − (t_R/mb)·β: half a sub-stage of waiting saved against β per extra sub-stage. Its
+    maximum is at mb = sqrt(2·β·t_R). (The paper prints the overhead term with a plus sign; the minus
+    is the meaning.) Never below `floor_ms`, never above t_R (one sub-stage is the whole search).
+    """
+    if beta_ms < 0 or mean_retrieval_ms < 0:
+        raise ValueError("beta_ms and mean_retrieval_ms must be non-negative")
+    if mean_retrieval_ms == 0:
+        return floor_ms
+    return min(max(math.sqrt(2.0 * beta_ms * mean_retrieval_ms), floor_ms), mean_retrieval_ms)
+
+
+@dataclass(frozen=True)
+class SpeculationCandidate:
+    """A request whose next stage could start early; `drift` measures how much its partial
+    result changed over the last sub-stage (0 = stable)."""
+
+    rid: str
+    drift: float
+
+
+def choose_speculation(
+    candidates: Sequence[SpeculationCandidate], load: float, capacity: float, tau: float = 0.6
+) -> list[str]:
+    """Speculate only while the next sub-stage is under-utilized (T_curr/T_max < τ), filling the
+    spare capacity with the most stable requests first (smallest semantic drift)."""
+    if capacity <= 0 or load / capacity >= tau:
+        return []
+    room = max(int(capacity * tau - load), 0)
+    ranked = sorted(candidates, key=lambda c: (c.drift, c.rid))
+    return [c.rid for c in ranked[:room]]
+
+
+def topk_drift(previous: Sequence[int], current: Sequence[int]) -> float:
+    """Drift between two partial top-k id lists: 1 − Jaccard overlap (0 when unchanged)."""
+    a, b = set(previous), set(current)
+    if not a and not b:
+        return 0.0
+    return 1.0 - len(a & b) / len(a | b)
+
+
+@dataclass(frozen=True)
+class PrefillCandidate:
+    rid: str
+    cached_tokens: int
+    prompt_tokens: int
+    waited_cycles: int
+    arrival: int  # admission order, for stable FIFO among equals
+
+
+def order_prefills(ready: Sequence[PrefillCandidate], starvation_window: int = 32) -> list[str]:
+    """RAGCache's cache-aware order: highest cached/computed ratio first, except that a request
+    that waited `starvation_window` cycles or more goes first (oldest first)."""
+    starving = sorted((c for c in ready if c.waited_cycles >= starvation_window),
+                      key=lambda c: c.arrival)
+    rest = [c for c in ready if c.waited_cycles < starvation_window]
+
+    def ratio(c: PrefillCandidate) -> float:
+        computed = max(c.prompt_tokens - c.cached_tokens, 1)
+        return c.cached_tokens / computed
+
+    rest.sort(key=lambda c: (-ratio(c), c.arrival))
+    return [c.rid for c in starving + rest]
+
+
+def cache_refresh_due(substages_since_refresh: int, every: int = 50) -> bool:
+    """The hot-cluster cache is re-ranked every `every` sub-stages (HedraRAG: 50)."""
+    return substages_since_refresh >= every
+
+
+def prefetch_budget_bytes(link_bytes_per_s: float, expected_generation_s: float) -> int:
+    """TeleRAG: what can cross the host-accelerator link while the generation runs."""
+    return max(int(link_bytes_per_s * max(expected_generation_s, 0.0)), 0)

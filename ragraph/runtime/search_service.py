@@ -1,0 +1,74 @@
+"""The search side as the executors see it: query text in, exact top-k passages out.
+
+Every executor embeds and probes ONE query per call. Batched embedding and batched coarse
+quantization can differ in the last float bits from single-query calls (different BLAS kernels),
+which could flip a near-tie cluster at the nprobe boundary; one query at a time keeps a request's
+results independent of which other requests happen to be batched with it, so every executor returns
+the same passages.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from ragraph.errors import SearchIndexError
+from ragraph.ir.values import Passages
+from ragraph.runtime.retrieval.protocol import SearchEngine, SearchTask, StepResult, TopK
+
+
+class Embedder(Protocol):
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class PassageLookup(Protocol):
+    def lookup(self, ids: Sequence[int] | np.ndarray,
+               scores: Sequence[float] | np.ndarray | None = None) -> Passages: ...
+
+
+@dataclass
+class SearchService:
+    engine: SearchEngine
+    embedder: Embedder
+    store: PassageLookup
+    nprobe: int = 32
+    # Serializes embedder calls: torch modules are not re-entrant across threads cheaply.
+    _embed_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.embedder.dim != self.engine.dim:
+            raise SearchIndexError(
+                f"embedder dimension {self.embedder.dim} does not match the index dimension "
+                f"{self.engine.dim}"
+            )
+
+    def embed(self, text: str) -> np.ndarray:
+        with self._embed_lock:
+            return np.asarray(self.embedder.embed([text]), dtype=np.float32)[0]
+
+    def probe(self, vector: np.ndarray, nprobe: int | None) -> np.ndarray:
+        n = min(nprobe or self.nprobe, self.engine.nlist)
+        return self.engine.probe(vector.reshape(1, -1), n)[0]
+
+    def step(self, tasks: Sequence[SearchTask], k: int) -> StepResult:
+        return self.engine.search_step(tasks, k)
+
+    def finish(self, vector: np.ndarray, probe: np.ndarray, partials: Sequence[TopK], k: int) -> TopK:
+        return self.engine.finish(vector, probe, partials, k)
+
+    def passages(self, topk: TopK) -> Passages:
+        return self.store.lookup(topk.ids, topk.distances)
+
+    def search(self, text: str, k: int, nprobe: int | None) -> Passages:
+        """One-shot exact search for one query (what the baseline executors call)."""
+        vector = self.embed(text)
+        probe = self.probe(vector, nprobe)
+        result = self.step([SearchTask.of(vector, probe)], k)
+        return self.passages(self.finish(vector, probe, result.partials, k))

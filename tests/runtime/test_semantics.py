@@ -1,0 +1,60 @@
+"""Optimizations never change answers: every executor and pass level gives the same outputs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ragraph.runtime.app import execute
+from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.executors.base import Services
+from ragraph.runtime.llm.costmodel import GpuCostModel
+from ragraph.runtime.llm.sim import SimConfig, SimEngine
+from ragraph.runtime.request import Request
+from tests.runtime import fakes, workflows
+
+# A fast simulated GPU (1 ms steps) keeps the suite quick; timing does not affect answers.
+FAST = SimConfig(cost=GpuCostModel(weight_bytes=1e9, step_overhead_s=2e-4), mean_output_tokens=6)
+
+VARIANTS = [
+    ("sequential", "-O0"),
+    ("stage-batched", "-O0"),
+    ("ragraph", "-O0"),
+    ("ragraph", "-O2"),
+]
+
+
+def questions(n: int) -> list[Request]:
+    topics = ["Eiffel Tower", "photosynthesis", "Ada Lovelace", "the Nile", "jazz", "Mars"]
+    return [Request(id=f"q{i}", question=f"What is notable about {topics[i % 6]} ({i})?")
+            for i in range(n)]
+
+
+async def run_all(graph, search, executor: str, passes: str, n: int):
+    config = RuntimeConfig(engine="sim", executor=executor, passes=passes, concurrency=6,
+                           budget_ms=0.05)
+    engine = SimEngine(FAST)
+    async with engine:
+        services = Services(llm=engine, search=search)
+        result = await execute(graph, questions(n), config, services)
+    return result
+
+
+@pytest.fixture(scope="module")
+def search():
+    return fakes.random_search()
+
+
+@pytest.mark.parametrize("name", sorted(workflows.ALL))
+def test_every_executor_gives_the_same_answers(name, search):
+    graph = workflows.ALL[name]()
+    answers = {}
+    for executor, passes in VARIANTS:
+        result = asyncio.run(run_all(graph, search, executor, passes, 20))
+        assert len(result.outcomes) == 20
+        assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]
+        answers[(executor, passes)] = {o.rid: (o.answer, o.path) for o in result.outcomes}
+    reference = answers[("sequential", "-O0")]
+    for variant, got in answers.items():
+        assert got == reference, f"{variant} differs from sequential -O0"
