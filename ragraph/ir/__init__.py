@@ -1,5 +1,7 @@
 """The RAGraph intermediate representation: typed nodes and edges over networkx."""
 
+# The node kinds passes add must be registered before any JSON that holds them is read.
+from ragraph.ir import stages as _stages  # noqa: F401
 from ragraph.ir.edges import Condition, Edge, EdgeKind
 from ragraph.ir.graph import Input, RAGraph
 from ragraph.ir.nodes import END, START, Generate, Node, Retrieve, Sampling, register_node

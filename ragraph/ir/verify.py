@@ -178,11 +178,13 @@ def _must_defined(graph: RAGraph) -> dict[str, tuple[frozenset[str], frozenset[s
     ins = {n.id: everything for n in graph.nodes()}
     ins[START] = frozenset(graph.inputs)
     outs = {n.id: ins[n.id] | graph.node(n.id).writes() for n in graph.nodes()}
+    nodes = list(graph.nodes())
+    preds_of = {n.id: [e.src for e in graph.in_edges(n.id, control_only=True)] for n in nodes}
     changed = True
     while changed:
         changed = False
-        for node in graph.nodes():
-            preds = [e.src for e in graph.in_edges(node.id, control_only=True)]
+        for node in nodes:
+            preds = preds_of[node.id]
             new_in = frozenset(graph.inputs) if node.id == START else (
                 frozenset.intersection(*(outs[p] for p in preds)) if preds else everything
             )
