@@ -1,0 +1,70 @@
+"""`ragraph run FILE --question Q`: one answer, and with --verbose how it was reached."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from ragraph.ir.graph import RAGraph
+from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.outcome import Outcome
+from ragraph.runtime.request import Request
+from ragraph.runtime.trace import Tracer
+
+
+def engine_label(config: RuntimeConfig) -> str:
+    if config.simulated:
+        return "sim (SIMULATED GPU engine: timings modelled, text synthetic)"
+    if config.engine == "llamacpp":
+        return f"llamacpp ({config.model or 'Gemma-3-270M Q4_K_M, embedded'}, real)"
+    return f"{config.engine} ({config.url or config.model}, real)"
+
+
+async def open_run(config: RuntimeConfig, err: Console):
+    """The search side, building the default index on first use with a progress bar."""
+    from ragraph.cli.cmd_index import _progress
+    from ragraph.runtime.app import open_search
+
+    with _progress(err, "building the default Wikipedia index (first use only)") as bar:
+        return open_search(config, bar)
+
+
+async def run_question(workflow: RAGraph, question: str, config: RuntimeConfig,
+                       args: argparse.Namespace, console: Console, err: Console) -> int:
+    from ragraph.runtime.app import execute, open_services
+
+    err.print(f"[dim]workflow {workflow.name} · executor {config.executor} {config.passes} · "
+              f"engine {engine_label(config)}[/dim]")
+    search = await open_run(config, err)
+    tracer = Tracer()
+    async with open_services(config, search, tracer) as services:
+        result = await execute(workflow, [Request(id="q1", question=question)], config, services)
+    outcome = result.outcomes[0]
+    if args.trace:
+        tracer.write(args.trace)
+        err.print(f"trace written to {args.trace} (open it in https://ui.perfetto.dev)")
+    if outcome.error:
+        err.print(f"[red]error:[/red] {outcome.error}", markup=True)
+        return 1
+    console.print(outcome.answer, markup=False)
+    if args.verbose:
+        _explain(outcome, tracer, console)
+    return 0
+
+
+def _explain(outcome: Outcome, tracer: Tracer, console: Console) -> None:
+    if outcome.passages is not None:
+        console.print("\n[bold]passages[/bold] (last retrieval)")
+        for i, p in enumerate(outcome.passages, start=1):
+            console.print(f"  {i}. [{p.id}] {p.title}: {p.text[:160]}", markup=False)
+    console.print("\n[bold]path[/bold]  " + " → ".join(("START",) + outcome.path))
+    table = Table("start ms", "duration ms", "track", "what", title="timeline", box=None)
+    spans = sorted(tracer.spans(), key=lambda s: s.start)
+    origin = spans[0].start if spans else 0.0
+    for s in spans:
+        table.add_row(f"{(s.start - origin) * 1e3:.0f}", f"{(s.end - s.start) * 1e3:.0f}",
+                      s.track, s.name)
+    console.print(table)
+    console.print(f"latency {outcome.latency * 1e3:.0f} ms")
