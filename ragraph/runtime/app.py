@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from ragraph.ir.graph import RAGraph
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services, arrive_all
 from ragraph.runtime.outcome import Outcome, RunStats, Summary, summarize
@@ -71,8 +72,8 @@ async def open_services(config: RuntimeConfig, search: SearchService | None = No
         await llm.close()
 
 
-def make_executor(config: RuntimeConfig, services: Services, workflow: RAGraph):
-    """The executor of `config.executor`; the ragraph executor compiles `workflow` first."""
+def make_executor(config: RuntimeConfig, services: Services):
+    """The executor of `config.executor` (the ragraph executor compiles each workflow)."""
     if config.executor == "sequential":
         from ragraph.runtime.executors.sequential import SequentialExecutor
 
@@ -81,15 +82,12 @@ def make_executor(config: RuntimeConfig, services: Services, workflow: RAGraph):
         from ragraph.runtime.executors.stage_batched import StageBatchedExecutor
 
         return StageBatchedExecutor(services, batch_size=config.concurrency)
-    from ragraph.passes import compile as compile_workflow
-    from ragraph.runtime.scheduler.plan import ExecutionPlan
     from ragraph.runtime.scheduler.wavefront import SchedulerConfig, WavefrontExecutor
 
-    compiled = compile_workflow(workflow, config.passes)
     scheduler = SchedulerConfig(max_active=config.concurrency,
                                 max_generations=max(config.concurrency, 1), tau=config.tau,
                                 budget_ms=config.budget_ms)
-    return WavefrontExecutor(services, ExecutionPlan.from_compiled(compiled), scheduler)
+    return WavefrontExecutor(services, config.passes, scheduler)
 
 
 @dataclass(frozen=True)
@@ -103,13 +101,16 @@ class RunResult:
 
 
 async def execute(
-    workflow: RAGraph,
+    workflow: RAGraph | Mapping[str, RAGraph],
     requests: Iterable[Request] | AsyncIterator[Request],
     config: RuntimeConfig,
     services: Services,
     on_done: Callable[[Outcome], None] | None = None,
 ) -> RunResult:
-    """Run `requests` through `workflow` with the executor of `config` on shared `services`."""
+    """Run `requests` through `workflow` with the executor of `config` on shared `services`.
+
+    `workflow` may be several workflows by name; each request then names its own
+    (`Request.workflow`), and all of them share the engines and the scheduler."""
     outcomes: list[Outcome] = []
 
     def done(outcome: Outcome) -> None:
@@ -117,10 +118,13 @@ async def execute(
         if on_done is not None:
             on_done(outcome)
 
-    executor = make_executor(config, services, workflow)
+    catalog = Catalog.of(workflow)
+    for graph in catalog.graphs.values():
+        graph.verify()
+    executor = make_executor(config, services)
     arrivals = requests if hasattr(requests, "__aiter__") else arrive_all(requests)
     start = time.perf_counter()
-    stats = await executor.run(workflow, arrivals, done)
+    stats = await executor.run(catalog, arrivals, done)
     wall = time.perf_counter() - start
     return RunResult(tuple(outcomes), stats, summarize(outcomes, wall), executor.name,
                      services.llm.name, bool(services.llm.simulated))

@@ -23,6 +23,7 @@ class Request:
     question: str
     golden_answers: tuple[str, ...] = ()
     inputs: Mapping[str, Value] = field(default_factory=dict)
+    workflow: str | None = None  # which workflow of a mixed run; None: the run's default
 
     @classmethod
     def from_json(cls, raw: Any, where: str) -> Request:
@@ -41,7 +42,11 @@ class Request:
         extra = raw.get("inputs", {})
         if not isinstance(extra, dict):
             raise ConfigError(f"{where}: inputs", "must be an object of input values")
-        return cls(id=str(rid), question=question, golden_answers=tuple(golden), inputs=extra)
+        workflow = raw.get("workflow")
+        if workflow is not None and not isinstance(workflow, str):
+            raise ConfigError(f"{where}: workflow", "must be a workflow name")
+        return cls(id=str(rid), question=question, golden_answers=tuple(golden), inputs=extra,
+                   workflow=workflow)
 
 
 @dataclass
@@ -49,6 +54,7 @@ class RequestState:
     """Variables, loop counters and position of one request in its workflow graph."""
 
     request: Request
+    graph: RAGraph
     variables: dict[str, Value]
     loop_counts: Counter[int] = field(default_factory=Counter)
     node: str = START
@@ -87,4 +93,10 @@ def initial_variables(graph: RAGraph, request: Request) -> dict[str, Value]:
 
 
 def new_state(graph: RAGraph, request: Request, now: float) -> RequestState:
-    return RequestState(request=request, variables=initial_variables(graph, request), admitted_at=now)
+    return RequestState(request=request, graph=graph, variables=initial_variables(graph, request),
+                        admitted_at=now)
+
+
+def failed_state(request: Request, graph: RAGraph, error: str, now: float) -> RequestState:
+    """A request that could not start (bad inputs, unknown workflow): reported, never run."""
+    return RequestState(request=request, graph=graph, variables={}, admitted_at=now, error=error)

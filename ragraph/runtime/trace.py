@@ -66,11 +66,14 @@ class Tracer:
         return _overlap(_merged(self.spans(), a), _merged(self.spans(), b))
 
     def to_chrome(self) -> dict[str, Any]:
+        """Chrome trace events; overlapping spans of one engine track go to numbered lanes."""
         events: list[dict[str, Any]] = []
         tids: dict[tuple[int, str], int] = {}
+        lane_ends: dict[str, list[float]] = {}
         for s in sorted(self.spans(), key=lambda s: s.start):
             pid = ENGINES_PID if s.engine else REQUESTS_PID
-            tid = tids.setdefault((pid, s.track), len(tids) + 1)
+            track = _lane(lane_ends, s) if s.engine else s.track
+            tid = tids.setdefault((pid, track), len(tids) + 1)
             events.append({
                 "name": s.name, "ph": "X", "pid": pid, "tid": tid,
                 "ts": (s.start - self._origin) * 1e6, "dur": max(s.end - s.start, 0.0) * 1e6,
@@ -84,6 +87,18 @@ class Tracer:
 
     def write(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_chrome()))
+
+
+def _lane(lane_ends: dict[str, list[float]], span: TraceSpan) -> str:
+    """The first lane of the span's track that is free at its start (Perfetto needs slices of
+    one thread to nest, and concurrent generations do not)."""
+    ends = lane_ends.setdefault(span.track, [])
+    for i, end in enumerate(ends):
+        if end <= span.start:
+            ends[i] = span.end
+            return span.track if i == 0 else f"{span.track} #{i + 1}"
+    ends.append(span.end)
+    return span.track if len(ends) == 1 else f"{span.track} #{len(ends)}"
 
 
 def _merged(spans: list[TraceSpan], track: str) -> list[tuple[float, float]]:

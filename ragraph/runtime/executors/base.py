@@ -11,11 +11,11 @@ from typing import ClassVar, Protocol
 
 from ragraph.errors import RagraphError
 from ragraph.ir.control import choose_edge
-from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.llm.protocol import LLMEngine
 from ragraph.runtime.outcome import Outcome, RunStats, outcome_of
-from ragraph.runtime.request import Request, RequestState
+from ragraph.runtime.request import Request, RequestState, failed_state, new_state
 from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.trace import Tracer
 
@@ -36,7 +36,7 @@ class Executor(Protocol):
     name: ClassVar[str]
 
     async def run(
-        self, graph: RAGraph, arrivals: AsyncIterator[Request], on_done: OnDone
+        self, catalog: Catalog, arrivals: AsyncIterator[Request], on_done: OnDone
     ) -> RunStats: ...
 
 
@@ -56,17 +56,27 @@ def describe_failure(err: BaseException) -> str:
     return f"internal error: {type(err).__name__}: {err}{where}"
 
 
-def advance(graph: RAGraph, state: RequestState) -> str:
+def admit(catalog: Catalog, request: Request, arrived: float) -> RequestState:
+    """A request's initial state; a request that cannot start is a failed state (never raises)."""
+    graph = catalog.graphs[catalog.default]
+    try:
+        graph = catalog.graph_for(request)
+        return new_state(graph, request, arrived)
+    except Exception as err:  # a bad request is its own outcome
+        return failed_state(request, graph, describe_failure(err), arrived)
+
+
+def advance(state: RequestState) -> str:
     """Move a request along its control edge; returns the new node id (END when finished)."""
-    edge = choose_edge(graph, state.node, state.variables, state.loop_counts)
+    edge = choose_edge(state.graph, state.node, state.variables, state.loop_counts)
     state.node = edge.dst
     state.path.append(edge.dst)
     return edge.dst
 
 
-def finish(state: RequestState, graph: RAGraph, on_done: OnDone, now: float) -> None:
+def finish(state: RequestState, on_done: OnDone, now: float) -> None:
     state.finished_at = now
-    on_done(outcome_of(state, graph.name, now))
+    on_done(outcome_of(state, state.graph.name, now))
 
 
 def is_done(state: RequestState) -> bool:

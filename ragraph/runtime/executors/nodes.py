@@ -23,7 +23,9 @@ async def run_generation(node: Generate, state: RequestState, services: Services
         if state.first_token_at is None:
             state.first_token_at = clock()
     result = await stream.result()
-    services.tracer.add_span(state.rid, f"generate {node.id}", start, clock(), engine=False)
+    end = clock()
+    services.tracer.add_span(state.rid, f"generate {node.id}", start, end, engine=False)
+    services.tracer.add_span("llm", f"{state.rid} {node.id}", start, end)
     text = generated_text(result)
     effects.apply_generation(node, state.variables, text, text.min_prob)
 

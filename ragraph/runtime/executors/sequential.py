@@ -9,14 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.executors.base import (
-    OnDone, Services, advance, clock, describe_failure, finish,
+    OnDone, Services, admit, advance, clock, describe_failure, finish,
 )
 from ragraph.runtime.executors.nodes import run_node
 from ragraph.runtime.outcome import RunStats
-from ragraph.runtime.request import Request, RequestState, new_state
+from ragraph.runtime.request import Request
 
 
 @dataclass
@@ -25,28 +25,22 @@ class SequentialExecutor:
     services: Services
     concurrency: int = 8
 
-    async def run(self, graph: RAGraph, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
+    async def run(self, catalog: Catalog, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
         slots = asyncio.Semaphore(self.concurrency)
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="seq-search") as pool:
             tasks = []
             async for request in arrivals:
-                tasks.append(asyncio.create_task(self._one(graph, request, slots, pool, on_done)))
+                tasks.append(asyncio.create_task(self._one(catalog, request, slots, pool, on_done)))
             await asyncio.gather(*tasks)
         return RunStats()
 
-    async def _one(self, graph, request: Request, slots, pool, on_done: OnDone) -> None:
-        arrived = clock()
-        try:
-            state = new_state(graph, request, arrived)
-        except Exception as err:  # a bad request is reported as its own outcome
-            state = RequestState(request=request, variables={}, admitted_at=arrived,
-                                 error=describe_failure(err))
-            finish(state, graph, on_done, clock())
-            return
-        async with slots:
-            try:
-                while advance(graph, state) != END:
-                    await run_node(graph.node(state.node), state, self.services, pool)
-            except Exception as err:  # attributed to this request; the others go on
-                state.error = describe_failure(err)
-        finish(state, graph, on_done, clock())
+    async def _one(self, catalog: Catalog, request: Request, slots, pool, on_done: OnDone) -> None:
+        state = admit(catalog, request, clock())
+        if state.error is None:
+            async with slots:
+                try:
+                    while advance(state) != END:
+                        await run_node(state.graph.node(state.node), state, self.services, pool)
+                except Exception as err:  # attributed to this request; the others go on
+                    state.error = describe_failure(err)
+        finish(state, on_done, clock())

@@ -14,16 +14,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, Generate, Retrieve
 from ragraph.ir.values import Passages
 from ragraph.runtime import effects
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.executors.base import (
-    OnDone, Services, advance, clock, describe_failure, finish,
+    OnDone, Services, admit, advance, clock, describe_failure, finish,
 )
 from ragraph.runtime.executors.nodes import run_generation
 from ragraph.runtime.outcome import RunStats
-from ragraph.runtime.request import Request, RequestState, new_state
+from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.retrieval.protocol import SearchTask
 
 
@@ -33,7 +33,7 @@ class StageBatchedExecutor:
     services: Services
     batch_size: int = 8
 
-    async def run(self, graph: RAGraph, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
+    async def run(self, catalog: Catalog, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
         queue: asyncio.Queue[tuple[Request, float] | None] = asyncio.Queue()
         feeder = asyncio.create_task(_feed(arrivals, queue))
         with ThreadPoolExecutor(1, thread_name_prefix="batch-search") as pool:
@@ -41,53 +41,52 @@ class StageBatchedExecutor:
                 batch = await _next_batch(queue, self.batch_size)
                 if not batch:
                     break
-                await self._run_batch(graph, batch, pool, on_done)
+                await self._run_batch(catalog, batch, pool, on_done)
         await feeder
         return RunStats()
 
-    async def _run_batch(self, graph, batch, pool, on_done: OnDone) -> None:
-        active = [s for s in (self._admit(graph, r, t, on_done) for r, t in batch) if s is not None]
+    async def _run_batch(self, catalog: Catalog, batch, pool, on_done: OnDone) -> None:
+        active = [_started(catalog, r, t) for r, t in batch]
         while active:
-            await self._stage(graph, active, Generate, pool)
-            await self._stage(graph, active, Retrieve, pool)
+            await self._stage(active, Generate, pool)
+            await self._stage(active, Retrieve, pool)
             for state in [s for s in active if s.error or s.node == END]:
                 active.remove(state)
-                finish(state, graph, on_done, clock())
+                finish(state, on_done, clock())
 
-    def _admit(self, graph, request: Request, arrived: float, on_done: OnDone) -> RequestState | None:
-        try:
-            state = new_state(graph, request, arrived)
-            advance(graph, state)
-            return state
-        except Exception as err:  # a bad request is its own outcome
-            state = RequestState(request=request, variables={}, admitted_at=arrived,
-                                 error=describe_failure(err))
-            finish(state, graph, on_done, clock())
-            return None
-
-    async def _stage(self, graph, active, kind, pool) -> None:
+    async def _stage(self, active: list[RequestState], kind, pool) -> None:
         ready = [s for s in active if not s.error and s.node != END
-                 and isinstance(graph.node(s.node), kind)]
+                 and isinstance(s.graph.node(s.node), kind)]
         if not ready:
             return
         if kind is Generate:
             results = await asyncio.gather(
-                *(run_generation(graph.node(s.node), s, self.services) for s in ready),
+                *(run_generation(s.graph.node(s.node), s, self.services) for s in ready),
                 return_exceptions=True,
             )
         else:
             loop = asyncio.get_running_loop()
-            results = await loop.run_in_executor(pool, search_batch, self.services, graph, ready)
+            results = await loop.run_in_executor(pool, search_batch, self.services, ready)
         for state, result in zip(ready, results, strict=True):
             try:
                 if isinstance(result, BaseException):
                     raise result
-                advance(graph, state)
+                advance(state)
             except Exception as err:  # attributed to this request
                 state.error = describe_failure(err)
 
 
-def search_batch(services: Services, graph: RAGraph, states: list[RequestState]) -> list:
+def _started(catalog: Catalog, request: Request, arrived: float) -> RequestState:
+    state = admit(catalog, request, arrived)
+    if state.error is None:
+        try:
+            advance(state)
+        except Exception as err:  # attributed to this request
+            state.error = describe_failure(err)
+    return state
+
+
+def search_batch(services: Services, states: list[RequestState]) -> list:
     """One batched search step for all waiting retrievals; each query embedded and probed alone
     (see search_service), then searched together in one multi-threaded faiss call."""
     start = clock()
@@ -95,21 +94,21 @@ def search_batch(services: Services, graph: RAGraph, states: list[RequestState])
     results: list = [None] * len(states)
     tasks, owners = [], []
     for i, state in enumerate(states):
-        node = graph.node(state.node)
+        node = state.graph.node(state.node)
         try:
             vector = search.embed(effects.retrieval_query(node, state.variables))
             tasks.append(SearchTask.of(vector, search.probe(vector, node.nprobe)))
             owners.append(i)
         except Exception as err:  # this request's query failed; the batch goes on
             results[i] = err
-    for k, group in _by_k(graph, states, owners).items():
+    for k, group in _by_k(states, owners).items():
         step = search.step([tasks[j] for j in group], k)
         for j, partial in zip(group, step.partials, strict=True):
             i = owners[j]
             try:
                 topk = search.finish(tasks[j].query, tasks[j].clusters, [partial], k)
                 passages: Passages = search.passages(topk)
-                node = graph.node(states[i].node)
+                node = states[i].graph.node(states[i].node)
                 effects.apply_retrieval(node, states[i].variables, passages)
                 states[i].retrievals.append(passages)
                 results[i] = passages
@@ -119,10 +118,10 @@ def search_batch(services: Services, graph: RAGraph, states: list[RequestState])
     return results
 
 
-def _by_k(graph, states, owners) -> dict[int, list[int]]:
+def _by_k(states, owners) -> dict[int, list[int]]:
     groups: dict[int, list[int]] = {}
     for j, i in enumerate(owners):
-        groups.setdefault(graph.node(states[i].node).topk, []).append(j)
+        groups.setdefault(states[i].graph.node(states[i].node).topk, []).append(j)
     return groups
 
 

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ragraph.ir.control import choose_edge
-from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, Generate, Retrieve
 from ragraph.runtime import effects
-from ragraph.runtime.executors.base import OnDone, Services, advance, clock, describe_failure, finish
+from ragraph.runtime.catalog import Catalog
+from ragraph.runtime.executors.base import OnDone, Services, admit, advance, clock, describe_failure, finish
 from ragraph.runtime.generate import generated_text, generation_request
 from ragraph.runtime.outcome import RunStats
-from ragraph.runtime.request import Request, RequestState, new_state
+from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.retrieval.cost import CostModel, calibrate
 from ragraph.runtime.retrieval.locality import History
 from ragraph.runtime.scheduler import policies
@@ -41,6 +41,9 @@ class SchedulerConfig:
     initial_beta_ms: float = 0.3  # per-sub-stage overhead before it is measured
     budget_ms: float | None = None  # fixed sub-stage budget instead of sqrt(2·β·t_R)
     warm_after_tokens: int = 12  # speculative retrieval: partial text length that triggers it
+    # Speculate on a partial top-k only once it changed at most this much over the last step
+    # (1 - Jaccard): an unsettled partial result is usually rolled back, wasting engine time.
+    spec_max_drift: float = 0.0
 
     def __post_init__(self) -> None:
         from ragraph.errors import ConfigError
@@ -67,21 +70,20 @@ class _Counters:
 class WavefrontExecutor:
     name: ClassVar[str] = "ragraph"
     services: Services
-    plan: ExecutionPlan
+    passes: str = "-O2"
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
 
-    async def run(self, graph: RAGraph, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
-        run = _Run(self.services, self.plan, self.config, on_done)
+    async def run(self, catalog: Catalog, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
+        run = _Run(self.services, catalog.compiled(self.passes), self.config, on_done)
         return await run.main(arrivals)
 
 
 class _Run:
     """State of one scheduler run (one instance per `run` call: no state leaks across runs)."""
 
-    def __init__(self, services: Services, plan: ExecutionPlan, config: SchedulerConfig,
+    def __init__(self, services: Services, catalog: Catalog, config: SchedulerConfig,
                  on_done: OnDone) -> None:
-        self.s, self.plan, self.cfg, self.on_done = services, plan, config, on_done
-        self.graph = plan.source
+        self.s, self.catalog, self.cfg, self.on_done = services, catalog, config, on_done
         self.inbox: list[tuple[Request, float]] = []
         self.active: dict[str, RequestState] = {}
         self.gens: dict[str, GenJob] = {}  # by request id (at most one real + one speculative)
@@ -139,12 +141,9 @@ class _Run:
     def _admit(self) -> None:
         while self.inbox and len(self.active) < self.cfg.max_active:
             request, arrived = self.inbox.pop(0)
-            try:
-                state = new_state(self.graph, request, arrived)
-            except Exception as err:  # a bad request is its own outcome
-                state = RequestState(request=request, variables={}, admitted_at=arrived,
-                                     error=describe_failure(err))
-                finish(state, self.graph, self.on_done, clock())
+            state = admit(self.catalog, request, arrived)
+            if state.error is not None:
+                finish(state, self.on_done, clock())
                 continue
             self.active[state.rid] = state
             self.arrival_order[state.rid] = len(self.arrival_order)
@@ -153,13 +152,13 @@ class _Run:
     def _advance(self, state: RequestState) -> None:
         """Follow control edges until the request waits on an engine or ends."""
         try:
-            nxt = advance(self.graph, state)
+            nxt = advance(state)
         except Exception as err:
             return self._fail(state, err)
         if nxt == END:
             self._retire(state)
             return None
-        node = self.graph.node(nxt)
+        node = state.graph.node(nxt)
         if isinstance(node, Generate):
             self.ready_gens.append(state)  # a speculative instance is checked when it starts
             return None
@@ -169,6 +168,9 @@ class _Run:
         if isinstance(node, Retrieve):
             self._new_retrieval(state, node)
         return None
+
+    def _plan(self, state: RequestState) -> ExecutionPlan:
+        return self.catalog.plan_for(state.graph)
 
     def _fail(self, state: RequestState, err: BaseException) -> None:
         state.error = describe_failure(err)
@@ -181,7 +183,7 @@ class _Run:
             self.rets.pop(key)
         self.history.pop(state.rid, None)
         self.active.pop(state.rid, None)
-        finish(state, self.graph, self.on_done, clock())
+        finish(state, self.on_done, clock())
 
     # ----- generations ---------------------------------------------------------------------------
 
@@ -197,7 +199,7 @@ class _Run:
         for rid in chosen:
             state = by_rid[rid]
             try:
-                node = self.graph.node(state.node)
+                node = state.graph.node(state.node)
                 prompt = effects.generation_prompt(node, state.variables)
                 self._submit(state, node, prompt, speculative=False)
             except Exception as err:
@@ -212,7 +214,7 @@ class _Run:
         waiting = []
         for state in self.ready_gens:
             spec = self.spec_gens.pop(state.rid, None)
-            if spec is None or not self._adopt(spec, state, self.graph.node(state.node)):
+            if spec is None or not self._adopt(spec, state, state.graph.node(state.node)):
                 waiting.append(state)
         self.ready_gens = waiting
 
@@ -243,8 +245,10 @@ class _Run:
         if job.speculative:
             return  # adopted later (or aborted); its result waits on the job
         self.gens.pop(job.state.rid, None)
-        self.s.tracer.add_span(job.state.rid, f"generate {job.node.id}", job.started, clock(),
+        end = clock()
+        self.s.tracer.add_span(job.state.rid, f"generate {job.node.id}", job.started, end,
                                engine=False)
+        self.s.tracer.add_span("llm", f"{job.state.rid} {job.node.id}", job.started, end)
         try:
             if job.error is not None:
                 raise job.error
@@ -288,7 +292,7 @@ class _Run:
             text = query if query is not None else effects.retrieval_query(node, state.variables)
         except Exception as err:
             return self._fail(state, err)
-        rplan = self.plan.retrieval(node.id)
+        rplan = self._plan(state).retrieval(node.id)
         self.next_key += 1
         self.rets[self.next_key] = RetJob(
             key=self.next_key, state=state, node=node, query=text, stepwise=rplan.stepwise,
@@ -300,13 +304,13 @@ class _Run:
     def _maybe_warm(self, job: GenJob) -> None:
         """Speculative retrieval: search with the partial text to order the real search's
         clusters (it only feeds the locality history; the real search stays exact)."""
-        target = self.plan.generation(job.node.id).warm_retrieval
+        target = self._plan(job.state).generation(job.node.id).warm_retrieval
         if target is None or job.warmed or job.speculative or job.tokens < self.cfg.warm_after_tokens:
             return
         job.warmed = True
         if any(not r.warm_only for r in self.rets.values()):
             return  # the search side is busy: warming would only delay real retrievals
-        node = self.graph.node(target)
+        node = job.state.graph.node(target)
         variables = dict(job.state.variables)
         variables[job.node.output] = job.text
         try:
@@ -324,7 +328,7 @@ class _Run:
             return
         budget = self._budget_ms()
         items = [j.scan_item(self.history.get(j.state.rid, History()),
-                             want_partial=self.plan.retrieval(j.node.id).speculate_into is not None)
+                             want_partial=self._plan(j.state).retrieval(j.node.id).speculate_into is not None)
                  for j in jobs]
         for j in jobs:
             j.in_flight = True
@@ -403,7 +407,7 @@ class _Run:
 
     def _speculate(self, job: RetJob) -> None:
         """Start the next generation on this retrieval's partial top-k, when the engine has room."""
-        target = self.plan.retrieval(job.node.id).speculate_into
+        target = self._plan(job.state).retrieval(job.node.id).speculate_into
         rid = job.state.rid
         current = self.spec_gens.get(rid)
         if current is not None:
@@ -411,6 +415,8 @@ class _Run:
                 return  # the partial top-k did not change: keep the running speculation
             self._drop_speculation(rid)
             self.n.rollbacks += 1
+        if job.drift > self.cfg.spec_max_drift:
+            return
         load = len(self.gens) + len(self.spec_gens)
         cand = [policies.SpeculationCandidate(rid, job.drift)]
         if not policies.choose_speculation(cand, load, self.cfg.max_generations, self.cfg.tau):
@@ -418,10 +424,11 @@ class _Run:
         variables = dict(job.state.variables)
         effects.apply_retrieval(job.node, variables, job.partial_passages)
         try:
-            edge = choose_edge(self.graph, job.node.id, variables, Counter(job.state.loop_counts))
+            edge = choose_edge(job.state.graph, job.node.id, variables,
+                               Counter(job.state.loop_counts))
             if edge.dst != target:
                 return
-            node = self.graph.node(target)
+            node = job.state.graph.node(target)
             prompt = effects.generation_prompt(node, variables)
         except Exception:
             return  # the prediction needs values not known yet: no speculation

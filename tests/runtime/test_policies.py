@@ -1,0 +1,64 @@
+"""The scheduler's decisions are pure functions: tested without engines."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ragraph.runtime.scheduler import policies as p
+
+
+def test_budget_is_sqrt_two_beta_tr():
+    assert p.retrieval_budget_ms(0.5, 40.0) == pytest.approx(math.sqrt(2 * 0.5 * 40.0))
+
+
+def test_budget_maximizes_the_expected_gain():
+    beta, t_r = 0.4, 50.0
+    best = p.retrieval_budget_ms(beta, t_r)
+
+    def gain(mb: float) -> float:  # HedraRAG: (t_R - mb)/2 - (t_R/mb)·β
+        return (t_r - mb) / 2 - (t_r / mb) * beta
+
+    assert gain(best) >= max(gain(best * 0.5), gain(best * 2.0))
+
+
+def test_budget_bounds():
+    assert p.retrieval_budget_ms(0.0, 10.0) == 0.5  # the floor keeps steps meaningful
+    assert p.retrieval_budget_ms(100.0, 2.0) == 2.0  # never more than one whole search
+    with pytest.raises(ValueError):
+        p.retrieval_budget_ms(-1.0, 1.0)
+
+
+def test_speculation_only_under_the_utilization_threshold():
+    cands = [p.SpeculationCandidate("a", 0.5), p.SpeculationCandidate("b", 0.0),
+             p.SpeculationCandidate("c", 0.2)]
+    assert p.choose_speculation(cands, load=7, capacity=10, tau=0.6) == []
+    assert p.choose_speculation(cands, load=0, capacity=10, tau=0.6) == ["b", "c", "a"]
+    assert p.choose_speculation(cands, load=4, capacity=10, tau=0.6) == ["b", "c"]
+
+
+def test_drift_is_zero_when_the_partial_topk_is_stable():
+    assert p.topk_drift([1, 2, 3], [3, 2, 1]) == 0.0
+    assert p.topk_drift([1, 2], [3, 4]) == 1.0
+    assert p.topk_drift([1, 2, 3, 4], [1, 2, 3, 5]) == pytest.approx(1 - 3 / 5)
+
+
+def test_prefill_order_prefers_cached_prefixes_but_never_starves():
+    ready = [
+        p.PrefillCandidate("new", cached_tokens=0, prompt_tokens=100, waited_cycles=0, arrival=2),
+        p.PrefillCandidate("warm", cached_tokens=90, prompt_tokens=100, waited_cycles=0, arrival=3),
+        p.PrefillCandidate("old", cached_tokens=0, prompt_tokens=100, waited_cycles=32, arrival=1),
+    ]
+    assert p.order_prefills(ready, starvation_window=32) == ["old", "warm", "new"]
+
+
+def test_cache_refresh_and_prefetch_budget():
+    assert not p.cache_refresh_due(49) and p.cache_refresh_due(50)
+    assert p.prefetch_budget_bytes(25e9, 0.2) == int(5e9)
+    assert p.prefetch_budget_bytes(25e9, -1.0) == 0
+
+
+def test_running_mean():
+    m = p.RunningMean(alpha=0.5)
+    assert m.add(10.0) == 10.0 and m.add(20.0) == 15.0
