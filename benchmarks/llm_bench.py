@@ -16,6 +16,7 @@ import time
 
 from ragraph.runtime.llm import GenerationRequest, SamplingParams
 from ragraph.runtime.llm.llamacpp import LlamaCppConfig, LlamaCppEngine, default_model_path
+from ragraph.runtime.llm.llamacpp_reference import reference_llama
 
 PROMPTS = [
     "The history of the city of Paris begins", "Water boils at a temperature of",
@@ -39,10 +40,7 @@ DOC = (
 
 def sequential(model: str, threads: int, n: int) -> list[tuple[float, str, int]]:
     """(seconds, text, completion tokens) of each prompt through create_completion, in turn."""
-    from llama_cpp import Llama
-
-    llm = Llama(model_path=model, n_ctx=2048, n_threads=threads, n_threads_batch=threads,
-                verbose=False)
+    llm = reference_llama(model, n_ctx=2048, n_threads=threads)
     llm.create_completion("Warm up", max_tokens=4, temperature=0)
     out = []
     for prompt in PROMPTS:

@@ -1,11 +1,11 @@
 """Step planning and KV prefix reuse of the llama.cpp engine, on a fake KV (no model)."""
 
+import numpy as np
+
 from ragraph.runtime.llm import GenerationRequest
 from ragraph.runtime.llm.llamacpp_seqs import Seq, SeqPool, common_prefix, plan_step
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.textout import OutputText
-
-import numpy as np
 
 
 class FakeKv:

@@ -4,6 +4,16 @@ low-level API.
 The asyncio side (this module) only queues commands and applies deliveries; a dedicated decode
 thread (`llamacpp_worker`) owns the llama.cpp context and advances all running sequences with
 one `llama_decode` per step. Deliveries cross back with `loop.call_soon_threadsafe`.
+
+Numerics (measured, see benchmarks/llm_bench.py): a sequence alone in an empty KV cache
+reproduces `Llama.create_completion` greedy output exactly. It is NOT invariant to what else is
+in the cache or the batch: (1) ggml's CPU matmuls take different kernel paths for different
+numbers of rows, so a token's activations differ in the last bits between a 1-token decode, a
+16-token decode batch and a prefill chunk; (2) with the unified KV cache other sequences' cells
+(masked) change the layout of the attention rows. Logprobs then drift by ~1e-3..1e-2 after a few
+tokens and greedy text can flip at near-ties. The same holds for reused prefix KV. Per-sequence
+KV streams (kv_unified=False) remove (2) but not (1), and forbid partial prefix copies, so the
+unified cache stays.
 """
 
 from __future__ import annotations
@@ -16,7 +26,14 @@ from pathlib import Path
 from ragraph.errors import ConfigError, EngineError
 from ragraph.runtime.llm.llamacpp_model import ContextShape, LlamaModel
 from ragraph.runtime.llm.llamacpp_seqs import SeqPool
-from ragraph.runtime.llm.llamacpp_worker import Abort, DecodeWorker, Delivery, Stop, Submit, WorkerLimits
+from ragraph.runtime.llm.llamacpp_worker import (
+    Abort,
+    DecodeWorker,
+    Delivery,
+    Stop,
+    Submit,
+    WorkerLimits,
+)
 from ragraph.runtime.llm.protocol import EngineCounters, GenerationRequest
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.tally import Tally

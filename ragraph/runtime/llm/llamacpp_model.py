@@ -13,8 +13,14 @@ import logging
 import os
 from dataclasses import dataclass
 
-import llama_cpp
-import numpy as np
+# ggml's CPU threads synchronise through OpenMP barriers. With the default (spinning) wait policy
+# and another busy process on the same 2 cores (retrieval, by design), a decode step measured
+# 0.7-2.4 s instead of ~25 ms; passive waiting measured ~70 ms. libgomp reads this once, when it
+# is loaded, so it must be set before llama_cpp is imported (a user's own setting wins).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import llama_cpp  # noqa: E402
+import numpy as np  # noqa: E402
 
 from ragraph.errors import EngineError
 
