@@ -111,7 +111,7 @@ class FaissIVFEngine:
         t0 = time.perf_counter()
         dist, ids = self._scan(x, assign, k + 1, selector)
         elapsed = time.perf_counter() - t0
-        scanned = int(sum(int(self._sizes[t.clusters].sum()) for t in tasks))
+        scanned = int(self._sizes[assign[assign >= 0]].sum())
         partials = [TopK(dist[i], ids[i], tasks[i].clusters.copy()) for i in range(len(tasks))]
         return StepResult(partials, StepStats(scanned, on_accelerator, elapsed))
 
@@ -188,12 +188,19 @@ class FaissIVFEngine:
         return dist, ids
 
     def _assignment(self, tasks: Sequence[SearchTask]) -> np.ndarray:
-        width = max(t.clusters.shape[0] for t in tasks)
-        assign = np.full((len(tasks), width), -1, dtype=np.int64)
-        for i, t in enumerate(tasks):
-            if t.clusters.size and (t.clusters.min() < 0 or t.clusters.max() >= self.nlist):
-                raise ConfigError("clusters", f"task {i} names clusters outside [0, {self.nlist})")
-            assign[i, : t.clusters.shape[0]] = t.clusters
+        """The tasks' clusters as rows of an (n, widest) matrix padded with -1 (vectorized)."""
+        lengths = np.fromiter((t.clusters.shape[0] for t in tasks), np.int64, len(tasks))
+        flat = (
+            np.concatenate([t.clusters for t in tasks]) if lengths.sum() else np.empty(0, np.int64)
+        )
+        if flat.size and (flat.min() < 0 or flat.max() >= self.nlist):
+            bad = int(np.flatnonzero((flat < 0) | (flat >= self.nlist))[0])
+            task = int(np.searchsorted(np.cumsum(lengths), bad, side="right"))
+            raise ConfigError("clusters", f"task {task} names clusters outside [0, {self.nlist})")
+        assign = np.full((len(tasks), int(lengths.max(initial=0))), -1, dtype=np.int64)
+        rows = np.repeat(np.arange(len(tasks)), lengths)
+        cols = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        assign[rows, cols] = flat
         return assign
 
     def _queries(self, queries: np.ndarray) -> np.ndarray:
