@@ -57,7 +57,17 @@ def open_search(config: RuntimeConfig, progress=None) -> SearchService:
         loaded = ensure_default_index(progress)
     else:
         loaded = load_index(Path(config.index), embedder.name, embedder.dim)
-    return SearchService(loaded.engine, embedder, loaded.store, nprobe=config.nprobe)
+    engine = with_hot_cache(loaded.engine, config) if config.hot_cache else loaded.engine
+    return SearchService(engine, embedder, loaded.store, nprobe=config.nprobe)
+
+
+def with_hot_cache(engine, config: RuntimeConfig):
+    """The engine with its hottest clusters resident on the accelerator (CUDA when present)."""
+    from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
+    from ragraph.runtime.retrieval.tiered import TieredEngine
+
+    capacity = max(1, int(engine.nlist * config.hot_fraction))
+    return TieredEngine(engine, HotClusterCache(engine, HotCacheConfig(capacity=capacity)))
 
 
 @asynccontextmanager
@@ -86,7 +96,8 @@ def make_executor(config: RuntimeConfig, services: Services):
 
     scheduler = SchedulerConfig(max_active=config.concurrency,
                                 max_generations=max(config.concurrency, 1), tau=config.tau,
-                                budget_ms=config.budget_ms)
+                                budget_ms=config.budget_ms,
+                                link_bytes_per_s=config.link_gb_per_s * 1e9)
     return WavefrontExecutor(services, config.passes, scheduler)
 
 

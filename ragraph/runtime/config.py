@@ -25,7 +25,11 @@ class RuntimeConfig:
     search_threads: int = 1
     tau: float = 0.6
     budget_ms: float | None = None
-    hot_cache: bool = False  # an accelerator tier; on CPU-only machines off by default
+    # The accelerator tier (hot-cluster cache + TeleRAG prefetch). On a CPU-only machine the
+    # "accelerator" is torch on the same CPU: nothing to gain, so it is off unless asked for.
+    hot_cache: bool = False
+    hot_fraction: float = 0.2  # HedraRAG: the top 20% of clusters carried 69% of the work
+    link_gb_per_s: float = 25.0  # host-to-accelerator bandwidth (PCIe 4.0 x16) for prefetch
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -39,6 +43,10 @@ class RuntimeConfig:
                 raise ConfigError(name, f"must be a positive integer, got {value!r}")
         if not 0 < self.tau <= 1:
             raise ConfigError("tau", f"must be in (0, 1], got {self.tau}")
+        if not 0 < self.hot_fraction <= 1:
+            raise ConfigError("hot_fraction", f"must be in (0, 1], got {self.hot_fraction}")
+        if self.link_gb_per_s <= 0:
+            raise ConfigError("link_gb_per_s", f"must be positive, got {self.link_gb_per_s}")
         if self.budget_ms is not None and self.budget_ms <= 0:
             raise ConfigError("budget_ms", f"must be positive, got {self.budget_ms}")
         if self.engine in ("openai",) and not self.url:

@@ -58,3 +58,22 @@ def test_every_executor_gives_the_same_answers(name, search):
     reference = answers[("sequential", "-O0")]
     for variant, got in answers.items():
         assert got == reference, f"{variant} differs from sequential -O0"
+
+
+def test_hot_cluster_cache_and_prefetch_keep_answers(search):
+    """The accelerator tier (torch on the CPU device here) serves part of the search work and
+    changes no answer."""
+    from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
+    from ragraph.runtime.retrieval.tiered import TieredEngine
+    from ragraph.runtime.search_service import SearchService
+
+    base = search.engine
+    tiered = TieredEngine(base, HotClusterCache(base, HotCacheConfig(capacity=16, swap_every=5)))
+    cached = SearchService(tiered, search.embedder, search.store, nprobe=search.nprobe)
+    graph = workflows.irg()
+    plain = asyncio.run(run_all(graph, search, "ragraph", "-O2", 20))
+    fast = asyncio.run(run_all(graph, cached, "ragraph", "-O2", 20))
+    assert {o.rid: o.answer for o in fast.outcomes} == {o.rid: o.answer for o in plain.outcomes}
+    assert fast.stats.vectors_on_accelerator > 0
+    assert fast.stats.extra["prefetch_errors"] == 0
+    tiered.cache.close()

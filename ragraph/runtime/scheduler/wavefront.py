@@ -44,6 +44,7 @@ class SchedulerConfig:
     # Speculate on a partial top-k only once it changed at most this much over the last step
     # (1 - Jaccard): an unsettled partial result is usually rolled back, wasting engine time.
     spec_max_drift: float = 0.0
+    link_bytes_per_s: float = 25e9  # prefetch budget = bandwidth x expected generation time
 
     def __post_init__(self) -> None:
         from ragraph.errors import ConfigError
@@ -64,6 +65,8 @@ class _Counters:
     steps: int = 0
     scanned: int = 0
     on_acc: int = 0
+    prefetch_errors: int = 0
+    last_prefetch_error: str = ""
 
 
 @dataclass
@@ -101,6 +104,9 @@ class _Run:
         self.t_r = policies.RunningMean()
         self.cost: CostModel | None = None
         self.arrival_order: dict[str, int] = {}
+        self.gen_s = policies.RunningMean()
+        # The accelerator tier, when the search engine has one (TieredEngine).
+        self.cache = getattr(services.search.engine, "cache", None)
 
     # ----- the loop ------------------------------------------------------------------------------
 
@@ -122,7 +128,8 @@ class _Run:
             rollbacks=self.n.rollbacks, clusters_searched=self.n.clusters,
             search_steps=self.n.steps, vectors_scanned=self.n.scanned,
             vectors_on_accelerator=self.n.on_acc,
-            extra={"beta_ms": self.beta.value or 0.0, "t_r_ms": self.t_r.value or 0.0},
+            extra={"beta_ms": self.beta.value or 0.0, "t_r_ms": self.t_r.value or 0.0,
+                   "prefetch_errors": float(self.n.prefetch_errors)},
         )
 
     async def _feed(self, arrivals: AsyncIterator[Request]) -> None:
@@ -182,6 +189,8 @@ class _Run:
         for key in [k for k, j in self.rets.items() if j.state is state and not j.in_flight]:
             self.rets.pop(key)
         self.history.pop(state.rid, None)
+        if self.cache is not None:
+            self.cache.release(state.rid)
         self.active.pop(state.rid, None)
         finish(state, self.on_done, clock())
 
@@ -224,7 +233,34 @@ class _Run:
         job = GenJob(state, node, prompt, stream, clock(), speculative=speculative)
         (self.spec_gens if speculative else self.gens)[state.rid] = job
         job.task = asyncio.create_task(self._drain(job))
+        if not speculative:
+            self._prefetch(state, node)
         return job
+
+    def _prefetch(self, state: RequestState, node: Generate) -> None:
+        """TeleRAG lookahead: while a generation that produces a retrieval query runs, load the
+        clusters nearest to the text already known, within what the link moves meanwhile."""
+        plan = self._plan(state).generation(node.id)
+        if self.cache is None or plan.prefetch_for is None:
+            return
+        known = "\n".join(str(state.variables[v]) for v in plan.prefetch_known
+                          if v in state.variables)
+        if not known.strip():
+            return
+        budget = policies.prefetch_budget_bytes(self.cfg.link_bytes_per_s, self.gen_s.value or 0.5)
+        search, cache, owner = self.s.search, self.cache, state.rid
+
+        def load() -> None:
+            cache.prefetch(search.embed(known), budget, owner)
+
+        future = asyncio.get_running_loop().run_in_executor(None, load)
+        future.add_done_callback(self._prefetch_done)
+
+    def _prefetch_done(self, future: asyncio.Future) -> None:
+        """A failed prefetch costs only speed (searches still run on the CPU tier): counted."""
+        if future.exception() is not None:
+            self.n.prefetch_errors += 1
+            self.n.last_prefetch_error = repr(future.exception())
 
     async def _drain(self, job: GenJob) -> None:
         try:
@@ -246,6 +282,7 @@ class _Run:
             return  # adopted later (or aborted); its result waits on the job
         self.gens.pop(job.state.rid, None)
         end = clock()
+        self.gen_s.add(end - job.started)
         self.s.tracer.add_span(job.state.rid, f"generate {job.node.id}", job.started, end,
                                engine=False)
         self.s.tracer.add_span("llm", f"{job.state.rid} {job.node.id}", job.started, end)
