@@ -39,6 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--nprobe", type=int, default=32, help="clusters searched per query (32)")
     p.add_argument("--gen-threads", type=int, default=1, help="llama.cpp threads (core split)")
     p.add_argument("--search-threads", type=int, default=1, help="faiss/embedder threads")
+    p.add_argument("--hot-cache", action="store_true",
+                   help="keep the hottest 20%% of clusters on the accelerator (CUDA when present; "
+                   "off by default: on a CPU-only machine there is nothing to gain)")
     p.add_argument("--trace", type=Path, help="write a Chrome trace (open in Perfetto)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="also print passages, the path through the graph and the timeline")
@@ -51,6 +54,7 @@ def config_from(args: argparse.Namespace) -> RuntimeConfig:
         engine=args.engine, model=args.model, url=args.url, index=args.index,
         executor=args.executor, passes=passes, concurrency=args.concurrency, nprobe=args.nprobe,
         gen_threads=args.gen_threads, search_threads=args.search_threads,
+        hot_cache=args.hot_cache,
     )
 
 

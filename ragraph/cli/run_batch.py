@@ -62,7 +62,7 @@ def summary_table(result: RunResult, config: RuntimeConfig, bad_lines: int = 0) 
         ("speculation hit rate", _rate(st.speculation_hit_rate) + f" ({st.speculations} started, "
          f"{st.rollbacks} rolled back)"),
         ("accelerator cache hit rate", _rate(st.cache_hit_rate) if config.hot_cache
-         else "off (no accelerator)"),
+         else "off (CPU-only default; --hot-cache to enable)"),
         ("clusters searched", f"{st.clusters_searched} in {st.search_steps} steps"),
     ]
     rows += _quality(result.outcomes)
