@@ -1,0 +1,128 @@
+"""The retrieval side of the wavefront: pending retrievals of all requests, advanced one budgeted
+search cycle at a time on the search thread (sub-stage budget mb = sqrt(2·β·t_R)), each keeping
+the request's locality history for the similarity-aware cluster order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from ragraph.ir.nodes import Retrieve
+from ragraph.runtime.executors.base import Services, clock
+from ragraph.runtime.request import RequestState
+from ragraph.runtime.retrieval.cost import CostModel
+from ragraph.runtime.retrieval.locality import History
+from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler.generation_side import Counters
+from ragraph.runtime.scheduler.jobs import RetJob
+from ragraph.runtime.scheduler.plan import ExecutionPlan
+from ragraph.runtime.scheduler.search_worker import CycleResult, ScanResult, run_cycle
+
+
+class RetrievalSide:
+    def __init__(self, services: Services, cost: CostModel, counters: Counters,
+                 plan_of: Callable[[RequestState], ExecutionPlan], initial_beta_ms: float,
+                 budget_ms: float | None) -> None:
+        self.s, self.cost, self.n, self.plan_of = services, cost, counters, plan_of
+        self.jobs: dict[int, RetJob] = {}
+        self.history: dict[str, History] = {}
+        self.future: asyncio.Future | None = None
+        self.beta = policies.RunningMean(value=initial_beta_ms)
+        self.t_r = policies.RunningMean()
+        self.fixed_budget_ms = budget_ms
+        self._next_key = 0
+        self._cycle_started = 0.0
+
+    @property
+    def busy_with_real_work(self) -> bool:
+        return any(not j.warm_only for j in self.jobs.values())
+
+    def start(self, state: RequestState, node: Retrieve, query: str, warm_only: bool = False) -> None:
+        rplan = self.plan_of(state).retrieval(node.id)
+        self._next_key += 1
+        self.jobs[self._next_key] = RetJob(
+            key=self._next_key, state=state, node=node, query=query, stepwise=rplan.stepwise,
+            order=rplan.order, started=clock(), warm_only=warm_only,
+        )
+
+    def release(self, state: RequestState) -> None:
+        """Forget a finished request (jobs in flight are dropped when their cycle returns)."""
+        for key in [k for k, j in self.jobs.items() if j.state is state and not j.in_flight]:
+            self.jobs.pop(key)
+        self.history.pop(state.rid, None)
+
+    def dispatch(self, wake: Callable[[], None]) -> None:
+        """Start one search cycle on the search thread when none is running."""
+        if self.future is not None or not self.jobs:
+            return
+        real = [j for j in self.jobs.values() if not j.warm_only]
+        jobs = real or list(self.jobs.values())
+        items = [j.scan_item(self.history.get(j.state.rid, History()),
+                             self.plan_of(j.state).retrieval(j.node.id).speculate_into is not None)
+                 for j in jobs]
+        for j in jobs:
+            j.in_flight = True
+        self._cycle_started = clock()
+        self.future = asyncio.get_running_loop().run_in_executor(
+            None, run_cycle, self.s.search, items, self._budget_ms(), self.cost)
+        self.future.add_done_callback(lambda _: wake())
+
+    def collect(self, active: Callable[[RequestState], bool]
+                ) -> list[tuple[RetJob, ScanResult | BaseException]]:
+        """The finished cycle's results for requests still active (none if it is running)."""
+        if self.future is None or not self.future.done():
+            return []
+        future, self.future = self.future, None
+        try:
+            cycle: CycleResult = future.result()
+        except Exception as err:  # the whole step failed: each request it carried fails
+            carried = [j for j in self.jobs.values() if j.in_flight]
+            for job in carried:
+                self.jobs.pop(job.key)
+            return [(job, err) for job in carried]
+        self._account(cycle)
+        out: list[tuple[RetJob, ScanResult | BaseException]] = []
+        for result in cycle.results:
+            job = self.jobs.get(result.key)
+            if job is None or not active(job.state):
+                self.jobs.pop(result.key, None)
+                continue
+            job.in_flight = False
+            if result.error is not None:
+                self.jobs.pop(job.key)
+                out.append((job, result.error))
+                continue
+            job.absorb(result)
+            if result.passages is not None:
+                self._complete(job, result)
+            out.append((job, result))
+        return out
+
+    def _complete(self, job: RetJob, result: ScanResult) -> None:
+        self.jobs.pop(job.key)
+        rid = job.state.rid
+        self.history[rid] = self.history.get(rid, History()).record(
+            result.final.ids, job.probe, self.s.search.engine.cluster_of)
+        self.t_r.add(self.cost.clusters_ms(job.probe.tolist()))
+        if not job.warm_only:
+            self.s.tracer.add_span(rid, f"retrieve {job.node.id}", job.started, clock(),
+                                   engine=False)
+
+    def _budget_ms(self) -> float:
+        if self.fixed_budget_ms is not None:
+            return self.fixed_budget_ms
+        if self.t_r.value is None:
+            return float("inf")  # first retrievals: measure t_R on whole searches
+        return policies.retrieval_budget_ms(self.beta.value or 0.0, self.t_r.value)
+
+    def _account(self, cycle: CycleResult) -> None:
+        self.n.steps += 1
+        self.n.scanned += cycle.vectors_scanned
+        self.n.on_acc += cycle.vectors_on_accelerator
+        clusters = sum(len(r.searched) for r in cycle.results)
+        self.n.clusters += clusters
+        self.beta.add(max(cycle.wall_s - cycle.scan_s, 0.0) * 1e3)
+        if cycle.predicted_ms > 0:
+            self.cost = self.cost.observe(cycle.predicted_ms, cycle.scan_s * 1e3)
+        self.s.tracer.add_span("search", f"step x{len(cycle.results)}", self._cycle_started,
+                               clock(), clusters=clusters)
