@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from typing import Any
 
 from ragraph.runtime.llm import GenerationRequest, SamplingParams
 from ragraph.runtime.llm.llamacpp import LlamaCppConfig, LlamaCppEngine, default_model_path
@@ -38,12 +39,11 @@ DOC = (
 ) * 4
 
 
-def sequential(model: str, threads: int, n: int) -> list[tuple[float, str, int]]:
+def sequential(llm: Any, prompts: list[str], n: int) -> list[tuple[float, str, int]]:
     """(seconds, text, completion tokens) of each prompt through create_completion, in turn."""
-    llm = reference_llama(model, n_ctx=2048, n_threads=threads)
-    llm.create_completion("Warm up", max_tokens=4, temperature=0)
     out = []
-    for prompt in PROMPTS:
+    for prompt in prompts:
+        llm.reset()  # no KV reuse across prompts: each is computed from an empty cache
         t0 = time.perf_counter()
         r = llm.create_completion(prompt, max_tokens=n, temperature=0)
         out.append((time.perf_counter() - t0, r["choices"][0]["text"], r["usage"]["completion_tokens"]))
@@ -76,37 +76,43 @@ async def prefix_reuse(model: str, threads: int) -> dict[str, float]:
     return timings
 
 
-def divergence(a: str, b: str) -> int | None:
-    if a == b:
-        return None
+def first_token_difference(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 async def main(args: argparse.Namespace) -> None:
     model = args.model or default_model_path()
-    seq = sequential(model, args.threads, args.max_tokens)
-    cfg = LlamaCppConfig(model_path=model, n_threads=args.threads)
-    async with LlamaCppEngine(cfg) as engine:
-        await concurrent(engine, ["Warm up"], 4, "w")
+    llm = reference_llama(model, n_ctx=2048, n_threads=args.threads)
+    # Alone in an empty KV cache (retired sequences freed at once): the create_completion setting.
+    clean = LlamaCppConfig(model_path=model, n_threads=args.threads, keep_retired=0)
+    async with LlamaCppEngine(clean) as engine:
         solo = [(await concurrent(engine, [p], args.max_tokens, f"solo{i}-"))[1][0]
                 for i, p in enumerate(PROMPTS)]
-        print(f"decode throughput, {args.threads} threads, {args.max_tokens} new tokens per request")
-        print(f"{'conc':>4} {'engine tok/s':>12} {'sequential tok/s':>16} {'ratio':>6}")
-        batched16: list = []
-        for c in (1, 4, 8, 16):
-            wall, results = await concurrent(engine, PROMPTS[:c], args.max_tokens, f"c{c}-")
-            toks = sum(r.completion_tokens for r in results)
-            seq_wall = sum(s[0] for s in seq[:c])
-            seq_toks = sum(s[2] for s in seq[:c])
-            print(f"{c:>4} {toks / wall:>12.1f} {seq_toks / seq_wall:>16.1f} "
-                  f"{(toks / wall) / (seq_toks / seq_wall):>5.2f}x")
-            batched16 = results
-    report_invariance(seq, solo, batched16)
+    reference = sequential(llm, PROMPTS, args.max_tokens)
+    async with LlamaCppEngine(LlamaCppConfig(model_path=model, n_threads=args.threads)) as engine:
+        batched16 = await throughput(engine, llm, args)
+    report_invariance(reference, solo, batched16)
     reuse = await prefix_reuse(model, args.threads)
     print(f"\nprefix reuse on a continuation ({int(reuse['prompt_tokens'])} prompt tokens): "
-          f"{int(reuse['keep16_cached'])} tokens reused; prefill+1 token "
+          f"{int(reuse['keep16_cached'])} tokens reused; prefill + 1 token "
           f"{reuse['keep16_s'] * 1000:.0f} ms with reuse vs {reuse['keep0_s'] * 1000:.0f} ms without "
           f"({(reuse['keep0_s'] - reuse['keep16_s']) * 1000:.0f} ms saved)")
+
+
+async def throughput(engine: LlamaCppEngine, llm: Any, args: argparse.Namespace) -> list:
+    """Each concurrency level right after its sequential baseline, so that load from other
+    processes on the shared cores affects both sides alike."""
+    await concurrent(engine, ["Warm up"], 4, "w")
+    print(f"decode throughput, {args.threads} threads, {args.max_tokens} new tokens per request")
+    print(f"{'conc':>4} {'engine tok/s':>12} {'sequential tok/s':>16} {'ratio':>6}")
+    results: list = []
+    for c in (1, 4, 8, 16):
+        seq = sequential(llm, PROMPTS[:c], args.max_tokens)
+        seq_tps = sum(s[2] for s in seq) / sum(s[0] for s in seq)
+        wall, results = await concurrent(engine, PROMPTS[:c], args.max_tokens, f"c{c}-")
+        tps = sum(r.completion_tokens for r in results) / wall
+        print(f"{c:>4} {tps:>12.1f} {seq_tps:>16.1f} {tps / seq_tps:>5.2f}x", flush=True)
+    return results
 
 
 def report_invariance(seq: list, solo: list, batched: list) -> None:
@@ -114,11 +120,13 @@ def report_invariance(seq: list, solo: list, batched: list) -> None:
     solo_diff = [i for i, r in enumerate(solo) if r.text != ref[i]]
     batch_diff = [i for i, r in enumerate(batched) if r.text != solo[i].text]
     print("\nbatch invariance (greedy):")
-    print(f"  engine alone vs create_completion: {len(PROMPTS) - len(solo_diff)}/{len(PROMPTS)} identical")
-    print(f"  engine in a batch of 16 vs alone:  {len(PROMPTS) - len(batch_diff)}/{len(PROMPTS)} identical")
+    n = len(PROMPTS)
+    print(f"  engine alone (empty cache) vs create_completion: {n - len(solo_diff)}/{n} identical")
+    print(f"  engine in a batch of 16 vs alone:               {n - len(batch_diff)}/{n} identical")
     for i in batch_diff:
-        at = divergence(batched[i].text, solo[i].text)
-        print(f"    prompt {i}: differs from character {at}: {solo[i].text!r} vs {batched[i].text!r}")
+        at = first_token_difference(batched[i].token_ids, solo[i].token_ids)
+        print(f"    prompt {i}: first different token {at} of {len(solo[i].token_ids)}: "
+              f"{solo[i].text[:60]!r}... vs {batched[i].text[:60]!r}...")
 
 
 if __name__ == "__main__":
