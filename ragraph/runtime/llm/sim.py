@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from ragraph.errors import ConfigError, EngineError
 from ragraph.runtime.llm.clock import Clock, RealClock
 from ragraph.runtime.llm.costmodel import GpuCostModel
-from ragraph.runtime.llm.protocol import EngineCounters, GenerationRequest, GenerationResult, TokenEvent
+from ragraph.runtime.llm.protocol import (
+    EngineCounters,
+    GenerationRequest,
+    GenerationResult,
+    TokenEvent,
+)
 from ragraph.runtime.llm.simtext import BlockPrefixCache, OutputPlan, plan_output, tokenize
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.tally import Tally
