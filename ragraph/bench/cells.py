@@ -1,0 +1,128 @@
+"""One benchmark cell: a workload (a workflow or a mix) at an nprobe and a request rate, run on
+every executor in turn with the same requests at the same offsets on the same index.
+
+Each executor gets a fresh LLM engine (an empty prefix cache and no queued work left from the
+previous executor), a fresh tracer, and the shared search service (the index is loaded once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from ragraph.bench.arrivals import arrive
+from ragraph.ir.graph import RAGraph
+from ragraph.runtime.app import create_llm, execute
+from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.executors.base import Services
+from ragraph.runtime.outcome import Outcome, RunStats, summarize
+from ragraph.runtime.request import Request
+from ragraph.runtime.search_service import SearchService
+from ragraph.runtime.trace import Tracer
+
+
+@dataclass(frozen=True)
+class Cell:
+    workload: str  # a workflow name, or "mix"
+    nprobe: int
+    rate: float | None  # requests/s; None = offline (all at once)
+
+    @property
+    def mode(self) -> str:
+        return "offline" if self.rate is None else "online"
+
+
+@dataclass(frozen=True)
+class Job:
+    """The requests of one workflow within a cell, with their arrival offsets."""
+
+    graph: RAGraph
+    requests: tuple[Request, ...]
+    offsets: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class CellResult:
+    cell: Cell
+    executor: str
+    engine: str
+    simulated: bool
+    requests: int
+    errors: int
+    wall_s: float
+    throughput_rps: float
+    p50_s: float
+    p95_s: float
+    mean_s: float
+    retrieval_share: float | None  # of the summed request time, spent in retrieval nodes
+    speculations: int
+    speculation_hit_rate: float | None
+    synthetic_share: float  # of the final passages handed to generations
+
+
+async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
+                   executors: Sequence[str], on_done: Callable[[Outcome], None]) -> list[CellResult]:
+    search = replace(search, nprobe=cell.nprobe)
+    results = []
+    for executor in executors:
+        config = replace(runtime, executor=executor, nprobe=cell.nprobe)
+        results.append(await _run_executor(cell, jobs, config, search, on_done))
+    return results
+
+
+async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
+                        search: SearchService, on_done) -> CellResult:
+    llm = create_llm(config)
+    await llm.start()
+    tracer = Tracer()
+    try:
+        services = Services(llm=llm, search=search, tracer=tracer,
+                            search_threads=config.search_threads)
+        # A mix runs one executor per workflow on the shared engines; the concurrency is split
+        # between them so the mix holds as many requests in flight as a single workflow does.
+        per = replace(config, concurrency=max(1, config.concurrency // len(jobs)))
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        runs = await asyncio.gather(*(
+            execute(job.graph, arrive(job.requests, job.offsets), per, services, on_done)
+            for job in jobs))
+        wall = loop.time() - start
+    finally:
+        await llm.close()
+    outcomes = [o for run in runs for o in run.outcomes]
+    return _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
+                   [run.stats for run in runs], tracer, wall)
+
+
+def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: list[Outcome],
+            stats: list[RunStats], tracer: Tracer, wall: float) -> CellResult:
+    summary = summarize(outcomes, wall)
+    speculations = sum(s.speculations for s in stats)
+    hits = sum(s.speculation_hits for s in stats)
+    return CellResult(
+        cell=cell, executor=executor, engine=engine, simulated=simulated,
+        requests=summary.requests, errors=summary.errors, wall_s=wall,
+        throughput_rps=summary.throughput_rps, p50_s=summary.p50_s, p95_s=summary.p95_s,
+        mean_s=summary.mean_s, retrieval_share=retrieval_share(tracer, outcomes),
+        speculations=speculations,
+        speculation_hit_rate=hits / speculations if speculations else None,
+        synthetic_share=synthetic_share(outcomes),
+    )
+
+
+def retrieval_share(tracer: Tracer, outcomes: Sequence[Outcome]) -> float | None:
+    """Time the requests spent in retrieval nodes (queueing for the search engine included) over
+    their whole time, from the per-request trace spans every executor records."""
+    total = sum(o.latency for o in outcomes)
+    if total <= 0:
+        return None
+    rids = {o.rid for o in outcomes}
+    spans = [s for s in tracer.spans() if s.track in rids and s.name.startswith("retrieve")]
+    # The stage-batched baseline records one span per batch, not per request: no share there.
+    return sum(s.end - s.start for s in spans) / total if spans else None
+
+
+def synthetic_share(outcomes: Sequence[Outcome]) -> float:
+    passages = [p for o in outcomes if o.passages is not None for p in o.passages]
+    return sum(p.synthetic for p in passages) / len(passages) if passages else 0.0

@@ -1,0 +1,78 @@
+"""The bench's typed settings, validated once at the edge, and the --quick preset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ragraph.errors import ConfigError
+from ragraph.runtime.config import EXECUTORS
+
+BENCH_ENGINES = ("sim", "llamacpp")
+# Listed first is the one the ratios are about; the baselines follow.
+EXECUTOR_ORDER = ("ragraph", "sequential", "stage-batched")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    workflows: tuple[str, ...] = ("oneshot", "multistep", "irg")
+    workflow_dir: Path = Path("workflows")
+    mix: bool = True  # also a random mix of the workflows
+    engine: str = "sim"
+    model: str | None = None
+    executors: tuple[str, ...] = EXECUTOR_ORDER
+    nprobes: tuple[int, ...] = (32, 128)
+    offline: bool = True
+    offline_requests: int = 64
+    rates: tuple[float, ...] | None = None  # None: derived from the offline throughputs
+    rate_points: int = 5
+    window_s: float = 20.0  # arrival window of each online run
+    max_online_requests: int = 600
+    concurrency: int = 16
+    scale: int = 2_000_000
+    nlist: int | None = None
+    seed: int = 0
+    data: Path | None = None
+    out: Path = Path("bench-out")
+    slo_s: float = 10.0
+    gen_threads: int = 1
+    search_threads: int = 2
+    passes: str = "-O2"
+    plots: bool = True
+    quick: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.workflows:
+            raise ConfigError("--workflows", "name at least one workflow")
+        if self.engine not in BENCH_ENGINES:
+            raise ConfigError("--engine", f"must be one of {', '.join(BENCH_ENGINES)}")
+        for name in self.executors:
+            if name not in EXECUTORS:
+                raise ConfigError("--executors", f"unknown executor {name!r}")
+        for name in ("offline_requests", "rate_points", "max_online_requests", "concurrency",
+                     "gen_threads", "search_threads"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')}", "must be >= 1")
+        if not self.nprobes or min(self.nprobes) < 1:
+            raise ConfigError("--nprobe", "give positive nprobe values")
+        if self.rates is not None and (not self.rates or min(self.rates) <= 0):
+            raise ConfigError("--rates", "request rates must be > 0")
+        if not self.offline and self.rates is None:
+            raise ConfigError("--rates", "an online-only run (--no-offline) needs explicit --rates")
+        if self.scale < 0:
+            raise ConfigError("--scale", f"must be >= 0, got {self.scale}")
+        if not self.slo_s > 0 or not self.window_s > 0:
+            raise ConfigError("--slo", "the SLO and the online window must be > 0 seconds")
+
+    @property
+    def workloads(self) -> tuple[str, ...]:
+        mixed = ("mix",) if self.mix and len(self.workflows) > 1 else ()
+        return self.workflows + mixed
+
+
+def quick(config: BenchConfig) -> BenchConfig:
+    """Sizes that finish in under 10 minutes on 2 cores, index build included: a 400k-vector
+    index (IVF512, ~800 vectors per list as in the full IVF4096 x 4M setting), nprobe 128 only,
+    offline plus three request rates of 8 s each, no mix, no plots."""
+    return replace(config, scale=400_000, nprobes=(128,), offline_requests=48, rate_points=3,
+                   window_s=8.0, max_online_requests=240, mix=False, plots=False, quick=True)

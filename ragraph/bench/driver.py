@@ -1,0 +1,127 @@
+"""Driving a bench run with progress bars: prepare the index and questions, run the cells, write
+the tables, the CSV and the plots."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from ragraph.bench import machine as M
+from ragraph.bench import plots, report
+from ragraph.bench.cells import Cell
+from ragraph.bench.config import BenchConfig
+from ragraph.bench.index import BenchIndexInfo, IndexSpec, ensure_bench_index
+from ragraph.bench.questions import load_questions
+from ragraph.bench.realbase import ensure_real_base
+from ragraph.bench.results import Target, write_csv
+from ragraph.bench.session import Workbench, load_graphs, run_cells
+from ragraph.runtime.config import RuntimeConfig
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    rows: tuple
+    targets: tuple[Target, ...]
+    csv: Path
+    plots: tuple[Path, ...]
+    caption: str
+    seconds: float
+
+
+def bench_cache(root: Path | None = None) -> Path:
+    from ragraph.runtime.retrieval.corpus import cache_root
+
+    return (root or cache_root()) / "bench"
+
+
+@contextlib.contextmanager
+def progress_bars(console: Console) -> Iterator[Progress]:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        yield bar
+
+
+def prepare_index(config: BenchConfig, cache: Path, bar: Progress) -> tuple[BenchIndexInfo, list]:
+    def start(label: str, total: int) -> Callable[[int], None]:
+        task = bar.add_task(label, total=total)
+        return lambda n: bar.advance(task, n)
+
+    base = ensure_real_base(config.data, cache, start)
+    info = ensure_bench_index(cache, base, IndexSpec(config.scale, config.nlist, config.seed),
+                              start)
+    return info, list(base.notes)
+
+
+def open_search(info: BenchIndexInfo, nprobe: int, threads: int):
+    import faiss
+
+    from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig
+    from ragraph.runtime.retrieval.manifest import load_index
+    from ragraph.runtime.search_service import SearchService
+
+    faiss.omp_set_num_threads(threads)
+    embedder = Embedder(EmbedderConfig(threads=threads))
+    loaded = load_index(Path(info.directory), embedder.name, embedder.dim)
+    return SearchService(loaded.engine, embedder, loaded.store, nprobe=nprobe)
+
+
+def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulated: bool) -> str:
+    label = M.engine_label(config.engine, engine, simulated)
+    return (f"engine: {label} | machine: {M.detect().describe()} | index: {info.real:,} real + "
+            f"{info.synthetic:,} SYNTHETIC vectors, IVF{info.nlist} | concurrency "
+            f"{config.concurrency} | threads: gen {config.gen_threads}, search "
+            f"{config.search_threads}")
+
+
+async def run(config: BenchConfig, console: Console) -> BenchReport:
+    started = time.perf_counter()
+    with progress_bars(console) as bar:
+        info, notes = prepare_index(config, bench_cache(), bar)
+        search = open_search(info, config.nprobes[0], config.search_threads)
+        questions = load_questions(config.data)
+        runtime = RuntimeConfig(engine=config.engine, model=config.model, index=info.directory,
+                                concurrency=config.concurrency, passes=config.passes,
+                                gen_threads=config.gen_threads,
+                                search_threads=config.search_threads)
+        bench = Workbench(config, load_graphs(config), questions, search, runtime)
+
+        def cell_progress(cell: Cell, total: int):
+            load = "offline" if cell.rate is None else f"{cell.rate:.2f} req/s"
+            task = bar.add_task(f"{cell.workload} nprobe {cell.nprobe} {load}", total=total)
+            return lambda _outcome: bar.advance(task, 1)
+
+        rows = await run_cells(bench, cell_progress)
+    caption = caption_for(config, info, rows[0].engine, rows[0].simulated) if rows else ""
+    notes += list(questions.notes) + _notes(config, rows)
+    found = report.print_all(console, rows, config.slo_s, config.engine, caption, notes)
+    csv_path = config.out / "bench.csv"
+    write_csv(csv_path, rows, {"caption": caption})
+    written = plots.latency_vs_rate(rows, config.out, caption, config.slo_s) if config.plots else []
+    console.print(f"wrote {csv_path}" + "".join(f", {p}" for p in written))
+    return BenchReport(tuple(rows), tuple(found), csv_path, tuple(written), caption,
+                       time.perf_counter() - started)
+
+
+def _notes(config: BenchConfig, rows) -> list[str]:
+    out = ["latency = arrival to answer (queueing included); throughput = requests / wall time",
+           "SLO throughput: offline runs count achieved req/s, online runs the offered rate"]
+    share = max((r.synthetic_share for r in rows), default=0.0)
+    out.append(f"synthetic passages reached at most {share * 100:.1f}% of the final top-k "
+               "(they are flagged, titled '(synthetic padding)', and have no text)")
+    if config.quick:
+        out.append("--quick: small index and few requests; numbers are indicative only")
+    return out

@@ -1,0 +1,56 @@
+"""Latency vs request rate per workflow and executor (as HedraRAG's Figures 12-14), one PNG per
+nprobe, one panel per workload; the engine and the machine are in every figure's title."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ragraph.bench.cells import CellResult
+
+STYLE = {"ragraph": ("tab:red", "o"), "sequential": ("tab:blue", "s"),
+         "stage-batched": ("tab:green", "^")}
+
+
+def latency_vs_rate(rows: Sequence[CellResult], out_dir: Path, title: str,
+                    slo_s: float) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display on servers and CI
+    import matplotlib.pyplot as plt
+
+    online = [r for r in rows if r.cell.rate is not None]
+    written = []
+    for nprobe in sorted({r.cell.nprobe for r in online}):
+        at = [r for r in online if r.cell.nprobe == nprobe]
+        workloads = sorted({r.cell.workload for r in at})
+        fig, axes = plt.subplots(1, len(workloads), figsize=(4.2 * len(workloads), 3.6),
+                                 squeeze=False)
+        for ax, workload in zip(axes[0], workloads, strict=True):
+            _panel(ax, [r for r in at if r.cell.workload == workload], workload, slo_s)
+        fig.suptitle(f"{title} | nprobe {nprobe}", fontsize=8)
+        fig.tight_layout()
+        path = out_dir / f"latency_vs_rate_nprobe{nprobe}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _panel(ax, rows: Sequence[CellResult], workload: str, slo_s: float) -> None:
+    for executor in STYLE:
+        mine = sorted((r for r in rows if r.executor == executor), key=lambda r: r.cell.rate)
+        if not mine:
+            continue
+        color, marker = STYLE[executor]
+        ax.plot([r.cell.rate for r in mine], [r.p95_s for r in mine], color=color, marker=marker,
+                label=f"{executor} p95")
+        ax.plot([r.cell.rate for r in mine], [r.p50_s for r in mine], color=color, marker=marker,
+                linestyle=":", alpha=0.6, label=f"{executor} p50")
+    ax.axhline(slo_s, color="grey", linestyle="--", linewidth=0.8, label=f"SLO {slo_s:g} s")
+    ax.set_yscale("log")
+    ax.set_title(workload)
+    ax.set_xlabel("request rate (req/s)")
+    ax.set_ylabel("latency (s)")
+    ax.legend(fontsize=6)

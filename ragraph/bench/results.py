@@ -1,0 +1,137 @@
+"""From cell results to what the bench reports: ratios to the baselines, the throughput within the
+latency SLO, the retrieval share of sequential requests, the targets, and the CSV."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ragraph.bench.cells import CellResult
+
+BASELINES = ("sequential", "stage-batched")
+
+
+@dataclass(frozen=True)
+class SloPoint:
+    """The best throughput of one executor on one workload and nprobe with p95 <= SLO.
+
+    Offline runs count their achieved throughput, online runs their offered rate (the arrival
+    rate at which the executor kept p95 latency within the SLO)."""
+
+    workload: str
+    nprobe: int
+    executor: str
+    rps: float | None  # None: no run met the SLO
+    source: str  # "offline" or "online @ R/s"
+
+
+@dataclass(frozen=True)
+class Target:
+    workload: str
+    nprobe: int
+    baseline: str
+    want: float
+    got: float | None
+
+    @property
+    def met(self) -> bool:
+        return self.got is not None and self.got >= self.want
+
+    def verdict(self) -> str:
+        if self.got is None:
+            return "not measured (no SLO-compliant run)"
+        if self.met:
+            return f"met ({self.got:.2f}x >= {self.want:.1f}x)"
+        return f"MISSED by {(1 - self.got / self.want) * 100:.0f}% ({self.got:.2f}x < {self.want:.1f}x)"
+
+
+def ratio(ours: float | None, theirs: float | None) -> float | None:
+    if ours is None or theirs is None or theirs <= 0:
+        return None
+    return ours / theirs
+
+
+def by_executor(results: Sequence[CellResult]) -> dict[str, CellResult]:
+    return {r.executor: r for r in results}
+
+
+def throughput_ratio(cell: Sequence[CellResult], baseline: str) -> float | None:
+    rows = by_executor(cell)
+    if "ragraph" not in rows or baseline not in rows:
+        return None
+    return ratio(rows["ragraph"].throughput_rps, rows[baseline].throughput_rps)
+
+
+def latency_ratio(cell: Sequence[CellResult], baseline: str, field: str = "p50_s") -> float | None:
+    """How many times lower ragraph's latency is (baseline / ragraph)."""
+    rows = by_executor(cell)
+    if "ragraph" not in rows or baseline not in rows:
+        return None
+    return ratio(getattr(rows[baseline], field), getattr(rows["ragraph"], field))
+
+
+def slo_points(results: Sequence[CellResult], slo_s: float) -> list[SloPoint]:
+    best: dict[tuple[str, int, str], SloPoint] = {}
+    for r in results:
+        key = (r.cell.workload, r.cell.nprobe, r.executor)
+        best.setdefault(key, SloPoint(*key, None, "-"))
+        if r.errors or r.p95_s > slo_s:
+            continue
+        rps = r.throughput_rps if r.cell.rate is None else r.cell.rate
+        src = "offline" if r.cell.rate is None else f"online @ {r.cell.rate:.2f}/s"
+        if best[key].rps is None or rps > best[key].rps:
+            best[key] = SloPoint(*key, rps, src)
+    return list(best.values())
+
+
+def slo_ratio(points: Sequence[SloPoint], workload: str, nprobe: int, baseline: str) -> float | None:
+    got = {p.executor: p.rps for p in points if p.workload == workload and p.nprobe == nprobe}
+    return ratio(got.get("ragraph"), got.get(baseline))
+
+
+def targets(points: Sequence[SloPoint], engine: str) -> list[Target]:
+    """The targets of issue 7: sim: >= 1.5x (oneshot) / 3x (multistep, IRG) over sequential and
+    >= 1.3x over stage-batched, in throughput within the SLO; llama.cpp: >= 1.3x over sequential
+    on HyDE and IRG."""
+    out = []
+    for workload, nprobe in sorted({(p.workload, p.nprobe) for p in points}):
+        if engine == "sim":
+            want_seq = {"oneshot": 1.5, "multistep": 3.0, "irg": 3.0}.get(workload)
+            wants = [("sequential", want_seq), ("stage-batched", 1.3 if want_seq else None)]
+        else:
+            wants = [("sequential", 1.3 if workload in ("hyde", "irg") else None)]
+        for baseline, want in wants:
+            if want is not None:
+                out.append(Target(workload, nprobe, baseline, want,
+                                  slo_ratio(points, workload, nprobe, baseline)))
+    return out
+
+
+def sequential_retrieval_share(results: Sequence[CellResult]) -> dict[tuple[str, int], float]:
+    """Per workload and nprobe: the retrieval share of sequential requests, offline run first."""
+    out: dict[tuple[str, int], float] = {}
+    for r in sorted(results, key=lambda r: r.cell.rate is not None):
+        key = (r.cell.workload, r.cell.nprobe)
+        if r.executor == "sequential" and r.retrieval_share is not None and key not in out:
+            out[key] = r.retrieval_share
+    return out
+
+
+def write_csv(path: Path, results: Sequence[CellResult], context: dict[str, str]) -> None:
+    """One row per (cell, executor), with the machine and engine on every row."""
+    rows = []
+    for r in results:
+        row = {k: v for k, v in asdict(r).items() if k != "cell"}
+        row.update(workload=r.cell.workload, nprobe=r.cell.nprobe, mode=r.cell.mode,
+                   rate_rps=r.cell.rate if r.cell.rate is not None else "")
+        row.update(context)
+        rows.append(row)
+    if not rows:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)

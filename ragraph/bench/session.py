@@ -1,0 +1,101 @@
+"""A whole bench run: index, questions, every cell on every executor, then tables, CSV and plots."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ragraph.bench.arrivals import offsets_for
+from ragraph.bench.cells import Cell, CellResult, Job, run_cell
+from ragraph.bench.config import BenchConfig
+from ragraph.bench.questions import QuestionPool
+from ragraph.ir.graph import RAGraph
+from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.search_service import SearchService
+
+
+@dataclass(frozen=True)
+class Workbench:
+    """Everything a bench run shares across cells."""
+
+    config: BenchConfig
+    graphs: dict[str, RAGraph]
+    questions: QuestionPool
+    search: SearchService
+    runtime: RuntimeConfig
+
+
+CellProgress = Callable[[Cell, int], Callable[[object], None]]
+
+
+def make_jobs(bench: Workbench, workload: str, rate: float | None, count: int,
+              seed: int) -> list[Job]:
+    """The requests of one cell: one workflow's questions, or a seeded random mix of workflows
+    sharing one arrival process."""
+    offsets = offsets_for(rate, count, seed)
+    names = bench.config.workflows if workload == "mix" else (workload,)
+    pick = np.random.default_rng(seed + 7).integers(len(names), size=count)
+    jobs = []
+    for w, name in enumerate(names):
+        mine = np.flatnonzero(pick == w) if workload == "mix" else np.arange(count)
+        if mine.size == 0:
+            continue
+        # Offsets into the question lists differ per cell seed, so cells do not repeat questions.
+        requests = bench.questions.requests(bench.graphs[name].name, int(mine.size),
+                                             offset=seed * 97)
+        jobs.append(Job(bench.graphs[name], tuple(requests), tuple(float(offsets[i]) for i in mine)))
+    return jobs
+
+
+def auto_rates(offline: Sequence[CellResult], points: int) -> tuple[float, ...]:
+    """A geometric sweep from half the slowest executor's offline throughput to 1.25x the
+    fastest one's: it brackets every executor's saturation point (the knee of the curves)."""
+    thr = [r.throughput_rps for r in offline if r.throughput_rps > 0]
+    if not thr:
+        return ()
+    lo, hi = 0.5 * min(thr), 1.25 * max(thr)
+    if points == 1:
+        return (round(hi / 1.25, 3),)
+    return tuple(round(lo * (hi / lo) ** (i / (points - 1)), 3) for i in range(points))
+
+
+async def run_cells(bench: Workbench, progress: CellProgress) -> list[CellResult]:
+    config = bench.config
+    rows: list[CellResult] = []
+    for w, workload in enumerate(config.workloads):
+        for nprobe in config.nprobes:
+            seed = config.seed + 1000 * w + nprobe
+            offline: list[CellResult] = []
+            if config.offline:
+                offline = await _cell(bench, Cell(workload, nprobe, None),
+                                      config.offline_requests, seed, progress)
+                rows += offline
+            for i, rate in enumerate(config.rates or auto_rates(offline, config.rate_points)):
+                count = min(config.max_online_requests, max(8, math.ceil(rate * config.window_s)))
+                rows += await _cell(bench, Cell(workload, nprobe, rate), count, seed + i + 1,
+                                    progress)
+    return rows
+
+
+async def _cell(bench: Workbench, cell: Cell, count: int, seed: int,
+                progress: CellProgress) -> list[CellResult]:
+    jobs = make_jobs(bench, cell.workload, cell.rate, count, seed)
+    tick = progress(cell, count * len(bench.config.executors))
+    return await run_cell(cell, jobs, bench.runtime, bench.search, bench.config.executors, tick)
+
+
+def load_graphs(config: BenchConfig) -> dict[str, RAGraph]:
+    from ragraph.dsl import load
+    from ragraph.errors import ConfigError
+
+    graphs = {}
+    for name in config.workflows:
+        path = Path(name) if name.endswith(".rag") else config.workflow_dir / f"{name}.rag"
+        if not path.is_file():
+            raise ConfigError("--workflows", f"{name}: no workflow file {path}")
+        graphs[name] = load(path)
+    return graphs

@@ -1,0 +1,103 @@
+"""`ragraph bench`: the three executors side by side on a scaled benchmark index.
+
+    ragraph bench --engine sim --workflows oneshot,multistep,irg --quick
+    ragraph bench --engine sim --scale 4000000 --nprobe 32,128          # the full run, with plots
+    ragraph bench --engine llamacpp --workflows hyde,irg --concurrency 8 --scale 0 \
+        --gen-threads 1 --search-threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+from rich.console import Console
+
+from ragraph.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "bench", help="latency/throughput of ragraph vs the sequential and stage-batched baselines",
+        description="Run offline and online (Poisson) workloads on all three executors with the "
+        "same engines and requests; print ratio tables, write CSV and latency-vs-rate plots.",
+    )
+    p.add_argument("--workflows", default="oneshot,multistep,irg",
+                   help="comma-separated names in workflows/ or .rag paths")
+    p.add_argument("--engine", choices=("sim", "llamacpp"), default="sim",
+                   help="sim (simulated H100 Llama-3.1-8B, default) or the real llama.cpp engine")
+    p.add_argument("--model", help="GGUF path for --engine llamacpp (default: embedded Gemma)")
+    p.add_argument("--quick", action="store_true",
+                   help="small index and few requests (under 10 minutes on 2 cores)")
+    p.add_argument("--scale", type=int, help="synthetic padding vectors (2,000,000; quick 400,000)")
+    p.add_argument("--nlist", type=int, help="IVF lists (default ~1,000 vectors per list)")
+    p.add_argument("--nprobe", help="comma-separated nprobe values (32,128; quick 128)")
+    p.add_argument("--rates", help="comma-separated request rates (default: around the "
+                   "offline throughputs)")
+    p.add_argument("--rate-points", type=int, help="rates in the automatic sweep (5)")
+    p.add_argument("--window", type=float, help="seconds of arrivals per online run (20)")
+    p.add_argument("--requests", type=int, help="requests per offline run (64)")
+    p.add_argument("--concurrency", "-c", type=int, default=16,
+                   help="requests in flight, the same for every executor (16)")
+    p.add_argument("--no-offline", action="store_true", help="online runs only (needs --rates)")
+    p.add_argument("--no-mix", action="store_true", help="skip the random mix of the workflows")
+    p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    p.add_argument("--executors", default="ragraph,sequential,stage-batched")
+    p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data",
+                   help="folder of the QA datasets and corpora (default ../shared/data)")
+    p.add_argument("--out", type=Path, default=Path("bench-out"), help="CSV and plots go here")
+    p.add_argument("--slo", type=float, default=10.0, help="per-request p95 latency SLO (10 s)")
+    p.add_argument("--gen-threads", type=int, default=1, help="llama.cpp threads (core split)")
+    p.add_argument("--search-threads", type=int,
+                   help="faiss/embedder threads (sim: 2, llamacpp: 1, on 2 cores)")
+    p.add_argument("--passes", default="-O2", help="ragraph pass pipeline (-O2)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=run)
+
+
+def _numbers(text: str | None, flag: str, cast):
+    if text is None:
+        return None
+    try:
+        return tuple(cast(x) for x in text.split(",") if x.strip())
+    except ValueError as err:
+        raise ConfigError(flag, f"expected comma-separated numbers, got {text!r}") from err
+
+
+def config_from(args: argparse.Namespace):
+    from ragraph.bench.config import BenchConfig, quick
+
+    search_threads = args.search_threads or (2 if args.engine == "sim" else 1)
+    config = BenchConfig(
+        workflows=tuple(w.strip() for w in args.workflows.split(",") if w.strip()),
+        workflow_dir=REPO / "workflows", engine=args.engine, model=args.model,
+        executors=tuple(e.strip() for e in args.executors.split(",") if e.strip()),
+        concurrency=args.concurrency, data=args.data if args.data.is_dir() else None,
+        out=args.out, slo_s=args.slo, gen_threads=args.gen_threads,
+        search_threads=search_threads, passes=args.passes, seed=args.seed,
+        offline=not args.no_offline, mix=not args.no_mix, plots=not args.no_plots,
+    )
+    if args.quick:
+        config = quick(config)
+    overrides = {
+        "scale": args.scale, "nlist": args.nlist, "nprobes": _numbers(args.nprobe, "--nprobe", int),
+        "rates": _numbers(args.rates, "--rates", float), "rate_points": args.rate_points,
+        "window_s": args.window, "offline_requests": args.requests,
+    }
+    return replace(config, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragraph.bench.driver import run as run_bench
+
+    config = config_from(args)
+    console = Console(highlight=False)
+    if config.data is None:
+        console.print(f"note: {args.data} not found: Wikipedia passages and built-in questions only")
+    report = asyncio.run(run_bench(config, console))
+    console.print(f"bench finished in {report.seconds:.0f} s")
+    return 0

@@ -1,0 +1,22 @@
+"""A toy real base (hash-embedded passages in a few topics) for building bench indexes in tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragraph.bench.realbase import RealBase, RealPassage
+from tests.runtime.fakes import HashEmbedder
+
+TOPICS = ("Eiffel Tower", "photosynthesis", "Ada Lovelace", "the Nile", "jazz", "Mars")
+
+
+def toy_base(n: int = 600) -> RealBase:
+    passages = tuple(RealPassage(f"toy#{i}", TOPICS[i % len(TOPICS)],
+                                 f"passage {i} about {TOPICS[i % len(TOPICS)]}") for i in range(n))
+    # Topic clusters: each passage is its topic's vector plus a little of its own.
+    topic = HashEmbedder().embed(list(TOPICS))
+    own = HashEmbedder().embed([p.text for p in passages])
+    vectors = topic[np.arange(n) % len(TOPICS)] + 0.4 * own
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return RealBase("toy" + "0" * 61, passages, vectors.astype(np.float32),
+                    {"toy": n}, ("toy corpus",))

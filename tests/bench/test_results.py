@@ -1,0 +1,71 @@
+"""Ratios to the baselines, throughput within the SLO, targets, the retrieval share and the CSV."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from ragraph.bench import results as R
+from ragraph.bench.cells import Cell, CellResult
+from ragraph.bench.session import auto_rates
+
+
+def row(executor: str, rate: float | None, thr: float, p95: float, workload="oneshot",
+        share=None) -> CellResult:
+    return CellResult(Cell(workload, 32, rate), executor, "sim", True, 10, 0, 1.0, thr,
+                      p95 / 2, p95, p95 / 2, share, 0, None, 0.0)
+
+
+def test_throughput_and_latency_ratios_are_ragraph_over_each_baseline():
+    cell = [row("ragraph", None, 6.0, 1.0), row("sequential", None, 2.0, 4.0),
+            row("stage-batched", None, 4.0, 2.0)]
+    assert R.throughput_ratio(cell, "sequential") == pytest.approx(3.0)
+    assert R.throughput_ratio(cell, "stage-batched") == pytest.approx(1.5)
+    assert R.latency_ratio(cell, "sequential") == pytest.approx(4.0)  # 4x lower latency
+    assert R.throughput_ratio(cell[1:], "sequential") is None  # no ragraph row
+
+
+def test_slo_throughput_takes_the_best_compliant_run():
+    rows = [row("ragraph", None, 5.0, 3.0), row("ragraph", 8.0, 7.0, 9.0),
+            row("ragraph", 12.0, 8.0, 30.0),  # violates the SLO: ignored
+            row("sequential", None, 2.0, 6.0), row("sequential", 4.0, 3.5, 12.0)]
+    points = {p.executor: p for p in R.slo_points(rows, slo_s=10.0)}
+    assert points["ragraph"].rps == 8.0 and points["ragraph"].source == "online @ 8.00/s"
+    assert points["sequential"].rps == 2.0 and points["sequential"].source == "offline"
+    assert R.slo_ratio(list(points.values()), "oneshot", 32, "sequential") == pytest.approx(4.0)
+
+
+def test_targets_say_met_or_by_how_much_they_missed():
+    points = [R.SloPoint("oneshot", 32, "ragraph", 3.0, "offline"),
+              R.SloPoint("oneshot", 32, "sequential", 2.5, "offline"),
+              R.SloPoint("oneshot", 32, "stage-batched", 2.0, "offline")]
+    found = {t.baseline: t for t in R.targets(points, "sim")}
+    assert found["stage-batched"].met and found["stage-batched"].verdict().startswith("met")
+    seq = found["sequential"]
+    assert not seq.met and seq.want == 1.5
+    assert seq.verdict() == "MISSED by 20% (1.20x < 1.5x)"
+    assert [t.workload for t in R.targets(points, "llamacpp")] == []  # only hyde and irg there
+
+
+def test_sequential_retrieval_share_prefers_the_offline_run():
+    rows = [row("sequential", 4.0, 1, 1, share=0.5), row("sequential", None, 1, 1, share=0.3),
+            row("ragraph", None, 1, 1, share=0.9)]
+    assert R.sequential_retrieval_share(rows) == {("oneshot", 32): 0.3}
+
+
+def test_auto_rates_bracket_the_offline_throughputs():
+    rates = auto_rates([row("ragraph", None, 10.0, 1), row("sequential", None, 2.0, 1)], 3)
+    assert rates[0] == pytest.approx(1.0) and rates[-1] == pytest.approx(12.5)
+    assert rates[0] < rates[1] < rates[2]
+
+
+def test_csv_has_one_row_per_cell_and_executor_with_context(tmp_path: Path):
+    rows = [row("ragraph", None, 6.0, 1.0), row("sequential", 2.0, 2.0, 4.0)]
+    path = tmp_path / "out" / "bench.csv"
+    R.write_csv(path, rows, {"caption": "engine: SIMULATED x | machine: y"})
+    got = list(csv.DictReader(path.open()))
+    assert [g["executor"] for g in got] == ["ragraph", "sequential"]
+    assert got[0]["mode"] == "offline" and got[1]["rate_rps"] == "2.0"
+    assert all(g["caption"].startswith("engine: SIMULATED") for g in got)
