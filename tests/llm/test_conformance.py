@@ -69,6 +69,7 @@ async def collect(engine: LLMEngine, r: GenerationRequest) -> tuple[list, object
 
 def test_streaming_order_matches_result(make_engine: Factory) -> None:
     async def body(engine: LLMEngine) -> None:
+        assert isinstance(engine, LLMEngine)
         events, result = await collect(engine, req("a", logprobs=True))
         assert "".join(e.text for e in events) == result.text
         assert result.text.strip()

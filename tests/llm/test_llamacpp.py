@@ -113,3 +113,16 @@ def test_seeded_sampling_is_reproducible(model_path: str) -> None:
     a, b, c = (asyncio.run(sample(seed)) for seed in (7, 7, 8))
     assert a == b
     assert a != c
+
+
+def test_serial_mode_is_exact_under_concurrent_submission(model_path: str, reference) -> None:  # noqa: ANN001
+    """max_running=1, keep_retired=0: concurrent submissions queue up and each equals
+    create_completion bit for bit (batching is what makes greedy output drift)."""
+    expected = [complete(reference, p, 16) for p in PROMPTS]
+
+    async def main() -> list[str]:
+        async with engine(model_path, max_running=1, keep_retired=0) as eng:
+            streams = [eng.submit(greedy(f"q{i}", p)) for i, p in enumerate(PROMPTS)]
+            return [(await s.result()).text for s in streams]
+
+    assert asyncio.run(main()) == expected

