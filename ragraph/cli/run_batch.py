@@ -55,7 +55,8 @@ def summary_table(result: RunResult, config: RuntimeConfig, bad_lines: int = 0) 
     table.add_column(style="bold")
     table.add_column(justify="right")
     rows = [
-        ("requests", f"{s.requests} ({s.errors + bad_lines} failed)"),
+        ("requests", f"{s.requests + bad_lines} ({s.errors} failed"
+         + (f", {bad_lines} bad input lines)" if bad_lines else ")")),
         ("throughput", f"{s.throughput_rps:.2f} req/s over {s.wall_s:.1f} s"),
         ("latency p50 / p95 / p99", f"{s.p50_s:.2f} / {s.p95_s:.2f} / {s.p99_s:.2f} s"),
         ("time to first token p50", "–" if s.ttft_p50_s is None else f"{s.ttft_p50_s:.2f} s"),

