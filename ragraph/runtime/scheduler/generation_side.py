@@ -4,7 +4,8 @@ order, and speculative instances that are adopted only when the committed prompt
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+import os
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ from ragraph.runtime.generate import generated_text, generation_request
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.jobs import GenJob
+
+RECENT_PROMPTS = 64
 
 
 @dataclass
@@ -50,6 +53,8 @@ class GenerationSide:
         self.waited: Counter[str] = Counter()
         self.arrival: dict[str, int] = {}
         self.seconds = policies.RunningMean()
+        # Prompts recently sent to the engine, for estimating prefix-cache hits (RAGCache).
+        self.recent: deque[str] = deque(maxlen=RECENT_PROMPTS)
 
     @property
     def load(self) -> int:
@@ -62,27 +67,40 @@ class GenerationSide:
         """Settle speculations, then start ready generations in cache-aware order while there
         is room in the engine."""
         self._settle()
-        order = policies.order_prefills([
-            policies.PrefillCandidate(s.rid, 0, 1, self.waited[s.rid], self.arrival[s.rid])
-            for s in self.ready
-        ])
+        if not self.ready:
+            return
+        prompts: dict[str, str] = {}
+        for state in list(self.ready):
+            try:
+                node = state.graph.node(state.node)
+                prompts[state.rid] = effects.generation_prompt(node, state.variables)
+            except Exception as err:
+                self.ready.remove(state)
+                self.hooks.failed(state, err)
+        order = policies.order_prefills([self._candidate(s, prompts[s.rid]) for s in self.ready])
         by_rid = {s.rid: s for s in self.ready}
         chosen = order[:max(self.capacity - self.load, 0)]
         for rid in chosen:
             state = by_rid[rid]
-            try:
-                node = state.graph.node(state.node)
-                self.submit(state, node, effects.generation_prompt(node, state.variables), False)
-            except Exception as err:
-                self.hooks.failed(state, err)
+            self.submit(state, state.graph.node(state.node), prompts[rid], False)
         self.ready = [by_rid[r] for r in order[len(chosen):]]
         for state in self.ready:
             self.waited[state.rid] += 1
+
+    def _candidate(self, state: RequestState, prompt: str) -> policies.PrefillCandidate:
+        """Cached length estimated as the longest prefix shared with a recent prompt: what a
+        prefix-caching engine (SGLang's radix cache, llama.cpp's retained sequences) reuses."""
+        shared = max((len(os.path.commonprefix((prompt, p))) for p in self.recent), default=0)
+        return policies.PrefillCandidate(state.rid, cached_tokens=shared,
+                                         prompt_tokens=max(len(prompt), 1),
+                                         waited_cycles=self.waited[state.rid],
+                                         arrival=self.arrival[state.rid])
 
     def submit(self, state: RequestState, node: Generate, prompt: str, speculative: bool) -> GenJob:
         attempt = len(state.path) * 2 + (1 if speculative else 0)
         stream = self.s.llm.submit(generation_request(state.rid, node, prompt, attempt))
         job = GenJob(state, node, prompt, stream, clock(), speculative=speculative)
+        self.recent.append(prompt)
         (self.speculative if speculative else self.running)[state.rid] = job
         job.task = asyncio.create_task(self._drain(job))
         if speculative:
