@@ -8,7 +8,7 @@ previous executor), a fresh tracer, and the shared search service (the index is 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragraph.bench.arrivals import arrive
@@ -37,7 +37,7 @@ class Cell:
 class Job:
     """The requests of one workflow within a cell, with their arrival offsets."""
 
-    graph: RAGraph
+    graph: RAGraph | Mapping[str, RAGraph]  # several: a mix, each request names its own
     requests: tuple[Request, ...]
     offsets: tuple[float, ...]
 
@@ -79,13 +79,10 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
     try:
         services = Services(llm=llm, search=search, tracer=tracer,
                             search_threads=config.search_threads)
-        # A mix runs one executor per workflow on the shared engines; the concurrency is split
-        # between them so the mix holds as many requests in flight as a single workflow does.
-        per = replace(config, concurrency=max(1, config.concurrency // len(jobs)))
         loop = asyncio.get_running_loop()
         start = loop.time()
         runs = await asyncio.gather(*(
-            execute(job.graph, arrive(job.requests, job.offsets), per, services, on_done)
+            execute(job.graph, arrive(job.requests, job.offsets), config, services, on_done)
             for job in jobs))
         wall = loop.time() - start
     finally:

@@ -24,7 +24,7 @@ class BenchConfig:
     nprobes: tuple[int, ...] = (32, 128)
     offline: bool = True
     offline_requests: int = 64
-    rates: tuple[float, ...] | None = None  # None: derived from the offline throughputs
+    rates: tuple[float, ...] | None = None  # None: around the offline throughputs; (): none
     rate_points: int = 5
     window_s: float = 20.0  # arrival window of each online run
     max_online_requests: int = 600
@@ -55,9 +55,9 @@ class BenchConfig:
                 raise ConfigError(f"--{name.replace('_', '-')}", "must be >= 1")
         if not self.nprobes or min(self.nprobes) < 1:
             raise ConfigError("--nprobe", "give positive nprobe values")
-        if self.rates is not None and (not self.rates or min(self.rates) <= 0):
+        if self.rates is not None and any(r <= 0 for r in self.rates):
             raise ConfigError("--rates", "request rates must be > 0")
-        if not self.offline and self.rates is None:
+        if not self.offline and not self.rates:
             raise ConfigError("--rates", "an online-only run (--no-offline) needs explicit --rates")
         if self.scale < 0:
             raise ConfigError("--scale", f"must be >= 0, got {self.scale}")

@@ -57,14 +57,25 @@ def source_files(data: Path | None) -> tuple[list[tuple[Path, str]], list[str]]:
 
 
 def ensure_real_base(data: Path | None, cache: Path,
-                     progress: Callable[[str, int], Callable[[int], None]] | None = None) -> RealBase:
-    """Load the cached real base for these sources, building it first when missing."""
+                     progress: Callable[[str, int], Callable[[int], None]] | None = None,
+                     embed: bool = True) -> RealBase:
+    """Load the cached real base for these sources, building it first when missing.
+
+    With `embed` False (--quick) the data corpora are used only if already embedded: embedding
+    ~12k passages takes minutes on 2 cores, so a first quick run indexes the Wikipedia passages
+    alone (the simulated engine's timing does not depend on which passages are retrieved)."""
     from ragraph.runtime.retrieval.corpus import ensure_default_index
 
     default = ensure_default_index()
     files, notes = source_files(data)
     key = _key(default.manifest.checksum, files)
     directory = cache / f"real-{key[:16]}"
+    if not (directory / "meta.json").is_file() and files and not embed:
+        notes.append("data corpora not embedded yet (a run without --quick embeds and caches "
+                     "them): this index holds the Wikipedia passages only")
+        files = []
+        key = _key(default.manifest.checksum, files)
+        directory = cache / f"real-{key[:16]}"
     if not (directory / "meta.json").is_file():
         _build(directory, default, files, progress)
     meta = json.loads((directory / "meta.json").read_text())

@@ -15,10 +15,9 @@ BASELINES = ("sequential", "stage-batched")
 
 @dataclass(frozen=True)
 class SloPoint:
-    """The best throughput of one executor on one workload and nprobe with p95 <= SLO.
-
-    Offline runs count their achieved throughput, online runs their offered rate (the arrival
-    rate at which the executor kept p95 latency within the SLO)."""
+    """The best throughput of one executor on one workload and nprobe with p95 <= SLO: the
+    highest measured throughput (completed requests / wall time) among its runs, offline or
+    online, whose p95 latency met the SLO."""
 
     workload: str
     nprobe: int
@@ -79,7 +78,7 @@ def slo_points(results: Sequence[CellResult], slo_s: float) -> list[SloPoint]:
         best.setdefault(key, SloPoint(*key, None, "-"))
         if r.errors or r.p95_s > slo_s:
             continue
-        rps = r.throughput_rps if r.cell.rate is None else r.cell.rate
+        rps = r.throughput_rps
         src = "offline" if r.cell.rate is None else f"online @ {r.cell.rate:.2f}/s"
         if best[key].rps is None or rps > best[key].rps:
             best[key] = SloPoint(*key, rps, src)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,31 +35,29 @@ CellProgress = Callable[[Cell, int], Callable[[object], None]]
 def make_jobs(bench: Workbench, workload: str, rate: float | None, count: int,
               seed: int) -> list[Job]:
     """The requests of one cell: one workflow's questions, or a seeded random mix of workflows
-    sharing one arrival process."""
-    offsets = offsets_for(rate, count, seed)
-    names = bench.config.workflows if workload == "mix" else (workload,)
+    sharing one arrival process and one executor (each request names its workflow)."""
+    offsets = tuple(float(t) for t in offsets_for(rate, count, seed))
+    if workload != "mix":
+        requests = bench.questions.requests(bench.graphs[workload].name, count, offset=seed * 97)
+        return [Job(bench.graphs[workload], tuple(requests), offsets)]
+    names = bench.config.workflows
     pick = np.random.default_rng(seed + 7).integers(len(names), size=count)
-    jobs = []
-    for w, name in enumerate(names):
-        mine = np.flatnonzero(pick == w) if workload == "mix" else np.arange(count)
-        if mine.size == 0:
-            continue
-        # Offsets into the question lists differ per cell seed, so cells do not repeat questions.
-        requests = bench.questions.requests(bench.graphs[name].name, int(mine.size),
-                                             offset=seed * 97)
-        jobs.append(Job(bench.graphs[name], tuple(requests), tuple(float(offsets[i]) for i in mine)))
-    return jobs
+    # Offsets into the question lists differ per cell seed, so cells do not repeat questions.
+    pools = {n: iter(bench.questions.requests(bench.graphs[n].name, count, offset=seed * 97))
+             for n in names}
+    requests = tuple(replace(next(pools[names[i]]), workflow=names[i]) for i in pick)
+    return [Job(dict(bench.graphs), requests, offsets)]
 
 
 def auto_rates(offline: Sequence[CellResult], points: int) -> tuple[float, ...]:
-    """A geometric sweep from half the slowest executor's offline throughput to 1.25x the
+    """A geometric sweep from half the slowest executor's offline throughput to twice the
     fastest one's: it brackets every executor's saturation point (the knee of the curves)."""
     thr = [r.throughput_rps for r in offline if r.throughput_rps > 0]
     if not thr:
         return ()
-    lo, hi = 0.5 * min(thr), 1.25 * max(thr)
+    lo, hi = 0.5 * min(thr), 2.0 * max(thr)
     if points == 1:
-        return (round(hi / 1.25, 3),)
+        return (round(max(thr), 3),)
     return tuple(round(lo * (hi / lo) ** (i / (points - 1)), 3) for i in range(points))
 
 
