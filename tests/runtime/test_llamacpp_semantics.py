@@ -31,7 +31,8 @@ from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.request import Request
 from tests.runtime import fakes
 
-pytestmark = pytest.mark.slow
+# Each workflow runs 4 x 20 requests through the serial engine: minutes on 2 cores.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 WORKFLOWS = sorted(Path(__file__).resolve().parents[2].joinpath("workflows").glob("*.rag"))
 QUESTIONS = [
