@@ -14,14 +14,24 @@ from ragraph.ir.control import choose_edge
 from ragraph.ir.serialize import from_json, to_json
 from tests.dsl.paths import ROOT
 
-ANSWER = """Answer the question using the documents. Reply with a short answer only.
+ANSWER = """Answer the question with a short answer taken from the documents.
 
 {docs}
+
+Question: Who wrote the novel Middlemarch?
+Answer: George Eliot
 
 Question: {question}
 Answer:"""
 
-PASSAGE = "Please write a passage to answer the question.\nQuestion: {question}\nPassage:"
+PASSAGE = """Write a short encyclopedia passage that answers the question.
+
+Question: Who wrote the novel Middlemarch?
+Passage: Middlemarch is a novel by the English author George Eliot, first published in 1871. \
+It is set in a fictional Midlands town.
+
+Question: {question}
+Passage:"""
 
 ASK = """Break the question into simpler follow-up questions. Given the facts found so far, write the
 next follow-up question, or "none" when the facts already answer the question.
@@ -46,16 +56,26 @@ Facts:
 {facts}
 Follow-up:"""
 
-STEP = """{docs}
+STEP = """Answer the question with one full sentence using the documents.
 
-Answer the question with one full sentence, using the documents.
+{docs}
+
+Question: How old was Alan Turing when he died?
+Answer: Alan Turing was 41 years old when he died.
+
 Question: {subquestion}
 Answer:"""
 
-FINAL = """Facts:
-{facts}
+FINAL = """Answer the question with a short answer using the facts.
 
-Answer the question using the facts. Reply with a short answer only.
+Facts:
+Muhammad Ali was 74 years old when he died.
+Alan Turing was 41 years old when he died.
+Question: Who lived longer, Muhammad Ali or Alan Turing?
+Answer: Muhammad Ali
+
+Facts:
+{facts}
 Question: {question}
 Answer:"""
 
@@ -63,9 +83,9 @@ Answer:"""
 def test_hyde_builder_equals_rag():
     rag = RAGraph("hyde")
     rag.add_input("question")
-    rag.add_generation("hypo", prompt=PASSAGE, output="passage", max_tokens=128, stop=["\n\n"])
-    rag.add_retrieval("search", topk=5, query="passage", output="docs")
-    rag.add_generation("answer", prompt=ANSWER, output="answer", max_tokens=32, stop=["\n"])
+    rag.add_generation("hypo", prompt=PASSAGE, output="passage", max_tokens=64, stop=["\n"])
+    rag.add_retrieval("search", topk=5, query="{question} {passage}", output="docs")
+    rag.add_generation("answer", prompt=ANSWER, output="answer", max_tokens=24, stop=["\n"])
     rag.add_edge(START, "hypo")
     rag.add_edge("hypo", "search")
     rag.add_edge("search", "answer")
@@ -79,8 +99,8 @@ def test_multistep_builder_equals_rag():
     rag.add_input("facts", "")
     rag.add_generation("ask", prompt=ASK, output="subquestion", max_tokens=32, stop=["\n"])
     rag.add_retrieval("search", topk=3, query="subquestion", output="docs")
-    rag.add_generation("step", prompt=STEP, output="facts", append=True, max_tokens=48, stop="\n")
-    rag.add_generation("answer", prompt=FINAL, output="answer", max_tokens=32, stop=["\n"])
+    rag.add_generation("step", prompt=STEP, output="facts", append=True, max_tokens=40, stop="\n")
+    rag.add_generation("answer", prompt=FINAL, output="answer", max_tokens=24, stop=["\n"])
     rag.add_edge(START, "ask")
     rag.add_edge("ask", "answer")
     rag.add_edge("answer", END)
@@ -88,7 +108,7 @@ def test_multistep_builder_equals_rag():
                  when='len(trim(subquestion)) > 0 and not (lower(subquestion) contains "none")')
     rag.add_edge("search", "step")
     rag.add_edge("step", "answer")
-    rag.add_edge("step", "ask", max_iters=3)
+    rag.add_edge("step", "ask", max_iters=2)
     assert rag == load(ROOT / "workflows" / "multistep.rag")
 
 

@@ -1,0 +1,101 @@
+"""An LLM engine that answers from a script, so tests can steer a workflow down each of its
+routes: the reply depends on the question in the prompt and on the cue the prompt ends with
+(`Needs a lookup:`, `Relevant:`, `Answer:`, ...), as the few-shot prompts of workflows/ are laid out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ragraph.runtime.llm.protocol import (
+    EngineCounters,
+    GenerationRequest,
+    GenerationResult,
+    TokenEvent,
+)
+from ragraph.runtime.llm.simtext import tokenize
+from ragraph.runtime.llm.stream import GenerationStream
+
+# The question of the prompt: the last `Question:` line (few-shot examples come before it).
+_QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    prob: float = 0.9  # every token's probability (what confidence() reads)
+
+
+Script = Callable[[str, str, str], Reply]  # (question, cue, prompt) -> reply
+
+
+def cue_of(prompt: str) -> str:
+    """The prompt's last line without its colon ("Answer", "Relevant"); "" for a prompt ending in
+    a newline (a chain of thought awaiting its next sentence)."""
+    last = prompt.rsplit("\n", 1)[-1]
+    return last.rstrip(":").strip()
+
+
+def question_of(prompt: str) -> str:
+    found = _QUESTION.findall(prompt)
+    return found[-1] if found else ""
+
+
+class ScriptedEngine:
+    """`LLMEngine` whose output is `script(question, cue, prompt)`, cut at the request's stop strings and
+    token budget (one token a word). Replies are delivered on the next loop iteration."""
+
+    name = "scripted"
+    simulated = True
+    context_length = 32768
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.prompts: list[str] = []
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def __aenter__(self) -> ScriptedEngine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def tokenize(self, text: str) -> tuple[int, ...]:
+        return tokenize(text, 32000)
+
+    def counters(self) -> EngineCounters:
+        return EngineCounters(simulated=True)
+
+    def submit(self, request: GenerationRequest) -> GenerationStream:
+        prompt = request.prompt or ""
+        self.prompts.append(prompt)
+        stream = GenerationStream(request.rid, lambda rid: None)
+        reply = self.script(question_of(prompt), cue_of(prompt), prompt)
+        asyncio.get_running_loop().call_soon(self._emit, stream, request, prompt, reply)
+        return stream
+
+    @staticmethod
+    def _emit(stream: GenerationStream, request: GenerationRequest, prompt: str,
+              reply: Reply) -> None:
+        params = request.params
+        text = reply.text
+        for stop in params.stop:
+            text = text.split(stop, 1)[0]
+        words = re.findall(r"\s*\S+", text)[: params.max_new_tokens]
+        logprob = math.log(reply.prob)
+        for w in words:
+            stream.push(TokenEvent(None, w, logprob if params.logprobs else None))
+        stream.finish(GenerationResult(
+            rid=request.rid, text="".join(words), token_ids=(), finish_reason="stop",
+            prompt_tokens=len(prompt.split()), cached_tokens=0, completion_tokens=len(words),
+            logprobs=(logprob,) * len(words) if params.logprobs else None, simulated=True,
+        ))
