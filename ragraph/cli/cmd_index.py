@@ -35,7 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 @contextlib.contextmanager
-def _progress(console: Console, label: str) -> Iterator[Callable[[int], Callable[[int], None]]]:
+def progress_bar(
+    console: Console, label: str, transient: bool = False
+) -> Iterator[Callable[[int], Callable[[int], None]]]:
+    """A passages progress bar; yields `start(total) -> advance(n)`, drawn only once started."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -51,7 +54,7 @@ def _progress(console: Console, label: str) -> Iterator[Callable[[int], Callable
         TextColumn("passages"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, transient=False) as bar:
+    with Progress(*columns, console=console, transient=transient) as bar:
 
         def start(total: int) -> Callable[[int], None]:
             task = bar.add_task(label, total=total)
@@ -69,7 +72,7 @@ def _build(args: argparse.Namespace) -> int:
     records = list(read_corpus(args.corpus))
     config.clusters_for(len(records))  # a bad --nlist fails before minutes of embedding
     embedder = Embedder()
-    with _progress(console, "embedding") as start:
+    with progress_bar(console, "embedding") as start:
         tick = start(len(records))
         manifest = build_index(records, args.out, config, embedder, tick, source=str(args.corpus))
     console.print(
@@ -84,7 +87,7 @@ def _default(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     console.print(f"default index: {default_index_dir()}")
-    with _progress(console, "embedding Wikipedia passages") as start:
+    with progress_bar(console, "embedding Wikipedia passages") as start:
         loaded = ensure_default_index(progress=start)
     m = loaded.manifest
     console.print(f"ok: {m.passages} passages, nlist {m.nlist}, {m.metric}, {m.embedder}")

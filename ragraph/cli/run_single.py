@@ -23,11 +23,15 @@ def engine_label(config: RuntimeConfig) -> str:
 
 
 async def open_run(config: RuntimeConfig, err: Console):
-    """The search side, building the default index on first use with a progress bar."""
-    from ragraph.cli.cmd_index import _progress
+    """The search side; the first use builds the default index, with a progress bar."""
+    from ragraph.cli.cmd_index import progress_bar
     from ragraph.runtime.app import open_search
+    from ragraph.runtime.retrieval.corpus import default_index_dir
 
-    with _progress(err, "building the default Wikipedia index (first use only)") as bar:
+    if config.index is not None or (default_index_dir() / "manifest.json").is_file():
+        return open_search(config)
+    with progress_bar(err, "building the default Wikipedia index (first use only)",
+                      transient=True) as bar:
         return open_search(config, bar)
 
 

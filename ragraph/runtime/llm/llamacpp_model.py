@@ -45,12 +45,21 @@ class BatchEntry:
     logits: bool
 
 
+@llama_cpp.llama_log_callback
+def _QUIET_LOG(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:  # noqa: N802
+    """A no-op llama.cpp log callback (module-level: ctypes must keep it alive)."""
+
+
 class LlamaModel:
     def __init__(self, path: str, shape: ContextShape, verbose: bool = False) -> None:
         if not os.path.isfile(path):
             raise EngineError(f"model file not found: {path!r} (give the path of a GGUF file)")
         # llama-cpp-python routes llama.cpp's log through this logger; at ERROR it stays quiet.
         logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)
+        if not verbose:
+            # Some load-time warnings (vocabulary quirks, SWA cache size) bypass that logger's
+            # level; a CLI answer must not come with them. Errors still surface as EngineError.
+            llama_cpp.llama_log_set(_QUIET_LOG, ctypes.c_void_p(0))
         llama_cpp.llama_backend_init()
         self.shape = shape
         mparams = llama_cpp.llama_model_default_params()
