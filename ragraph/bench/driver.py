@@ -106,7 +106,15 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
             task = bar.add_task(f"{cell.workload} nprobe {cell.nprobe} {load}", total=total)
             return lambda _outcome: bar.advance(task, 1)
 
-        rows = await run_cells(bench, cell_progress)
+        def cell_done(cell_rows) -> None:
+            # One line per cell as it ends, so a long run shows its numbers in logs too.
+            for r in cell_rows:
+                load = "offline" if r.cell.rate is None else f"{r.cell.rate:.2f}/s"
+                bar.console.log(f"{r.cell.workload} nprobe {r.cell.nprobe} {load} {r.executor}: "
+                                f"p50 {r.p50_s:.2f} s, p95 {r.p95_s:.2f} s, "
+                                f"{r.throughput_rps:.2f} req/s, {r.errors} errors")
+
+        rows = await run_cells(bench, cell_progress, cell_done)
     caption = caption_for(config, info, rows[0].engine, rows[0].simulated) if rows else ""
     notes += list(questions.notes) + _notes(config, rows)
     found = report.print_all(console, rows, config.slo_s, config.engine, caption, notes)

@@ -30,6 +30,7 @@ class Workbench:
 
 
 CellProgress = Callable[[Cell, int], Callable[[object], None]]
+CellDone = Callable[[Sequence[CellResult]], None]
 
 
 def make_jobs(bench: Workbench, workload: str, rate: float | None, count: int,
@@ -61,7 +62,8 @@ def auto_rates(offline: Sequence[CellResult], points: int) -> tuple[float, ...]:
     return tuple(round(lo * (hi / lo) ** (i / (points - 1)), 3) for i in range(points))
 
 
-async def run_cells(bench: Workbench, progress: CellProgress) -> list[CellResult]:
+async def run_cells(bench: Workbench, progress: CellProgress,
+                    cell_done: CellDone | None = None) -> list[CellResult]:
     config = bench.config
     rows: list[CellResult] = []
     for w, workload in enumerate(config.workloads):
@@ -72,10 +74,15 @@ async def run_cells(bench: Workbench, progress: CellProgress) -> list[CellResult
                 offline = await _cell(bench, Cell(workload, nprobe, None),
                                       config.offline_requests, seed, progress)
                 rows += offline
+                if cell_done is not None:
+                    cell_done(offline)
             for i, rate in enumerate(config.rates or auto_rates(offline, config.rate_points)):
                 count = min(config.max_online_requests, max(8, math.ceil(rate * config.window_s)))
-                rows += await _cell(bench, Cell(workload, nprobe, rate), count, seed + i + 1,
-                                    progress)
+                cell = await _cell(bench, Cell(workload, nprobe, rate), count, seed + i + 1,
+                                   progress)
+                rows += cell
+                if cell_done is not None:
+                    cell_done(cell)
     return rows
 
 
