@@ -76,7 +76,9 @@ async def run_cells(bench: Workbench, progress: CellProgress,
                 rows += offline
                 if cell_done is not None:
                     cell_done(offline)
-            for i, rate in enumerate(config.rates or auto_rates(offline, config.rate_points)):
+            rates = config.rates if config.rates is not None else auto_rates(offline,
+                                                                              config.rate_points)
+            for i, rate in enumerate(rates):
                 count = min(config.max_online_requests, max(8, math.ceil(rate * config.window_s)))
                 cell = await _cell(bench, Cell(workload, nprobe, rate), count, seed + i + 1,
                                    progress)
