@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ragraph.bench import results as R
 from ragraph.bench.cells import CellResult
+from ragraph.bench.machine import detect
 
 
 def _x(value: float | None) -> str:
@@ -66,14 +67,16 @@ def targets_table(targets: Sequence[R.Target], shares: dict[tuple[str, int], flo
                   caption: str) -> Table:
     table = Table(title="Targets (issue 7) and the retrieval share of sequential requests",
                   caption=caption)
-    for col in ("workload", "nprobe", "vs", "target", "measured", "verdict", "retrieval share"):
-        table.add_column(col)
+    cores = detect().cores
+    for col in ("workload", "nprobe", "vs", "target", "measured", "verdict", "retrieval share",
+                "why (when missed)"):
+        table.add_column(col, overflow="fold")
     for t in targets:
         share = shares.get((t.workload, t.nprobe))
         regime = "" if share is None else (" (in 20-60%)" if 0.2 <= share <= 0.6 else
                                            " (OUTSIDE 20-60%)")
         table.add_row(t.workload, str(t.nprobe), t.baseline, f">= {t.want:.1f}x", _x(t.got),
-                      t.verdict(), _pct(share) + regime)
+                      t.verdict(), _pct(share) + regime, R.why_missed(t, share, cores))
     return table
 
 
@@ -82,7 +85,7 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
     console.print(cells_table(rows, caption))
     points = R.slo_points(rows, slo_s)
     console.print(slo_table(points, slo_s, caption))
-    found = R.targets(points, engine)
+    found = R.targets(points, engine, rows)
     if found:
         console.print(targets_table(found, R.sequential_retrieval_share(rows), caption))
     for note in notes:

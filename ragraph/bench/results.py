@@ -46,6 +46,18 @@ class Target:
         return f"MISSED by {(1 - self.got / self.want) * 100:.0f}% ({self.got:.2f}x < {self.want:.1f}x)"
 
 
+def why_missed(target: Target, share: float | None, cores: int) -> str:
+    """A measured reason for a missed target (empty when met)."""
+    if target.met:
+        return ""
+    if share is not None and share < 0.2:
+        return (f"retrieval is only {share * 100:.0f}% of a sequential request: generation "
+                "dominates, so overlapping retrieval with it can save at most that share")
+    return (f"CPU-bound: query embedding and exact IVF scans on {cores} cores are the same work "
+            "for every executor and cap them all; the (simulated) GPU has spare capacity, so "
+            "overlap and speculation cut latency a little but not the throughput ceiling")
+
+
 def ratio(ours: float | None, theirs: float | None) -> float | None:
     if ours is None or theirs is None or theirs <= 0:
         return None
@@ -90,21 +102,31 @@ def slo_ratio(points: Sequence[SloPoint], workload: str, nprobe: int, baseline: 
     return ratio(got.get("ragraph"), got.get(baseline))
 
 
-def targets(points: Sequence[SloPoint], engine: str) -> list[Target]:
-    """The targets of issue 7: sim: >= 1.5x (oneshot) / 3x (multistep, IRG) over sequential and
-    >= 1.3x over stage-batched, in throughput within the SLO; llama.cpp: >= 1.3x over sequential
-    on HyDE and IRG."""
+def targets(points: Sequence[SloPoint], engine: str,
+            rows: Sequence[CellResult] = ()) -> list[Target]:
+    """The targets of issue 7. sim: throughput within the SLO, ragraph >= 1.5x (oneshot) / 3x
+    (multistep, IRG) over sequential and >= 1.3x over stage-batched. llama.cpp: offline req/s at
+    the run's concurrency (8 in the issue), ragraph >= 1.3x over sequential on HyDE and IRG."""
+    if engine != "sim":
+        return _offline_targets(rows)
     out = []
     for workload, nprobe in sorted({(p.workload, p.nprobe) for p in points}):
-        if engine == "sim":
-            want_seq = {"oneshot": 1.5, "multistep": 3.0, "irg": 3.0}.get(workload)
-            wants = [("sequential", want_seq), ("stage-batched", 1.3 if want_seq else None)]
-        else:
-            wants = [("sequential", 1.3 if workload in ("hyde", "irg") else None)]
-        for baseline, want in wants:
-            if want is not None:
-                out.append(Target(workload, nprobe, baseline, want,
-                                  slo_ratio(points, workload, nprobe, baseline)))
+        want_seq = {"oneshot": 1.5, "multistep": 3.0, "irg": 3.0}.get(workload)
+        if want_seq is None:
+            continue
+        for baseline, want in (("sequential", want_seq), ("stage-batched", 1.3)):
+            out.append(Target(workload, nprobe, baseline, want,
+                              slo_ratio(points, workload, nprobe, baseline)))
+    return out
+
+
+def _offline_targets(rows: Sequence[CellResult]) -> list[Target]:
+    out = []
+    offline = [r for r in rows if r.cell.rate is None and r.cell.workload in ("hyde", "irg")]
+    for workload, nprobe in sorted({(r.cell.workload, r.cell.nprobe) for r in offline}):
+        cell = [r for r in offline if (r.cell.workload, r.cell.nprobe) == (workload, nprobe)]
+        out.append(Target(workload, nprobe, "sequential", 1.3,
+                          throughput_ratio(cell, "sequential")))
     return out
 
 

@@ -46,7 +46,19 @@ def test_targets_say_met_or_by_how_much_they_missed():
     seq = found["sequential"]
     assert not seq.met and seq.want == 1.5
     assert seq.verdict() == "MISSED by 20% (1.20x < 1.5x)"
-    assert [t.workload for t in R.targets(points, "llamacpp")] == []  # only hyde and irg there
+    assert "only 10%" in R.why_missed(seq, 0.1, cores=2)
+    assert "CPU-bound" in R.why_missed(seq, 0.4, cores=2)
+    assert R.why_missed(found["stage-batched"], 0.4, cores=2) == ""
+    assert R.targets(points, "llamacpp") == []  # llama.cpp: only hyde and irg, from offline rows
+
+
+def test_llamacpp_target_is_offline_requests_per_second_over_sequential():
+    rows = [row("ragraph", None, 1.3, 50.0, workload="irg"),
+            row("sequential", None, 1.0, 60.0, workload="irg"),
+            row("ragraph", 0.5, 0.5, 5.0, workload="irg")]  # online rows do not count
+    (target,) = R.targets(R.slo_points(rows, 10.0), "llamacpp", rows)
+    assert (target.workload, target.baseline, target.want) == ("irg", "sequential", 1.3)
+    assert target.got == pytest.approx(1.3) and target.met
 
 
 def test_sequential_retrieval_share_prefers_the_offline_run():
