@@ -18,6 +18,7 @@ from ragraph.runtime.llm.sim import SimConfig, SimEngine
 from ragraph.runtime.request import Request
 from ragraph.runtime.trace import Tracer
 from tests.runtime import fakes, workflows
+from tests.runtime.strict import StrictEngine
 
 FAST = SimConfig(cost=GpuCostModel(weight_bytes=1e8, step_overhead_s=5e-5), mean_output_tokens=4,
                  context_length=2048)
@@ -42,9 +43,10 @@ def mixed_requests(n: int, seed: int = 7) -> list[Request]:
     return out
 
 
-async def _run(search, requests, executor="ragraph", tracer=None, cost=FAST, concurrency=64):
+async def _run(search, requests, executor="ragraph", tracer=None, cost=FAST, concurrency=64,
+               refuse=None):
     config = RuntimeConfig(engine="sim", executor=executor, passes="-O2", concurrency=concurrency)
-    async with SimEngine(cost) as engine:
+    async with StrictEngine(SimEngine(cost), refuse=refuse) as engine:
         services = Services(llm=engine, search=search, tracer=tracer or Tracer())
         graphs = {name: make() for name, make in workflows.ALL.items()}
         return await execute(graphs, requests, config, services)
@@ -67,6 +69,18 @@ def test_a_thousand_mixed_requests_none_lost_errors_attributed(search):
     # Requests are released when they finish: 64 are in flight at a time, so the peak grows by
     # a few MB, not by 1,000 requests' worth of prompts, passages and traces.
     assert grown_kib < 100 * 1024
+
+
+@pytest.mark.parametrize("executor", ["sequential", "stage-batched", "ragraph"])
+def test_an_engine_refusing_one_request_fails_that_request_only(search, executor):
+    requests = [Request(id=f"q{i}", question=f"question {i}" + (" POISON" if i == 3 else ""),
+                        workflow=name)
+                for i, name in enumerate(sorted(workflows.ALL) * 2)]
+    result = asyncio.run(_run(search, requests, executor=executor, refuse="POISON"))
+    by_id = {o.rid: o for o in result.outcomes}
+    assert sorted(by_id) == sorted(r.id for r in requests)
+    assert {rid for rid, o in by_id.items() if o.error} == {"q3"}
+    assert "refused" in by_id["q3"].error
 
 
 def test_trace_shows_retrieval_overlapping_generation(search, tmp_path):

@@ -20,6 +20,7 @@ from ragraph.runtime.llm.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim import SimConfig, SimEngine
 from ragraph.runtime.request import Request
 from tests.runtime import fakes
+from tests.runtime.strict import StrictEngine
 from tests.workflows import routes
 from tests.workflows.scripted import ScriptedEngine
 
@@ -39,9 +40,10 @@ def run(graph, engine, search, executor: str, passes: str, questions: list[str])
     async def go():
         config = RuntimeConfig(engine="sim", executor=executor, passes=passes, concurrency=6,
                                budget_ms=0.05)
-        async with engine:
+        strict = StrictEngine(engine)  # ids reused while in flight fail as on llama.cpp
+        async with strict:
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(questions)]
-            return await execute(graph, requests, config, Services(llm=engine, search=search))
+            return await execute(graph, requests, config, Services(llm=strict, search=search))
 
     result = asyncio.run(go())
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]

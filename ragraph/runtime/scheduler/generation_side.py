@@ -4,6 +4,7 @@ order, and speculative instances that are adopted only when the committed prompt
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from collections import Counter, deque
 from collections.abc import Callable
@@ -55,6 +56,9 @@ class GenerationSide:
         self.seconds = policies.RunningMean()
         # Prompts recently sent to the engine, for estimating prefix-cache hits (RAGCache).
         self.recent: deque[str] = deque(maxlen=RECENT_PROMPTS)
+        # Engine ids must be unique while in flight: an aborted speculation may still be
+        # draining when the same node is submitted again, so every submission gets its own.
+        self.submissions = itertools.count()
 
     @property
     def load(self) -> int:
@@ -82,7 +86,10 @@ class GenerationSide:
         chosen = order[:max(self.capacity - self.load, 0)]
         for rid in chosen:
             state = by_rid[rid]
-            self.submit(state, state.graph.node(state.node), prompts[rid], False)
+            try:
+                self.submit(state, state.graph.node(state.node), prompts[rid], False)
+            except Exception as err:  # the engine refused this request only
+                self.hooks.failed(state, err)
         self.ready = [by_rid[r] for r in order[len(chosen):]]
         for state in self.ready:
             self.waited[state.rid] += 1
@@ -97,7 +104,7 @@ class GenerationSide:
                                          arrival=self.arrival[state.rid])
 
     def submit(self, state: RequestState, node: Generate, prompt: str, speculative: bool) -> GenJob:
-        attempt = len(state.path) * 2 + (1 if speculative else 0)
+        attempt = next(self.submissions)
         stream = self.s.llm.submit(generation_request(state.rid, node, prompt, attempt))
         job = GenJob(state, node, prompt, stream, clock(), speculative=speculative)
         self.recent.append(prompt)

@@ -197,7 +197,10 @@ class _Run:
             prompt = effects.generation_prompt(node, variables)
         except Exception:
             return  # the prediction needs values not known yet: no speculation
-        self.gen.submit(job.state, node, prompt, speculative=True)
+        try:
+            self.gen.submit(job.state, node, prompt, speculative=True)
+        except Exception:
+            return  # a refused speculation costs nothing: the real generation reports errors
 
     def _maybe_warm(self, job: GenJob) -> None:
         """Speculative retrieval: search with the partial text to order the real search's
