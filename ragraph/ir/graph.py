@@ -19,7 +19,17 @@ import networkx as nx
 
 from ragraph.errors import Span, WorkflowError
 from ragraph.ir.edges import Condition, Edge, EdgeKind
-from ragraph.ir.nodes import END, RESERVED_IDS, START, End, Generate, Node, Retrieve, Sampling, Start
+from ragraph.ir.nodes import (
+    END,
+    RESERVED_IDS,
+    START,
+    End,
+    Generate,
+    Node,
+    Retrieve,
+    Sampling,
+    Start,
+)
 from ragraph.ir.template import Template, TemplateError
 from ragraph.ir.values import Value
 

@@ -12,7 +12,13 @@ from typing import ClassVar
 from ragraph.ir.nodes import END
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.executors.base import (
-    OnDone, Services, admit, advance, clock, describe_failure, finish,
+    OnDone,
+    Services,
+    admit,
+    advance,
+    clock,
+    describe_failure,
+    finish,
 )
 from ragraph.runtime.executors.nodes import run_node
 from ragraph.runtime.outcome import RunStats

@@ -19,7 +19,13 @@ from ragraph.ir.values import Passages
 from ragraph.runtime import effects
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.executors.base import (
-    OnDone, Services, admit, advance, clock, describe_failure, finish,
+    OnDone,
+    Services,
+    admit,
+    advance,
+    clock,
+    describe_failure,
+    finish,
 )
 from ragraph.runtime.executors.nodes import run_generation
 from ragraph.runtime.outcome import RunStats
