@@ -69,14 +69,14 @@ def prepare_index(config: BenchConfig, cache: Path, bar: Progress) -> tuple[Benc
 def open_search(info: BenchIndexInfo, nprobe: int, threads: int):
     import faiss
 
-    from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig
+    from ragraph.runtime.retrieval.embedder import query_embedder
     from ragraph.runtime.retrieval.manifest import load_index
     from ragraph.runtime.search_service import SearchService
 
     faiss.omp_set_num_threads(threads)
     # One torch thread: a query is a few tokens, and a second OpenMP thread only spins against
     # faiss and the LLM for the 2 cores (measured: 100 ms vs 800 ms per query on a loaded VM).
-    embedder = Embedder(EmbedderConfig(threads=1))
+    embedder = query_embedder(threads=1)
     loaded = load_index(Path(info.directory), embedder.name, embedder.dim)
     return SearchService(loaded.engine, embedder, loaded.store, nprobe=nprobe)
 

@@ -46,11 +46,11 @@ def open_search(config: RuntimeConfig, progress=None) -> SearchService:
     """The index (the embedded default unless `config.index`), its store and the embedder."""
     import faiss
 
-    from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig
+    from ragraph.runtime.retrieval.embedder import query_embedder
     from ragraph.runtime.retrieval.manifest import load_index
 
     faiss.omp_set_num_threads(config.search_threads)
-    embedder = Embedder(EmbedderConfig(threads=config.search_threads))
+    embedder = query_embedder(threads=config.search_threads)
     if config.index is None:
         from ragraph.runtime.retrieval.corpus import ensure_default_index
 

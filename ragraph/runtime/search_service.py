@@ -1,10 +1,10 @@
 """The search side as the executors see it: query text in, exact top-k passages out.
 
-Every executor embeds and probes ONE query per call. Batched embedding and batched coarse
-quantization can differ in the last float bits from single-query calls (different BLAS kernels),
-which could flip a near-tie cluster at the nprobe boundary; one query at a time keeps a request's
-results independent of which other requests happen to be batched with it, so every executor returns
-the same passages.
+Queries are probed ONE per call: batched coarse quantization switches faiss to a BLAS kernel whose
+last float bits differ from the single-query path, which could flip a near-tie cluster at the
+nprobe boundary. Embedding may be batched (`embed_many`) because the query embedder is
+batch-invariant (`ragraph.runtime.retrieval.embedder.query_embedder`): a request's results never
+depend on which other requests share its batch, so every executor returns the same passages.
 """
 
 from __future__ import annotations
@@ -50,8 +50,11 @@ class SearchService:
             )
 
     def embed(self, text: str) -> np.ndarray:
+        return self.embed_many([text])[0]
+
+    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
         with self._embed_lock:
-            return np.asarray(self.embedder.embed([text]), dtype=np.float32)[0]
+            return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
 
     def probe(self, vector: np.ndarray, nprobe: int | None) -> np.ndarray:
         n = min(nprobe or self.nprobe, self.engine.nlist)

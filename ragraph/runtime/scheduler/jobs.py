@@ -14,7 +14,7 @@ from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.protocol import TopK
 from ragraph.runtime.scheduler.policies import topk_drift
-from ragraph.runtime.scheduler.search_worker import ScanItem, ScanResult
+from ragraph.runtime.scheduler.search_worker import Prepared, ScanItem, ScanResult
 
 
 @dataclass
@@ -58,18 +58,21 @@ class RetJob:
     spec: GenJob | None = None
     in_flight: bool = False
 
-    def scan_item(self, history, want_partial: bool) -> ScanItem:
-        base = dict(key=self.key, k=self.node.topk, stepwise=self.stepwise,
-                    partials=tuple(self.partials), want_partial=want_partial)
-        if self.vector is None:
-            return ScanItem(**base, query=self.query, nprobe=self.node.nprobe, order=self.order,
-                            history=history)
-        return ScanItem(**base, remaining=self.remaining, vector=self.vector, probe=self.probe)
+    @property
+    def ready(self) -> bool:
+        """Embedded and probed, and not in the running search cycle."""
+        return self.vector is not None and not self.in_flight
+
+    def take(self, prepared: Prepared) -> None:
+        self.vector, self.probe, self.remaining = prepared.vector, prepared.probe, prepared.order
+
+    def scan_item(self, want_partial: bool) -> ScanItem:
+        return ScanItem(key=self.key, k=self.node.topk, stepwise=self.stepwise,
+                        vector=self.vector, probe=self.probe, remaining=self.remaining,
+                        partials=tuple(self.partials), want_partial=want_partial)
 
     def absorb(self, result: ScanResult) -> None:
         """Take one cycle's result (on the scheduler thread)."""
-        if result.vector is not None and self.vector is None:
-            self.vector, self.probe = result.vector, result.probe
         if result.partial is not None:
             self.partials.append(result.partial)
             self.steps += 1

@@ -1,11 +1,13 @@
 """The retrieval side of the wavefront: pending retrievals of all requests, advanced one budgeted
 search cycle at a time on the search thread (sub-stage budget mb = sqrt(2·β·t_R)), each keeping
-the request's locality history for the similarity-aware cluster order."""
+the request's locality history for the similarity-aware cluster order. New queries are embedded
+and probed on a thread of their own, so embedding overlaps the scans of the running cycle."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from ragraph.ir.nodes import Retrieve
 from ragraph.runtime.executors.base import Services, clock
@@ -16,15 +18,29 @@ from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.generation_side import Counters
 from ragraph.runtime.scheduler.jobs import RetJob
 from ragraph.runtime.scheduler.plan import ExecutionPlan
-from ragraph.runtime.scheduler.search_worker import CycleResult, ScanResult, run_cycle
+from ragraph.runtime.scheduler.search_worker import (
+    CycleResult,
+    Query,
+    ScanResult,
+    prepare,
+    run_cycle,
+)
+
+Failure = tuple[RetJob, BaseException]
 
 
 class RetrievalSide:
     def __init__(self, services: Services, cost: CostModel, counters: Counters,
                  plan_of: Callable[[RequestState], ExecutionPlan], initial_beta_ms: float,
-                 budget_ms: float | None) -> None:
+                 budget_ms: float | None, wake: Callable[[], None]) -> None:
         self.s, self.cost, self.n, self.plan_of = services, cost, counters, plan_of
+        self.wake = wake
         self.jobs: dict[int, RetJob] = {}
+        # New queries wait here while a batch is being embedded, then go as the next batch.
+        self.to_prepare: list[RetJob] = []
+        self.preparing: asyncio.Future | None = None
+        self.preparer = ThreadPoolExecutor(1, thread_name_prefix="ragraph-embed")
+        self.unprepared: list[Failure] = []  # queries that failed to embed, reported by collect
         self.history: dict[str, History] = {}
         self.future: asyncio.Future | None = None
         self.beta = policies.RunningMean(value=initial_beta_ms)
@@ -40,38 +56,74 @@ class RetrievalSide:
     def start(self, state: RequestState, node: Retrieve, query: str, warm_only: bool = False) -> None:
         rplan = self.plan_of(state).retrieval(node.id)
         self._next_key += 1
-        self.jobs[self._next_key] = RetJob(
-            key=self._next_key, state=state, node=node, query=query, stepwise=rplan.stepwise,
-            order=rplan.order, started=clock(), warm_only=warm_only,
-        )
+        job = RetJob(key=self._next_key, state=state, node=node, query=query,
+                     stepwise=rplan.stepwise, order=rplan.order, started=clock(),
+                     warm_only=warm_only)
+        self.jobs[job.key] = job
+        self.to_prepare.append(job)
+
+    def _start_preparing(self) -> None:
+        """Embed every query that arrived since the last batch, in one batch."""
+        if self.preparing is not None or not self.to_prepare:
+            return
+        jobs, self.to_prepare = self.to_prepare, []
+        queries = [Query(j.query, j.node.nprobe, j.order,
+                         self.history.get(j.state.rid, History())) for j in jobs]
+        self.preparing = asyncio.get_running_loop().run_in_executor(
+            self.preparer, prepare, self.s.search, queries)
+        self.preparing.add_done_callback(lambda f: self._prepared(jobs, f))
+
+    def _prepared(self, jobs: list[RetJob], future: asyncio.Future) -> None:
+        self.preparing = None
+        error = future.exception()
+        outcomes = [error] * len(jobs) if error is not None else future.result()
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            if self.jobs.get(job.key) is not job:
+                continue  # the request finished meanwhile
+            if isinstance(outcome, BaseException):  # this query failed; the others go on
+                self.jobs.pop(job.key)
+                self.unprepared.append((job, outcome))
+            else:
+                job.take(outcome)
+        self.wake()
+
+    def close(self) -> None:
+        self.preparer.shutdown(wait=True, cancel_futures=True)
 
     def release(self, state: RequestState) -> None:
         """Forget a finished request (jobs in flight are dropped when their cycle returns)."""
         for key in [k for k, j in self.jobs.items() if j.state is state and not j.in_flight]:
             self.jobs.pop(key)
+        self.to_prepare = [j for j in self.to_prepare if j.state is not state]
         self.history.pop(state.rid, None)
 
-    def dispatch(self, wake: Callable[[], None]) -> None:
-        """Start one search cycle on the search thread when none is running."""
-        if self.future is not None or not self.jobs:
+    def dispatch(self) -> None:
+        """Start embedding new queries, and one search cycle on the search thread when none is
+        running."""
+        self._start_preparing()
+        if self.future is not None:
             return
-        real = [j for j in self.jobs.values() if not j.warm_only]
-        jobs = real or list(self.jobs.values())
-        items = [j.scan_item(self.history.get(j.state.rid, History()),
-                             self.plan_of(j.state).retrieval(j.node.id).speculate_into is not None)
+        ready = [j for j in self.jobs.values() if j.ready]
+        jobs = [j for j in ready if not j.warm_only] or ready
+        if not jobs:
+            return
+        items = [j.scan_item(self.plan_of(j.state).retrieval(j.node.id).speculate_into is not None)
                  for j in jobs]
         for j in jobs:
             j.in_flight = True
         self._cycle_started = clock()
         self.future = asyncio.get_running_loop().run_in_executor(
             None, run_cycle, self.s.search, items, self._budget_ms(), self.cost)
-        self.future.add_done_callback(lambda _: wake())
+        self.future.add_done_callback(lambda _: self.wake())
 
     def collect(self, active: Callable[[RequestState], bool]
                 ) -> list[tuple[RetJob, ScanResult | BaseException]]:
-        """The finished cycle's results for requests still active (none if it is running)."""
+        """Queries that failed to embed, and the finished cycle's results for requests still
+        active (none while it is running)."""
+        failed, self.unprepared = self.unprepared, []
+        out: list[tuple[RetJob, ScanResult | BaseException]] = list(failed)
         if self.future is None or not self.future.done():
-            return []
+            return out
         future, self.future = self.future, None
         try:
             cycle: CycleResult = future.result()
@@ -79,9 +131,8 @@ class RetrievalSide:
             carried = [j for j in self.jobs.values() if j.in_flight]
             for job in carried:
                 self.jobs.pop(job.key)
-            return [(job, err) for job in carried]
+            return out + [(job, err) for job in carried]
         self._account(cycle)
-        out: list[tuple[RetJob, ScanResult | BaseException]] = []
         for result in cycle.results:
             job = self.jobs.get(result.key)
             if job is None or not active(job.state):

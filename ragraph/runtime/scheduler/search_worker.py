@@ -1,6 +1,8 @@
-"""One retrieval sub-stage cycle, run on the search thread: embed and probe newly arrived queries,
-take clusters from every pending retrieval until the time budget is spent, search them in one
-batched call, and finish the retrievals whose probe lists are exhausted.
+"""The search side's work. `prepare` embeds the queries of new retrievals in one batch and probes
+them (on a thread of its own, so embedding overlaps the cluster scans of the running cycle);
+`run_cycle` is one retrieval sub-stage: take clusters from every prepared retrieval
+until the time budget is spent, search them in one batched call, and finish the retrievals whose
+probe lists are exhausted.
 
 Inputs and outputs are immutable snapshots: the scheduler thread owns all mutable job state.
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,28 +24,69 @@ from ragraph.runtime.search_service import SearchService
 
 
 @dataclass(frozen=True)
+class Prepared:
+    """An embedded and probed query: its vector, probe list and the cluster order to scan in."""
+
+    vector: np.ndarray
+    probe: np.ndarray
+    order: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Query:
+    """A new retrieval's query, with what its cluster order depends on."""
+
+    text: str
+    nprobe: int | None
+    order: str
+    history: History
+
+
+def prepare(service: SearchService, queries: Sequence[Query]) -> list[Prepared | BaseException]:
+    """Embed the queries in one batch (the query embedder is batch-invariant) and probe each
+    alone; a query that fails is retried alone so the error is its own."""
+    try:
+        vectors = list(service.embed_many([q.text for q in queries]))
+    except Exception:
+        if len(queries) == 1:
+            raise
+        return [_prepare_one(service, q) for q in queries]
+    return [_probed(service, q, v) for q, v in zip(queries, vectors, strict=True)]
+
+
+def _prepare_one(service: SearchService, query: Query) -> Prepared | BaseException:
+    try:
+        return _probed(service, query, service.embed(query.text))
+    except Exception as err:
+        return err
+
+
+def _probed(service: SearchService, query: Query, vector: np.ndarray) -> Prepared | BaseException:
+    try:
+        probe = service.probe(vector, query.nprobe)
+    except Exception as err:
+        return err
+    ordered = reorder(probe, query.history) if query.order == "similarity" else probe
+    return Prepared(vector, probe, tuple(int(c) for c in ordered))
+
+
+@dataclass(frozen=True)
 class ScanItem:
-    """A retrieval to advance. `query` is set until it has been embedded and probed."""
+    """A prepared retrieval to advance by one step."""
 
     key: int
     k: int
     stepwise: bool
+    vector: np.ndarray
+    probe: np.ndarray
+    remaining: tuple[int, ...]
     partials: tuple[TopK, ...] = ()
-    remaining: tuple[int, ...] = ()
-    vector: np.ndarray | None = None
-    probe: np.ndarray | None = None
-    query: str | None = None
-    nprobe: int | None = None
-    order: str = "probe"
-    history: History = field(default_factory=History)
     want_partial: bool = False
 
 
 @dataclass(frozen=True)
 class ScanResult:
     key: int
-    vector: np.ndarray | None = None
-    probe: np.ndarray | None = None
     searched: tuple[int, ...] = ()
     partial: TopK | None = None
     remaining: tuple[int, ...] = ()
@@ -68,12 +111,7 @@ def run_cycle(
 ) -> CycleResult:
     start = time.perf_counter()
     results: dict[int, ScanResult] = {}
-    ready: list[ScanItem] = []
-    for item in items:
-        try:
-            ready.append(_prepared(service, item) if item.vector is None else item)
-        except Exception as err:  # this request's query failed; the others go on
-            results[item.key] = ScanResult(item.key, error=err)
+    ready = list(items)
     take = _plan(ready, budget_ms, cost)
     scanned, on_acc, scan_s = 0, 0, 0.0
     by_k: dict[int, list[ScanItem]] = {}
@@ -100,16 +138,6 @@ def take_ms(take: dict[int, tuple[int, ...]], cost: CostModel) -> float:
     return sum(cost.clusters_ms(c) for c in take.values())
 
 
-def _prepared(service: SearchService, item: ScanItem) -> ScanItem:
-    vector = service.embed(item.query or "")
-    probe = service.probe(vector, item.nprobe)
-    order = reorder(probe, item.history) if item.order == "similarity" else probe
-    return ScanItem(
-        key=item.key, k=item.k, stepwise=item.stepwise, vector=vector, probe=probe,
-        remaining=tuple(int(c) for c in order), want_partial=item.want_partial,
-    )
-
-
 def _plan(ready: Sequence[ScanItem], budget_ms: float, cost: CostModel) -> dict[int, tuple[int, ...]]:
     """Whole probe lists for unsplit retrievals; budgeted clusters for the stepwise ones."""
     take = {i.key: i.remaining for i in ready if not i.stepwise and i.remaining}
@@ -128,13 +156,12 @@ def _advance(service: SearchService, item: ScanItem, searched: tuple[int, ...],
     try:
         if not remaining:
             final = service.finish(item.vector, item.probe, partials, item.k)
-            return ScanResult(item.key, item.vector, item.probe, searched, partial, (),
-                              final, service.passages(final))
+            return ScanResult(item.key, searched, partial, (), final, service.passages(final))
         partial_passages = None
         if item.want_partial and partials:
             merged = merge_partials(partials, item.k, service.engine.metric).topk
             partial_passages = service.passages(merged)
-        return ScanResult(item.key, item.vector, item.probe, searched, partial, remaining,
+        return ScanResult(item.key, searched, partial, remaining,
                           partial_passages=partial_passages)
     except Exception as err:  # attributed to this retrieval's request
         return ScanResult(item.key, error=err)

