@@ -18,8 +18,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("index", help="build and inspect search indexes")
     sub = parser.add_subparsers(dest="index_command", required=True, metavar="ACTION")
 
-    build = sub.add_parser("build", help="build a faiss IVF index + passage store from JSONL")
-    build.add_argument("--corpus", type=Path, required=True, help="JSONL lines {id?, title, text}")
+    build = sub.add_parser("build", help="build a faiss IVF index + passage store from a corpus")
+    build.add_argument("--corpus", type=Path, required=True,
+                       help="JSONL lines {id?, title, text}, or a corpus or QA dataset file in a "
+                            "format `ragraph eval` reads (its unique passages: e.g. the gold "
+                            "passages of the NQ oracle, the HotpotQA/MuSiQue corpora)")
     build.add_argument("--out", type=Path, required=True, help="new index directory")
     build.add_argument("--nlist", type=int, default=None, help="IVF clusters (default ~4·sqrt(n))")
     build.add_argument("--index-type", choices=("ivf-flat", "flat", "sq8"), default="ivf-flat")
@@ -64,12 +67,12 @@ def progress_bar(
 
 
 def _build(args: argparse.Namespace) -> int:
-    from ragraph.runtime.retrieval.builder import BuildConfig, build_index, read_corpus
+    from ragraph.runtime.retrieval.builder import BuildConfig, build_index
     from ragraph.runtime.retrieval.embedder import Embedder
 
     console = Console(stderr=True)
     config = BuildConfig(index_type=args.index_type, nlist=args.nlist, metric=args.metric)
-    records = list(read_corpus(args.corpus))
+    records = _records(args.corpus)
     config.clusters_for(len(records))  # a bad --nlist fails before minutes of embedding
     embedder = Embedder()
     with progress_bar(console, "embedding") as start:
@@ -80,6 +83,35 @@ def _build(args: argparse.Namespace) -> int:
         f"nlist {manifest.nlist}, {manifest.metric}, dim {manifest.dim}"
     )
     return 0
+
+
+def _records(path: Path) -> list:
+    """A `{id?, title, text}` JSONL corpus as it is; a file in another corpus or dataset format
+    through `ragraph.eval.load_corpus` (when it fails too, the JSONL error is the one shown)."""
+    from ragraph.eval import load_corpus
+    from ragraph.eval.records import DatasetError
+    from ragraph.runtime.retrieval.builder import CorpusError, CorpusRecord, read_corpus
+
+    try:
+        return list(read_corpus(path))
+    except CorpusError as plain_error:
+        if _looks_like_plain_corpus(path):
+            raise
+        try:
+            return [CorpusRecord(None, p.title, p.text) for p in load_corpus(path)]
+        except (DatasetError, ValueError, OSError):
+            raise plain_error from None
+
+
+def _looks_like_plain_corpus(path: Path) -> bool:
+    import json
+
+    with contextlib.suppress(OSError, UnicodeDecodeError, json.JSONDecodeError):
+        with path.open(encoding="utf-8") as handle:
+            first = next((line for line in handle if line.strip()), "")
+        record = json.loads(first)
+        return isinstance(record, dict) and bool({"title", "text"} & record.keys())
+    return False
 
 
 def _default(args: argparse.Namespace) -> int:

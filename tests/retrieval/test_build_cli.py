@@ -181,3 +181,17 @@ def test_store_lookup_order_threads_and_errors(tmp_path):
 def test_build_config_defaults():
     assert BuildConfig().clusters_for(10_000) == 256
     assert BuildConfig(index_type="flat").clusters_for(500) == 1
+
+
+def test_builds_from_a_hotpotqa_style_corpus_file(tmp_path, embedder):
+    """The shared corpora ({title: [sentences]}) build as they are, no conversion to JSONL."""
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps({title: [text, " More about it."]
+                                  for title, text in TOPICS.items()}), encoding="utf-8")
+    out = tmp_path / "idx"
+    assert main(["index", "build", "--corpus", str(corpus), "--out", str(out),
+                 "--index-type", "flat"]) == 0
+    loaded = load_index(out, EMBEDDER_NAME, EMBEDDER_DIM)
+    assert loaded.manifest.passages == len(TOPICS)
+    found = loaded.store.lookup([0])
+    assert found.items[0].title in TOPICS and "More about it." in found.items[0].text
