@@ -56,6 +56,15 @@ class SearchService:
         with self._embed_lock:
             return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
 
+    def embed_each(self, texts: Sequence[str]) -> list[np.ndarray | BaseException]:
+        """One batch; when it fails, each text alone, so a failure is only its own text's."""
+        try:
+            return list(self.embed_many(texts))
+        except Exception:
+            if len(texts) == 1:
+                raise
+        return [attempt(self.embed, text) for text in texts]
+
     def probe(self, vector: np.ndarray, nprobe: int | None) -> np.ndarray:
         n = min(nprobe or self.nprobe, self.engine.nlist)
         return self.engine.probe(vector.reshape(1, -1), n)[0]
@@ -75,3 +84,11 @@ class SearchService:
         probe = self.probe(vector, nprobe)
         result = self.step([SearchTask.of(vector, probe)], k)
         return self.passages(self.finish(vector, probe, result.partials, k))
+
+
+def attempt(fn, *args):
+    """fn(*args), or the exception it raised (for per-item error attribution in batches)."""
+    try:
+        return fn(*args)
+    except Exception as err:
+        return err

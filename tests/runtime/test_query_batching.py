@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
@@ -56,10 +58,11 @@ def run(search, requests, executor):
     return asyncio.run(go())
 
 
-def test_concurrent_requests_share_embedding_batches_with_the_same_answers():
+@pytest.mark.parametrize("executor", ["stage-batched", "ragraph"])
+def test_concurrent_requests_share_embedding_batches_with_the_same_answers(executor):
     requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(32)]
     search, embedder = service()
-    batched = run(search, requests, "ragraph")
+    batched = run(search, requests, executor)
     assert max(embedder.batches) > 1
     assert len(embedder.batches) < 3 * len(requests)  # three retrievals each, fewer calls
     alone, _ = service()
@@ -67,11 +70,12 @@ def test_concurrent_requests_share_embedding_batches_with_the_same_answers():
     assert {o.rid: o.answer for o in batched.outcomes} == {o.rid: o.answer for o in reference.outcomes}
 
 
-def test_a_query_that_cannot_be_embedded_fails_only_its_request():
+@pytest.mark.parametrize("executor", ["sequential", "stage-batched", "ragraph"])
+def test_a_query_that_cannot_be_embedded_fails_only_its_request(executor):
     requests = [Request(id=f"q{i}", question=f"question {i}" + (" POISON" if i == 5 else ""))
                 for i in range(16)]
     search, _ = service()
-    result = run(search, requests, "ragraph")
+    result = run(search, requests, executor)
     failed = {o.rid: o.error for o in result.outcomes if o.error}
     assert list(failed) == ["q5"] and "cannot embed" in failed["q5"]
     assert len(result.outcomes) == 16

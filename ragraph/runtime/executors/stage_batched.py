@@ -31,6 +31,7 @@ from ragraph.runtime.executors.nodes import run_generation
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.retrieval.protocol import SearchTask
+from ragraph.runtime.search_service import attempt
 
 
 @dataclass
@@ -93,16 +94,20 @@ def _started(catalog: Catalog, request: Request, arrived: float) -> RequestState
 
 
 def search_batch(services: Services, states: list[RequestState]) -> list:
-    """One batched search step for all waiting retrievals; each query embedded and probed alone
-    (see search_service), then searched together in one multi-threaded faiss call."""
+    """One batched search for all waiting retrievals, as FlashRAG's `batch_search`: the queries
+    embedded in one batch, each probed alone (see search_service), then searched together in one
+    multi-threaded faiss call."""
     start = clock()
     search = services.search
-    results: list = [None] * len(states)
+    results: list = [attempt(_query_of, state) for state in states]
+    queried = [i for i, q in enumerate(results) if isinstance(q, str)]
+    vectors = search.embed_each([results[i] for i in queried]) if queried else []
     tasks, owners = [], []
-    for i, state in enumerate(states):
-        node = state.graph.node(state.node)
+    for i, vector in zip(queried, vectors, strict=True):
+        node = states[i].graph.node(states[i].node)
         try:
-            vector = search.embed(effects.retrieval_query(node, state.variables))
+            if isinstance(vector, BaseException):
+                raise vector
             tasks.append(SearchTask.of(vector, search.probe(vector, node.nprobe)))
             owners.append(i)
         except Exception as err:  # this request's query failed; the batch goes on
@@ -122,6 +127,10 @@ def search_batch(services: Services, states: list[RequestState]) -> list:
                 results[i] = err
     services.tracer.add_span("search", f"batch x{len(states)}", start, clock())
     return results
+
+
+def _query_of(state: RequestState) -> str:
+    return effects.retrieval_query(state.graph.node(state.node), state.variables)
 
 
 def _by_k(states, owners) -> dict[int, list[int]]:

@@ -43,22 +43,10 @@ class Query:
 
 
 def prepare(service: SearchService, queries: Sequence[Query]) -> list[Prepared | BaseException]:
-    """Embed the queries in one batch (the query embedder is batch-invariant) and probe each
-    alone; a query that fails is retried alone so the error is its own."""
-    try:
-        vectors = list(service.embed_many([q.text for q in queries]))
-    except Exception:
-        if len(queries) == 1:
-            raise
-        return [_prepare_one(service, q) for q in queries]
-    return [_probed(service, q, v) for q, v in zip(queries, vectors, strict=True)]
-
-
-def _prepare_one(service: SearchService, query: Query) -> Prepared | BaseException:
-    try:
-        return _probed(service, query, service.embed(query.text))
-    except Exception as err:
-        return err
+    """Embed the queries in one batch (the query embedder is batch-invariant), probe each alone."""
+    vectors = service.embed_each([q.text for q in queries])
+    return [v if isinstance(v, BaseException) else _probed(service, q, v)
+            for q, v in zip(queries, vectors, strict=True)]
 
 
 def _probed(service: SearchService, query: Query, vector: np.ndarray) -> Prepared | BaseException:
