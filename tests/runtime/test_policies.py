@@ -36,6 +36,8 @@ def test_speculation_only_under_the_utilization_threshold():
     assert p.choose_speculation(cands, load=7, capacity=10, tau=0.6) == []
     assert p.choose_speculation(cands, load=0, capacity=10, tau=0.6) == ["b", "c", "a"]
     assert p.choose_speculation(cands, load=4, capacity=10, tau=0.6) == ["b", "c"]
+    assert p.has_spare_capacity(5, 10, 0.6) and not p.has_spare_capacity(6, 10, 0.6)
+    assert not p.has_spare_capacity(0, 0, 0.6)
 
 
 def test_drift_is_zero_when_the_partial_topk_is_stable():

@@ -77,3 +77,14 @@ def test_hot_cluster_cache_and_prefetch_keep_answers(search):
     assert fast.stats.vectors_on_accelerator > 0
     assert fast.stats.extra["prefetch_errors"] == 0
     tiered.cache.close()
+
+
+def test_speculation_happens_and_changes_no_answer(search):
+    """With small search steps and an engine that has room, generations start on partial top-k
+    results; each is adopted only when the final passages render the same prompt."""
+    graph = workflows.irg()
+    spec = asyncio.run(run_all(graph, search, "ragraph", "-O2", 20))
+    plain = asyncio.run(run_all(graph, search, "sequential", "-O0", 20))
+    assert spec.stats.speculations > 0
+    assert spec.stats.speculation_hits + spec.stats.rollbacks <= spec.stats.speculations
+    assert {o.rid: o.answer for o in spec.outcomes} == {o.rid: o.answer for o in plain.outcomes}

@@ -46,12 +46,17 @@ class SpeculationCandidate:
     drift: float
 
 
+def has_spare_capacity(load: float, capacity: float, tau: float) -> bool:
+    """The next sub-stage is under-utilized: T_curr/T_max < τ."""
+    return capacity > 0 and load / capacity < tau
+
+
 def choose_speculation(
     candidates: Sequence[SpeculationCandidate], load: float, capacity: float, tau: float = 0.6
 ) -> list[str]:
     """Speculate only while the next sub-stage is under-utilized (T_curr/T_max < τ), filling the
     spare capacity with the most stable requests first (smallest semantic drift)."""
-    if capacity <= 0 or load / capacity >= tau:
+    if not has_spare_capacity(load, capacity, tau):
         return []
     room = max(int(capacity * tau - load), 0)
     ranked = sorted(candidates, key=lambda c: (c.drift, c.rid))

@@ -32,9 +32,12 @@ Failure = tuple[RetJob, BaseException]
 class RetrievalSide:
     def __init__(self, services: Services, cost: CostModel, counters: Counters,
                  plan_of: Callable[[RequestState], ExecutionPlan], initial_beta_ms: float,
-                 budget_ms: float | None, wake: Callable[[], None]) -> None:
+                 budget_ms: float | None, wake: Callable[[], None],
+                 may_speculate: Callable[[], bool]) -> None:
         self.s, self.cost, self.n, self.plan_of = services, cost, counters, plan_of
         self.wake = wake
+        # Partial top-k passages are looked up only while a speculation could start on them.
+        self.may_speculate = may_speculate
         self.jobs: dict[int, RetJob] = {}
         # New queries wait here while a batch is being embedded, then go as the next batch.
         self.to_prepare: list[RetJob] = []
@@ -107,8 +110,9 @@ class RetrievalSide:
         jobs = [j for j in ready if not j.warm_only] or ready
         if not jobs:
             return
-        items = [j.scan_item(self.plan_of(j.state).retrieval(j.node.id).speculate_into is not None)
-                 for j in jobs]
+        spare = self.may_speculate()
+        items = [j.scan_item(spare and self.plan_of(j.state).retrieval(j.node.id).speculate_into
+                             is not None) for j in jobs]
         for j in jobs:
             j.in_flight = True
         self._cycle_started = clock()

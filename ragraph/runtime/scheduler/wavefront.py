@@ -91,7 +91,7 @@ class _Run:
                                 started=self._prefetch, streamed=self._maybe_warm)
         self.gen = GenerationSide(services, config.max_generations, self.n, hooks)
         self.ret = RetrievalSide(services, cost, self.n, self._plan, config.initial_beta_ms,
-                                 config.budget_ms, self.wake.set)
+                                 config.budget_ms, self.wake.set, self._engine_has_room)
         # The accelerator tier, when the search engine has one (TieredEngine).
         self.cache = getattr(services.search.engine, "cache", None)
 
@@ -182,6 +182,9 @@ class _Run:
                 self._advance(job.state)
             elif result.passages is None and job.partial_passages is not None:
                 self._speculate(job)
+
+    def _engine_has_room(self) -> bool:
+        return policies.has_spare_capacity(self.gen.load, self.cfg.max_generations, self.cfg.tau)
 
     def _speculate(self, job: RetJob) -> None:
         """Start the next generation on this retrieval's partial top-k, when the engine has room."""
