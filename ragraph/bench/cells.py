@@ -8,6 +8,8 @@ previous executor), a fresh tracer, and the shared search service (the index is 
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -59,6 +61,7 @@ class CellResult:
     speculations: int
     speculation_hit_rate: float | None
     synthetic_share: float  # of the final passages handed to generations
+    cpu_busy: float = 0.0  # process CPU time / (wall time x cores): 1.0 = every core saturated
 
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
@@ -80,16 +83,21 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
         services = Services(llm=llm, search=search, tracer=tracer,
                             search_threads=config.search_threads)
         loop = asyncio.get_running_loop()
-        start = loop.time()
+        start, cpu_start = loop.time(), time.process_time()
         runs = await asyncio.gather(*(
             execute(job.graph, arrive(job.requests, job.offsets), config, services, on_done)
             for job in jobs))
-        wall = loop.time() - start
+        wall, cpu = loop.time() - start, time.process_time() - cpu_start
     finally:
         await llm.close()
     outcomes = [o for run in runs for o in run.outcomes]
-    return _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
-                   [run.stats for run in runs], tracer, wall)
+    result = _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
+                     [run.stats for run in runs], tracer, wall)
+    return replace(result, cpu_busy=cpu / (wall * usable_cores()) if wall > 0 else 0.0)
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: list[Outcome],

@@ -46,16 +46,22 @@ class Target:
         return f"MISSED by {(1 - self.got / self.want) * 100:.0f}% ({self.got:.2f}x < {self.want:.1f}x)"
 
 
-def why_missed(target: Target, share: float | None, cores: int) -> str:
-    """A measured reason for a missed target (empty when met)."""
+def why_missed(target: Target, share: float | None, cpu_busy: float | None, cores: int) -> str:
+    """A measured reason for a missed target (empty when met): the retrieval share of sequential
+    requests, and how busy the cores were in the offline runs."""
     if target.met:
         return ""
     if share is not None and share < 0.2:
         return (f"retrieval is only {share * 100:.0f}% of a sequential request: generation "
                 "dominates, so overlapping retrieval with it can save at most that share")
-    return (f"CPU-bound: query embedding and exact IVF scans on {cores} cores are the same work "
-            "for every executor and cap them all; the (simulated) GPU has spare capacity, so "
-            "overlap and speculation cut latency a little but not the throughput ceiling")
+    if cpu_busy is not None and cpu_busy >= 0.8:
+        return (f"CPU-bound: the {cores} cores were {cpu_busy * 100:.0f}% busy offline (query "
+                "embedding, exact IVF scans, the engine's host work); the (simulated) GPU has "
+                "spare capacity, so overlapping it with retrieval cannot raise that ceiling and "
+                "the gain left is only what batching saves (query embedding)")
+    busy = "" if cpu_busy is None else f" (cores {cpu_busy * 100:.0f}% busy offline)"
+    return (f"not explained by the retrieval share or the CPU{busy}: look at a trace "
+            "(ragraph run --trace) of this workload")
 
 
 def ratio(ours: float | None, theirs: float | None) -> float | None:
@@ -137,6 +143,16 @@ def sequential_retrieval_share(results: Sequence[CellResult]) -> dict[tuple[str,
         key = (r.cell.workload, r.cell.nprobe)
         if r.executor == "sequential" and r.retrieval_share is not None and key not in out:
             out[key] = r.retrieval_share
+    return out
+
+
+def offline_cpu_busy(results: Sequence[CellResult]) -> dict[tuple[str, int], float]:
+    """Per workload and nprobe: the busiest executor's CPU use in the offline run."""
+    out: dict[tuple[str, int], float] = {}
+    for r in results:
+        if r.cell.rate is None:
+            key = (r.cell.workload, r.cell.nprobe)
+            out[key] = max(out.get(key, 0.0), r.cpu_busy)
     return out
 
 

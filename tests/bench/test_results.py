@@ -46,9 +46,10 @@ def test_targets_say_met_or_by_how_much_they_missed():
     seq = found["sequential"]
     assert not seq.met and seq.want == 1.5
     assert seq.verdict() == "MISSED by 20% (1.20x < 1.5x)"
-    assert "only 10%" in R.why_missed(seq, 0.1, cores=2)
-    assert "CPU-bound" in R.why_missed(seq, 0.4, cores=2)
-    assert R.why_missed(found["stage-batched"], 0.4, cores=2) == ""
+    assert "only 10%" in R.why_missed(seq, 0.1, 0.95, cores=2)
+    assert "CPU-bound: the 2 cores were 95% busy" in R.why_missed(seq, 0.4, 0.95, cores=2)
+    assert "not explained" in R.why_missed(seq, 0.4, 0.5, cores=2)
+    assert R.why_missed(found["stage-batched"], 0.4, 0.95, cores=2) == ""
     assert R.targets(points, "llamacpp") == []  # llama.cpp: only hyde and irg, from offline rows
 
 
