@@ -90,6 +90,9 @@ def test_bad_corpus_lines_name_file_line_and_field(tmp_path, capsys):
         ["index", "build", "--corpus", str(tmp_path / "none.jsonl"), "--out", "x"], capsys
     )
     assert "none.jsonl: cannot read corpus" in err
+    corpus.write_bytes(b"\x1f\x8b\x08\x00binary")
+    err = run_error(["index", "build", "--corpus", str(corpus), "--out", "x"], capsys)
+    assert "bad.jsonl: not UTF-8 JSONL text" in err
 
 
 def test_nlist_larger_than_corpus_fails_before_embedding(tiny_corpus, tmp_path, capsys):

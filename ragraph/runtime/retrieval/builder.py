@@ -74,9 +74,12 @@ def read_corpus(path: Path) -> Iterator[CorpusRecord]:
     except OSError as err:
         raise CorpusError(f"{path}: cannot read corpus ({err.strerror})") from err
     with handle:
-        for lineno, line in enumerate(handle, start=1):
-            if line.strip():
-                yield _parse_line(f"{path}:{lineno}", line)
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield _parse_line(f"{path}:{lineno}", line)
+        except UnicodeDecodeError as err:
+            raise CorpusError(f"{path}: not UTF-8 JSONL text ({err.reason})") from err
 
 
 def _parse_line(where: str, line: str) -> CorpusRecord:
