@@ -1,6 +1,7 @@
-"""HyDE on the embedded default (Gemma-3-270M base model on llama.cpp, the Wikipedia index): the
-few-shot prompts make the base model write its answer on the `Answer:` line, so the answer is
-not empty (a bare `Answer:` cue made it start with a line break, which the stop string cut)."""
+"""The workflows on the embedded default (Gemma-3-270M base model on llama.cpp, the Wikipedia
+index): the few-shot prompts make the base model write its answer on the `Answer:` line, so the
+answer is not empty (a bare `Answer:` cue made it start with a line break, which the stop string
+cut); every one of the nine runs end to end under the wavefront scheduler at -O2."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ from ragraph.runtime.request import Request
 
 pytestmark = pytest.mark.slow
 
-HYDE = Path(__file__).resolve().parents[2] / "workflows" / "hyde.rag"
+WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
+HYDE = WORKFLOWS / "hyde.rag"
 
 
-def test_hyde_answers_who_designed_the_eiffel_tower():
+def run_default(graphs, requests, config: RuntimeConfig):
     pytest.importorskip("llama_cpp")
     pytest.importorskip("faiss")
-    config = RuntimeConfig(engine="llamacpp", executor="sequential", passes="-O0", concurrency=1)
     try:
         search = open_search(config)
     except (SearchIndexError, ImportError) as err:
@@ -31,15 +32,35 @@ def test_hyde_answers_who_designed_the_eiffel_tower():
 
     async def go():
         async with open_services(config, search) as services:
-            return await execute(load(HYDE), [Request(id="q", question="Who designed the Eiffel "
-                                                      "Tower?")], config, services)
+            return await execute(graphs, requests, config, services)
 
     try:
-        result = asyncio.run(go())
+        return asyncio.run(go())
     except EngineError as err:
         if "model" not in str(err):
             raise
         pytest.skip(f"the default model cannot be loaded here: {err}")
+
+
+def test_every_workflow_runs_end_to_end_on_the_embedded_default():
+    graphs = {p.stem: load(p) for p in sorted(WORKFLOWS.glob("*.rag"))}
+    assert len(graphs) == 9
+    requests = [Request(id=name, question="Who designed the Eiffel Tower?", workflow=name)
+                for name in graphs]
+    config = RuntimeConfig(engine="llamacpp", executor="ragraph", passes="-O2",
+                           concurrency=len(requests))
+    result = run_default(graphs, requests, config)
+    assert sorted(o.rid for o in result.outcomes) == sorted(graphs)
+    for outcome in result.outcomes:
+        assert outcome.error is None, (outcome.rid, outcome.error)
+        assert outcome.answer.strip(), (outcome.rid, outcome.path)
+        assert outcome.path[-1] == "END"
+
+
+def test_hyde_answers_who_designed_the_eiffel_tower():
+    config = RuntimeConfig(engine="llamacpp", executor="sequential", passes="-O0", concurrency=1)
+    result = run_default(load(HYDE), [Request(id="q", question="Who designed the Eiffel Tower?")],
+                         config)
     (outcome,) = result.outcomes
     assert outcome.error is None, outcome.error
     assert "eiffel" in outcome.answer.lower(), outcome.answer
