@@ -9,6 +9,7 @@ import pytest
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.retrieval.cost import (
+    STARVATION_STEPS,
     CostModel,
     Pending,
     calibrate,
@@ -30,13 +31,21 @@ from .helpers import queries_from
 UNIT = CostModel(sizes=(10,) * 8, dim=100, ns_per_element=1000.0, ns_per_cluster=0.0)
 
 
-def test_plan_takes_round_robin_until_budget():
+def test_plan_finishes_the_shortest_retrievals_first_until_budget():
     pending = [Pending("a", (0, 1, 2, 3)), Pending("b", (4, 5)), Pending("c", (6,))]
     plan = plan_step(pending, 4.0, UNIT)
-    assert plan.take == (("a", (0, 1)), ("b", (4,)), ("c", (6,)))
+    assert plan.take == (("a", (0,)), ("b", (4, 5)), ("c", (6,)))
     assert plan.predicted_ms == pytest.approx(4.0)
     everything = plan_step(pending, 100.0, UNIT)
     assert everything.n_clusters == 7
+
+
+def test_plan_serves_a_starved_retrieval_first():
+    pending = [Pending("a", (0, 1, 2, 3), waited=STARVATION_STEPS), Pending("b", (4, 5)),
+               Pending("c", (6,))]
+    assert plan_step(pending, 4.0, UNIT).take == (("a", (0, 1, 2, 3)),)
+    pending[0] = Pending("a", (0, 1, 2, 3), waited=STARVATION_STEPS - 1)
+    assert plan_step(pending, 4.0, UNIT).take[0] == ("a", (0,))
 
 
 def test_plan_always_makes_progress():
@@ -49,10 +58,10 @@ def test_plan_always_makes_progress():
 
 def test_plan_respects_cluster_sizes():
     model = CostModel(sizes=(100, 1, 1, 1), dim=10, ns_per_element=1000.0, ns_per_cluster=0.0)
-    plan = plan_step([Pending("a", (1, 2, 3)), Pending("b", (0,))], 0.05, model)
-    # Cluster 0 (1 ms) would overrun 0.05 ms: the step closes there rather than letting "a" run
-    # ahead of "b" in the same step.
-    assert plan.take == (("a", (1,)),)
+    plan = plan_step([Pending("b", (0,)), Pending("a", (1, 2, 3))], 0.05, model)
+    # "a" (0.03 ms left) goes before "b" (1 ms); cluster 0 would then overrun 0.05 ms: the step
+    # closes there.
+    assert plan.take == (("a", (1, 2, 3)),)
     assert plan_step([Pending("b", (0,))], 0.05, model).take == (("b", (0,)),)
 
 

@@ -61,10 +61,15 @@ class CostModel:
 
 @dataclass(frozen=True)
 class Pending:
-    """A retrieval waiting for clusters: its key and its remaining clusters in search order."""
+    """A retrieval waiting for clusters: its key, its remaining clusters in search order, and how
+    many steps in a row it has waited without being given a cluster."""
 
     key: object
     clusters: tuple[int, ...]
+    waited: int = 0
+
+
+STARVATION_STEPS = 32  # a retrieval passed over this many steps in a row goes first
 
 
 @dataclass(frozen=True)
@@ -80,28 +85,30 @@ class StepPlan:
 
 
 def plan_step(pending: Sequence[Pending], budget_ms: float, cost: CostModel) -> StepPlan:
-    """Take clusters round-robin, each retrieval in its own order, until `budget_ms` is spent.
+    """Fill the step's `budget_ms` with clusters, the retrievals with the least remaining work
+    first (each in its own cluster order); a retrieval passed over for `STARVATION_STEPS` steps
+    goes first.
 
-    Round-robin keeps retrievals advancing together (none starves behind a long one). The first
+    With a fixed number of requests in flight, throughput is that number over the per-request
+    latency, so a step should finish retrievals, not advance all of them a little: sharing every
+    step round-robin makes similar retrievals all finish at the end of their joint work (measured
+    on the oneshot bench: 0.8x the throughput of a thread pool at the same concurrency). The first
     cluster is always taken, so every step makes progress even when one cluster exceeds the budget.
     """
     if not budget_ms >= 0:
         raise ConfigError("budget_ms", f"must be non-negative, got {budget_ms}")
+    remaining = [cost.clusters_ms(p.clusters) for p in pending]
+    order = sorted(range(len(pending)),
+                   key=lambda i: (pending[i].waited < STARVATION_STEPS, remaining[i], i))
     taken: list[list[int]] = [[] for _ in pending]
     spent = 0.0
-    depth = 0
-    longest = max((len(p.clusters) for p in pending), default=0)
-    while depth < longest:
-        for i, p in enumerate(pending):
-            if depth >= len(p.clusters):
-                continue
-            c = p.clusters[depth]
+    for i in order:
+        for c in pending[i].clusters:
             ms = cost.cluster_ms(c)
             if spent + ms > budget_ms and spent > 0:
                 return _plan(pending, taken, spent)
             taken[i].append(c)
             spent += ms
-        depth += 1
     return _plan(pending, taken, spent)
 
 

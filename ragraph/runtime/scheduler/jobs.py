@@ -57,6 +57,7 @@ class RetJob:
     steps: int = 0
     spec: GenJob | None = None
     in_flight: bool = False
+    waited: int = 0  # search steps in a row that gave it no cluster
 
     @property
     def ready(self) -> bool:
@@ -69,10 +70,12 @@ class RetJob:
     def scan_item(self, want_partial: bool) -> ScanItem:
         return ScanItem(key=self.key, k=self.node.topk, stepwise=self.stepwise,
                         vector=self.vector, probe=self.probe, remaining=self.remaining,
-                        partials=tuple(self.partials), want_partial=want_partial)
+                        partials=tuple(self.partials), want_partial=want_partial,
+                        waited=self.waited)
 
     def absorb(self, result: ScanResult) -> None:
         """Take one cycle's result (on the scheduler thread)."""
+        self.waited = 0 if result.searched else self.waited + 1
         if result.partial is not None:
             self.partials.append(result.partial)
             self.steps += 1

@@ -70,6 +70,7 @@ class ScanItem:
     remaining: tuple[int, ...]
     partials: tuple[TopK, ...] = ()
     want_partial: bool = False
+    waited: int = 0  # steps in a row without a cluster (starvation guard of plan_step)
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def _plan(ready: Sequence[ScanItem], budget_ms: float, cost: CostModel) -> dict[
     """Whole probe lists for unsplit retrievals; budgeted clusters for the stepwise ones."""
     take = {i.key: i.remaining for i in ready if not i.stepwise and i.remaining}
     spent = sum(cost.clusters_ms(c) for c in take.values())
-    pending = [Pending(i.key, i.remaining) for i in ready if i.stepwise and i.remaining]
+    pending = [Pending(i.key, i.remaining, i.waited) for i in ready if i.stepwise and i.remaining]
     if pending:
         plan = plan_step(pending, max(budget_ms - spent, 0.0), cost)
         take.update({key: clusters for key, clusters in plan.take})
