@@ -62,6 +62,7 @@ class CellResult:
     speculation_hit_rate: float | None
     synthetic_share: float  # of the final passages handed to generations
     cpu_busy: float = 0.0  # process CPU time / (wall time x cores): 1.0 = every core saturated
+    embed_busy: float = 0.0  # share of the wall time the (one-at-a-time) query embedder ran
 
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
@@ -83,17 +84,20 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
         services = Services(llm=llm, search=search, tracer=tracer,
                             search_threads=config.search_threads)
         loop = asyncio.get_running_loop()
-        start, cpu_start = loop.time(), time.process_time()
+        start, cpu_start, embed_start = loop.time(), time.process_time(), search.embed_seconds
         runs = await asyncio.gather(*(
             execute(job.graph, arrive(job.requests, job.offsets), config, services, on_done)
             for job in jobs))
         wall, cpu = loop.time() - start, time.process_time() - cpu_start
+        embed = search.embed_seconds - embed_start
     finally:
         await llm.close()
     outcomes = [o for run in runs for o in run.outcomes]
     result = _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
                      [run.stats for run in runs], tracer, wall)
-    return replace(result, cpu_busy=cpu / (wall * usable_cores()) if wall > 0 else 0.0)
+    if wall <= 0:
+        return result
+    return replace(result, cpu_busy=cpu / (wall * usable_cores()), embed_busy=embed / wall)
 
 
 def usable_cores() -> int:

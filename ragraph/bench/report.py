@@ -29,7 +29,8 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
     table = Table(title="Latency and throughput, side by side (ratios: ragraph vs baseline)",
                   caption=caption, show_lines=False)
     for col in ("workload", "nprobe", "load", "executor", "p50 s", "p95 s", "req/s",
-                "thr vs seq", "thr vs stage", "p50 vs seq", "retrieval", "spec hit", "CPU"):
+                "thr vs seq", "thr vs stage", "p50 vs seq", "retrieval", "spec hit", "CPU",
+                "embedder"):
         table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
     for _, group in groupby(rows, key=_cell_key):
         cell = list(group)
@@ -45,7 +46,7 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
                 _x(R.latency_ratio(cell, "sequential")) if mine else "",
                 _pct(r.retrieval_share),
                 _pct(r.speculation_hit_rate) if mine else "",
-                _pct(r.cpu_busy),
+                _pct(r.cpu_busy), _pct(r.embed_busy),
                 end_section=i == len(cell) - 1,
             )
     return table
@@ -65,7 +66,7 @@ def slo_table(points: Sequence[R.SloPoint], slo_s: float, caption: str) -> Table
 
 
 def targets_table(targets: Sequence[R.Target], shares: dict[tuple[str, int], float],
-                  busy: dict[tuple[str, int], float], caption: str) -> Table:
+                  busy: dict[tuple[str, int], R.Busy], caption: str) -> Table:
     table = Table(title="Targets (issue 7) and the retrieval share of sequential requests",
                   caption=caption)
     cores = detect().cores
@@ -90,7 +91,7 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
     found = R.targets(points, engine, rows)
     if found:
         console.print(targets_table(found, R.sequential_retrieval_share(rows),
-                                    R.offline_cpu_busy(rows), caption))
+                                    R.offline_busy(rows), caption))
     for note in notes:
         console.print(f"note: {note}", highlight=False)
     return found

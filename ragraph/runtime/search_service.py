@@ -10,6 +10,7 @@ depend on which other requests share its batch, so every executor returns the sa
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -41,6 +42,9 @@ class SearchService:
     nprobe: int = 32
     # Serializes embedder calls: torch modules are not re-entrant across threads cheaply.
     _embed_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Seconds spent inside the embedder: it runs one call at a time, so this over a run's wall
+    # time says how close the embedder came to being the bottleneck.
+    embed_seconds: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
         if self.embedder.dim != self.engine.dim:
@@ -54,7 +58,11 @@ class SearchService:
 
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
         with self._embed_lock:
-            return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+            start = time.perf_counter()
+            try:
+                return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+            finally:
+                self.embed_seconds += time.perf_counter() - start
 
     def embed_each(self, texts: Sequence[str]) -> list[np.ndarray | BaseException]:
         """One batch; when it fails, each text alone, so a failure is only its own text's."""

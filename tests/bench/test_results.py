@@ -46,10 +46,13 @@ def test_targets_say_met_or_by_how_much_they_missed():
     seq = found["sequential"]
     assert not seq.met and seq.want == 1.5
     assert seq.verdict() == "MISSED by 20% (1.20x < 1.5x)"
-    assert "only 10%" in R.why_missed(seq, 0.1, 0.95, cores=2)
-    assert "CPU-bound: the 2 cores were 95% busy" in R.why_missed(seq, 0.4, 0.95, cores=2)
-    assert "not explained" in R.why_missed(seq, 0.4, 0.5, cores=2)
-    assert R.why_missed(found["stage-batched"], 0.4, 0.95, cores=2) == ""
+    cpu_bound, embed_bound, neither = R.Busy(0.95, 0.3), R.Busy(0.7, 0.9), R.Busy(0.5, 0.3)
+    assert "only 10%" in R.why_missed(seq, 0.1, cpu_bound, cores=2)
+    assert "CPU-bound: the 2 cores were 95% busy" in R.why_missed(seq, 0.4, cpu_bound, cores=2)
+    assert "embedder-bound: the query embedder ran 90%" in R.why_missed(seq, 0.4, embed_bound,
+                                                                        cores=2)
+    assert "not explained" in R.why_missed(seq, 0.4, neither, cores=2)
+    assert R.why_missed(found["stage-batched"], 0.4, cpu_bound, cores=2) == ""
     assert R.targets(points, "llamacpp") == []  # llama.cpp: only hyde and irg, from offline rows
 
 
