@@ -3,6 +3,7 @@ nprobe, one panel per workload; the engine and the machine are in every figure's
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +29,9 @@ def latency_vs_rate(rows: Sequence[CellResult], out_dir: Path, title: str,
                                  squeeze=False)
         for ax, workload in zip(axes[0], workloads, strict=True):
             _panel(ax, [r for r in at if r.cell.workload == workload], workload, slo_s)
-        fig.suptitle(f"{title} | nprobe {nprobe}", fontsize=8)
+        # Wrapped to the figure's width: the engine and machine must stay readable in full.
+        width = max(60, int(len(workloads) * 4.2 * 16))
+        fig.suptitle(textwrap.fill(f"{title} | nprobe {nprobe}", width), fontsize=8)
         fig.tight_layout()
         path = out_dir / f"latency_vs_rate_nprobe{nprobe}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
