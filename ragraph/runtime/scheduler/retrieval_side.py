@@ -78,6 +78,8 @@ class RetrievalSide:
 
     def _prepared(self, jobs: list[RetJob], future: asyncio.Future) -> None:
         self.preparing = None
+        if future.cancelled():  # the run is closing
+            return
         error = future.exception()
         outcomes = [error] * len(jobs) if error is not None else future.result()
         for job, outcome in zip(jobs, outcomes, strict=True):
