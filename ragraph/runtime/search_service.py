@@ -73,6 +73,17 @@ class SearchService:
                 raise
         return [attempt(self.embed, text) for text in texts]
 
+    def embed_and_probe(self, texts: Sequence[str], nprobes: Sequence[int | None]
+                        ) -> list[tuple[np.ndarray, np.ndarray] | BaseException]:
+        """The queries embedded in one batch and each probed alone: (vector, probe list), or the
+        error that is only that query's."""
+        vectors = self.embed_each(texts)
+        return [v if isinstance(v, BaseException) else attempt(self._with_probe, v, n)
+                for v, n in zip(vectors, nprobes, strict=True)]
+
+    def _with_probe(self, vector: np.ndarray, nprobe: int | None) -> tuple[np.ndarray, np.ndarray]:
+        return vector, self.probe(vector, nprobe)
+
     def probe(self, vector: np.ndarray, nprobe: int | None) -> np.ndarray:
         n = min(nprobe or self.nprobe, self.engine.nlist)
         return self.engine.probe(vector.reshape(1, -1), n)[0]

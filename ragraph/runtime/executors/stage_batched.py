@@ -101,17 +101,15 @@ def search_batch(services: Services, states: list[RequestState]) -> list:
     search = services.search
     results: list = [attempt(_query_of, state) for state in states]
     queried = [i for i, q in enumerate(results) if isinstance(q, str)]
-    vectors = search.embed_each([results[i] for i in queried]) if queried else []
+    nprobes = [states[i].graph.node(states[i].node).nprobe for i in queried]
+    probed = search.embed_and_probe([results[i] for i in queried], nprobes) if queried else []
     tasks, owners = [], []
-    for i, vector in zip(queried, vectors, strict=True):
-        node = states[i].graph.node(states[i].node)
-        try:
-            if isinstance(vector, BaseException):
-                raise vector
-            tasks.append(SearchTask.of(vector, search.probe(vector, node.nprobe)))
+    for i, got in zip(queried, probed, strict=True):
+        if isinstance(got, BaseException):  # this request's query failed; the batch goes on
+            results[i] = got
+        else:
+            tasks.append(SearchTask.of(*got))
             owners.append(i)
-        except Exception as err:  # this request's query failed; the batch goes on
-            results[i] = err
     for k, group in _by_k(states, owners).items():
         step = search.step([tasks[j] for j in group], k)
         for j, partial in zip(group, step.partials, strict=True):

@@ -43,17 +43,14 @@ class Query:
 
 
 def prepare(service: SearchService, queries: Sequence[Query]) -> list[Prepared | BaseException]:
-    """Embed the queries in one batch (the query embedder is batch-invariant), probe each alone."""
-    vectors = service.embed_each([q.text for q in queries])
-    return [v if isinstance(v, BaseException) else _probed(service, q, v)
-            for q, v in zip(queries, vectors, strict=True)]
+    """Embed the queries in one batch (the query embedder is batch-invariant), probe each alone,
+    and put each probe list in the order its retrieval scans."""
+    probed = service.embed_and_probe([q.text for q in queries], [q.nprobe for q in queries])
+    return [p if isinstance(p, BaseException) else _ordered(q, *p)
+            for q, p in zip(queries, probed, strict=True)]
 
 
-def _probed(service: SearchService, query: Query, vector: np.ndarray) -> Prepared | BaseException:
-    try:
-        probe = service.probe(vector, query.nprobe)
-    except Exception as err:
-        return err
+def _ordered(query: Query, vector: np.ndarray, probe: np.ndarray) -> Prepared:
     ordered = reorder(probe, query.history) if query.order == "similarity" else probe
     return Prepared(vector, probe, tuple(int(c) for c in ordered))
 
@@ -99,12 +96,10 @@ def run_cycle(
     service: SearchService, items: Sequence[ScanItem], budget_ms: float, cost: CostModel
 ) -> CycleResult:
     start = time.perf_counter()
-    results: dict[int, ScanResult] = {}
-    ready = list(items)
-    take = _plan(ready, budget_ms, cost)
+    take = _plan(items, budget_ms, cost)
     scanned, on_acc, scan_s = 0, 0, 0.0
     by_k: dict[int, list[ScanItem]] = {}
-    for item in ready:
+    for item in items:
         if take.get(item.key):
             by_k.setdefault(item.k, []).append(item)
     partial_of: dict[int, TopK] = {}
@@ -115,12 +110,10 @@ def run_cycle(
         on_acc += step.stats.vectors_on_accelerator
         scan_s += step.stats.seconds
         partial_of.update({item.key: p for item, p in zip(group, step.partials, strict=True)})
-    for item in ready:
-        results[item.key] = _advance(service, item, take.get(item.key, ()), partial_of.get(item.key))
-    return CycleResult(
-        tuple(results[i.key] for i in items), take_ms(take, cost), scan_s,
-        time.perf_counter() - start, scanned, on_acc,
-    )
+    results = tuple(_advance(service, item, take.get(item.key, ()), partial_of.get(item.key))
+                    for item in items)
+    return CycleResult(results, take_ms(take, cost), scan_s, time.perf_counter() - start, scanned,
+                       on_acc)
 
 
 def take_ms(take: dict[int, tuple[int, ...]], cost: CostModel) -> float:
