@@ -26,7 +26,7 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> np.ndarray: ...
 
 
 class PassageLookup(Protocol):
@@ -56,28 +56,33 @@ class SearchService:
     def embed(self, text: str) -> np.ndarray:
         return self.embed_many([text])[0]
 
-    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_many(self, texts: Sequence[str], threads: int | None = None) -> np.ndarray:
+        """`threads`: cores for this call, for a caller that owns them meanwhile (nothing else
+        of its own scans); None keeps the embedder's own setting."""
         with self._embed_lock:
             start = time.perf_counter()
             try:
-                return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+                vectors = self.embedder.embed(list(texts), threads=threads)
+                return np.asarray(vectors, dtype=np.float32)
             finally:
                 self.embed_seconds += time.perf_counter() - start
 
-    def embed_each(self, texts: Sequence[str]) -> list[np.ndarray | BaseException]:
+    def embed_each(self, texts: Sequence[str], threads: int | None = None
+                   ) -> list[np.ndarray | BaseException]:
         """One batch; when it fails, each text alone, so a failure is only its own text's."""
         try:
-            return list(self.embed_many(texts))
+            return list(self.embed_many(texts, threads))
         except Exception:
             if len(texts) == 1:
                 raise
-        return [attempt(self.embed, text) for text in texts]
+        return [attempt(lambda t: self.embed_many([t], threads)[0], text) for text in texts]
 
-    def embed_and_probe(self, texts: Sequence[str], nprobes: Sequence[int | None]
+    def embed_and_probe(self, texts: Sequence[str], nprobes: Sequence[int | None],
+                        threads: int | None = None
                         ) -> list[tuple[np.ndarray, np.ndarray] | BaseException]:
         """The queries embedded in one batch and each probed alone: (vector, probe list), or the
         error that is only that query's."""
-        vectors = self.embed_each(texts)
+        vectors = self.embed_each(texts, threads)
         return [v if isinstance(v, BaseException) else attempt(self._with_probe, v, n)
                 for v, n in zip(vectors, nprobes, strict=True)]
 
@@ -88,8 +93,8 @@ class SearchService:
         n = min(nprobe or self.nprobe, self.engine.nlist)
         return self.engine.probe(vector.reshape(1, -1), n)[0]
 
-    def step(self, tasks: Sequence[SearchTask], k: int) -> StepResult:
-        return self.engine.search_step(tasks, k)
+    def step(self, tasks: Sequence[SearchTask], k: int, spread: bool = True) -> StepResult:
+        return self.engine.search_step(tasks, k, spread)
 
     def finish(self, vector: np.ndarray, probe: np.ndarray, partials: Sequence[TopK], k: int) -> TopK:
         return self.engine.finish(vector, probe, partials, k)
@@ -101,7 +106,9 @@ class SearchService:
         """One-shot exact search for one query (what the baseline executors call)."""
         vector = self.embed(text)
         probe = self.probe(vector, nprobe)
-        result = self.step([SearchTask.of(vector, probe)], k)
+        # One query on one thread, as faiss's own `search` runs it: a thread pool's concurrency
+        # comes from its threads.
+        result = self.step([SearchTask.of(vector, probe)], k, spread=False)
         return self.passages(self.finish(vector, probe, result.partials, k))
 
 

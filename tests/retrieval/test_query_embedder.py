@@ -36,3 +36,19 @@ def test_query_vectors_match_the_passage_embedder_closely(query_embedder, embedd
     """Queries are computed in float64, passages in float32: the same embedding to ~1e-7."""
     questions = nq_questions(data_dir, 16)
     assert np.abs(query_embedder.embed(questions) - embedder.embed(questions)).max() < 1e-5
+
+
+def test_query_vectors_do_not_depend_on_the_thread_count(query_embedder, data_dir):
+    """The wavefront embeds on all the search cores, the thread-pool baseline on one: both must
+    see the same vectors. The call's thread count is its own: the setting is restored after."""
+    import torch
+
+    questions = nq_questions(data_dir, 48)
+    before = torch.get_num_threads()
+    one = query_embedder.embed(questions, threads=1)
+    assert torch.get_num_threads() == before
+    for threads in (2, 3):
+        many = query_embedder.embed(questions, threads=threads)
+        same = (many == one).all(axis=1)
+        assert same.all(), f"{threads} threads: {int((~same).sum())} vectors differ"
+        assert torch.get_num_threads() == before

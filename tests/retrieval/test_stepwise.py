@@ -172,3 +172,47 @@ def test_matches_faiss_default_parallel_mode(random_engine, random_vectors):
     rng = np.random.default_rng(8)
     queries = queries_from(rng, random_vectors, 64)
     assert_identical(stepwise(random_engine, queries, 10, 24, 5, rng), default.search(queries, 10))
+
+
+@pytest.fixture
+def omp_threads():
+    """Set faiss's OpenMP threads for one test and restore them after."""
+    before = faiss.omp_get_max_threads()
+    yield faiss.omp_set_num_threads
+    faiss.omp_set_num_threads(before)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+def test_steps_spread_over_threads_change_no_result(random_engine, random_vectors, omp_threads,
+                                                     threads):
+    """A step of one long task and a few short ones is cut over the threads (see `split`); every
+    partial holds what the uncut row holds, and whole searches equal faiss's."""
+    omp_threads(threads)
+    rng = np.random.default_rng(threads)
+    queries = queries_from(rng, random_vectors, 6)
+    probe = random_engine.probe(queries, 32)
+    tasks = [SearchTask.of(queries[0], probe[0])] + [
+        SearchTask.of(q, p[:2]) for q, p in zip(queries[1:], probe[1:], strict=True)]
+    spread = random_engine.search_step(tasks, 10).partials
+    alone = random_engine.search_step(tasks, 10, spread=False).partials
+    for got, want, task in zip(spread, alone, tasks, strict=True):
+        np.testing.assert_array_equal(got.ids, want.ids)
+        np.testing.assert_array_equal(got.distances, want.distances)
+        np.testing.assert_array_equal(np.sort(got.clusters), np.sort(task.clusters))
+    want = reference(random_engine, queries, 10, 32)
+    assert_identical(stepwise(random_engine, queries, 10, 32, 1, rng), want)
+
+
+def test_spread_steps_keep_exact_ties(tie_vectors, omp_threads):
+    """Every vector four times: a cut row's pieces are merged like partials, and `finish`
+    re-scans the tied queries, so results stay faiss's."""
+    omp_threads(4)
+    ids = np.random.default_rng(2).permutation(tie_vectors.shape[0]).astype(np.int64)
+    engine = FaissIVFEngine(make_ivf(tie_vectors, 16, "l2", ids=ids))
+    queries = tie_vectors[::97][:12]
+    want = reference(engine, queries, 6, 8)
+    for q, row, d, i in zip(queries, engine.probe(queries, 8), *want, strict=True):
+        step = engine.search_step([SearchTask.of(q, row)], 6)
+        got = engine.finish(q, row, step.partials, 6)
+        np.testing.assert_array_equal(got.ids, i)
+        np.testing.assert_array_equal(got.distances, d)

@@ -20,7 +20,7 @@ class HashEmbedder:
     name = "hash"
     dim = DIM
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], threads: int | None = None) -> np.ndarray:
         out = np.empty((len(texts), DIM), dtype=np.float32)
         for i, text in enumerate(texts):
             seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")

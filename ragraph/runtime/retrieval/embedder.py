@@ -17,8 +17,9 @@ answer; passages (index builds) stay in float32.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,9 +59,16 @@ class Embedder:
         self._model = _load_model(self._config)
 
     def embed(
-        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+        threads: int | None = None,
     ) -> np.ndarray:
-        """Embed `texts` in batches; `progress(n)` is called after each batch of n texts."""
+        """Embed `texts` in batches; `progress(n)` is called after each batch of n texts.
+        `threads`: torch intra-op threads for this call only (torch's setting is per process, so
+        callers that embed from several threads must serialize their calls)."""
+        with _torch_threads(threads):
+            return self._embed(texts, progress)
+
+    def _embed(self, texts: Sequence[str], progress: Callable[[int], None] | None) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         size = self._config.batch_size
         # Batches of similar length waste little compute on padding (a batch runs at the length
@@ -81,6 +89,21 @@ class Embedder:
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    if threads is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def query_embedder(threads: int | None = None) -> Embedder:

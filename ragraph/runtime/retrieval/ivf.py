@@ -18,6 +18,7 @@ import numpy as np
 from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.runtime.retrieval.merge import check_coverage, merge_partials
 from ragraph.runtime.retrieval.protocol import Metric, SearchTask, StepResult, StepStats, TopK
+from ragraph.runtime.retrieval.split import balance
 
 # Split over queries, one heap per query scanning its lists in order (see module docstring).
 PARALLEL_OVER_QUERIES = 3
@@ -96,24 +97,45 @@ class FaissIVFEngine:
         _, assign = self._ivf.quantizer.search(x, nprobe)
         return assign.astype(np.int64, copy=False)
 
-    def search_step(self, tasks: Sequence[SearchTask], k: int) -> StepResult:
-        return self.search_step_selected(tasks, k, selector=None, on_accelerator=0)
+    def search_step(self, tasks: Sequence[SearchTask], k: int, spread: bool = True) -> StepResult:
+        return self.search_step_selected(tasks, k, selector=None, on_accelerator=0, spread=spread)
 
     def search_step_selected(
-        self, tasks: Sequence[SearchTask], k: int, selector, on_accelerator: int
+        self, tasks: Sequence[SearchTask], k: int, selector, on_accelerator: int,
+        spread: bool = True,
     ) -> StepResult:
-        """`search_step` with an optional faiss IDSelector (the hot cache's re-scoring uses it)."""
+        """`search_step` with an optional faiss IDSelector (the hot cache's re-scoring uses it).
+        `spread`: cut long tasks so the step uses every OpenMP thread (see `split`); without it
+        each task is one row on one thread, as faiss's own `search` runs a single query."""
         _check_k(k)
         if not tasks:
             return StepResult([], StepStats(0, on_accelerator))
-        x = self._queries(np.stack([t.query for t in tasks]))
-        assign = self._assignment(tasks)
+        import faiss
+
+        self._check_clusters(tasks)
+        threads = faiss.omp_get_max_threads() if spread else 1
+        layout = balance([t.clusters for t in tasks], self._sizes, threads)
+        rows = [SearchTask(tasks[max(t, 0)].query, c) for t, c in
+                zip(layout.owner, layout.clusters, strict=True)]
+        x = self._queries(np.stack([r.query for r in rows]))
+        assign = self._assignment(rows)
         t0 = time.perf_counter()
         dist, ids = self._scan(x, assign, k + 1, selector)
         elapsed = time.perf_counter() - t0
         scanned = int(self._sizes[assign[assign >= 0]].sum())
-        partials = [TopK(dist[i], ids[i], tasks[i].clusters.copy()) for i in range(len(tasks))]
+        pieces: list[list[TopK]] = [[] for _ in tasks]
+        for r, t in enumerate(layout.owner):
+            if t >= 0:
+                pieces[t].append(TopK(dist[r], ids[r], layout.clusters[r]))
+        partials = [self._join(p, tasks[i].clusters, k + 1) for i, p in enumerate(pieces)]
         return StepResult(partials, StepStats(scanned, on_accelerator, elapsed))
+
+    def _join(self, pieces: list[TopK], clusters: np.ndarray, size: int) -> TopK:
+        """One task's partial top-(k+1) from the rows it was cut into (the exact merge)."""
+        if len(pieces) == 1:
+            return TopK(pieces[0].distances, pieces[0].ids, clusters.copy())
+        merged = merge_partials(pieces, size, self._metric).topk
+        return TopK(merged.distances, merged.ids, clusters.copy())
 
     def finish(
         self, query: np.ndarray, probe: np.ndarray, partials: Sequence[TopK], k: int
@@ -189,19 +211,19 @@ class FaissIVFEngine:
 
     def _assignment(self, tasks: Sequence[SearchTask]) -> np.ndarray:
         """The tasks' clusters as rows of an (n, widest) matrix padded with -1 (vectorized)."""
-        lengths = np.fromiter((t.clusters.shape[0] for t in tasks), np.int64, len(tasks))
-        flat = (
-            np.concatenate([t.clusters for t in tasks]) if lengths.sum() else np.empty(0, np.int64)
-        )
-        if flat.size and (flat.min() < 0 or flat.max() >= self.nlist):
-            bad = int(np.flatnonzero((flat < 0) | (flat >= self.nlist))[0])
-            task = int(np.searchsorted(np.cumsum(lengths), bad, side="right"))
-            raise ConfigError("clusters", f"task {task} names clusters outside [0, {self.nlist})")
+        lengths, flat = _flatten(tasks)
         assign = np.full((len(tasks), int(lengths.max(initial=0))), -1, dtype=np.int64)
         rows = np.repeat(np.arange(len(tasks)), lengths)
         cols = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         assign[rows, cols] = flat
         return assign
+
+    def _check_clusters(self, tasks: Sequence[SearchTask]) -> None:
+        lengths, flat = _flatten(tasks)
+        if flat.size and (flat.min() < 0 or flat.max() >= self.nlist):
+            bad = int(np.flatnonzero((flat < 0) | (flat >= self.nlist))[0])
+            task = int(np.searchsorted(np.cumsum(lengths), bad, side="right"))
+            raise ConfigError("clusters", f"task {task} names clusters outside [0, {self.nlist})")
 
     def _queries(self, queries: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(queries, dtype=np.float32)
@@ -217,6 +239,13 @@ class FaissIVFEngine:
         if not 1 <= nprobe <= self.nlist:
             raise ConfigError("nprobe", f"must be in [1, {self.nlist}], got {nprobe}")
         return int(nprobe)
+
+
+def _flatten(tasks: Sequence[SearchTask]) -> tuple[np.ndarray, np.ndarray]:
+    """Each task's cluster count, and all their clusters in one array."""
+    lengths = np.fromiter((t.clusters.shape[0] for t in tasks), np.int64, len(tasks))
+    flat = np.concatenate([t.clusters for t in tasks]) if lengths.sum() else np.empty(0, np.int64)
+    return lengths, flat
 
 
 def _check_k(k: int) -> None:

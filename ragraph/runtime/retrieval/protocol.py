@@ -107,8 +107,9 @@ class SearchEngine(Protocol):
         """Each query's clusters, nearest centroid first: shape (n, nprobe), int64."""
         ...
 
-    def search_step(self, tasks: Sequence[SearchTask], k: int) -> StepResult:
-        """Search all tasks in one multi-threaded call; one partial top-(k+1) per task."""
+    def search_step(self, tasks: Sequence[SearchTask], k: int, spread: bool = True) -> StepResult:
+        """Search all tasks in one multi-threaded call; one partial top-(k+1) per task.
+        `spread=False`: each task on one thread (a single query as faiss's `search` runs it)."""
         ...
 
     def finish(

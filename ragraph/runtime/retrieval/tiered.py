@@ -75,7 +75,7 @@ class TieredEngine:
         out = [self.finish(q, p, [t], k) for q, p, t in zip(x, probe, step.partials, strict=True)]
         return np.stack([t.distances for t in out]), np.stack([t.ids for t in out])
 
-    def search_step(self, tasks: Sequence[SearchTask], k: int) -> StepResult:
+    def search_step(self, tasks: Sequence[SearchTask], k: int, spread: bool = True) -> StepResult:
         snap = self._cache.resident
         sizes = self._base.cluster_sizes()
         resident = [
@@ -83,14 +83,14 @@ class TieredEngine:
         ]
         on_acc = int(sum(int(sizes[r].sum()) for r in resident))
         if on_acc == 0:
-            step = self._base.search_step(tasks, k)
+            step = self._base.search_step(tasks, k, spread)
         else:
             candidates, rows = _candidates(snap, tasks, resident, k + 1, self.metric)
             bitmap = self._bitmap(rows, candidates)
             import faiss
 
             selector = faiss.IDSelectorBitmap(bitmap)
-            step = self._base.search_step_selected(tasks, k, selector, on_acc)
+            step = self._base.search_step_selected(tasks, k, selector, on_acc, spread)
         clusters = np.concatenate([t.clusters for t in tasks]) if tasks else np.empty(0, np.int64)
         self._cache.record_step(clusters, step.stats.vectors_scanned, on_acc)
         return step
