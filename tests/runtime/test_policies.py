@@ -64,3 +64,13 @@ def test_cache_refresh_and_prefetch_budget():
 def test_running_mean():
     m = p.RunningMean(alpha=0.5)
     assert m.add(10.0) == 10.0 and m.add(20.0) == 15.0
+
+
+def test_loaded_budget_bounds_the_step_overhead():
+    # Idle search: the sqrt rule stands.
+    assert p.loaded_budget_ms(10.0, 4.0, backlog_ms=5.0) == 10.0
+    # A backlog: beta is at most a tenth of a step, never more than the backlog itself.
+    assert p.loaded_budget_ms(10.0, 4.0, backlog_ms=500.0) == pytest.approx(36.0)
+    assert p.loaded_budget_ms(10.0, 4.0, backlog_ms=20.0) == 20.0
+    with pytest.raises(ValueError):
+        p.loaded_budget_ms(10.0, -1.0, backlog_ms=1.0)

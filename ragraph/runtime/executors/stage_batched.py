@@ -102,7 +102,9 @@ def search_batch(services: Services, states: list[RequestState]) -> list:
     results: list = [attempt(_query_of, state) for state in states]
     queried = [i for i, q in enumerate(results) if isinstance(q, str)]
     nprobes = [states[i].graph.node(states[i].node).nprobe for i in queried]
-    probed = search.embed_and_probe([results[i] for i in queried], nprobes) if queried else []
+    # The search stage has the search cores to itself: its embedding uses them all.
+    probed = (search.embed_and_probe([results[i] for i in queried], nprobes,
+                                     services.search_threads) if queried else [])
     tasks, owners = [], []
     for i, got in zip(queried, probed, strict=True):
         if isinstance(got, BaseException):  # this request's query failed; the batch goes on

@@ -10,10 +10,11 @@ thread contention and cache effects the benchmark did not see.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,6 +33,8 @@ class CostModel:
     # EWMA weight of the newest measured/predicted ratio: ~10 steps of memory, so one slow step
     # (a page fault, a GC pause) moves the budget by at most 20%.
     alpha: float = 0.2
+    # Per-cluster milliseconds, computed once: the scheduler prices thousands of clusters a step.
+    _ms: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.dim <= 0:
@@ -43,20 +46,32 @@ class CostModel:
             raise ConfigError("scale", f"must be positive, got {self.scale}")
         if not 0 < self.alpha <= 1:
             raise ConfigError("alpha", f"must be in (0, 1], got {self.alpha}")
+        ns = self.ns_per_element * np.asarray(self.sizes, dtype=np.float64) * self.dim
+        object.__setattr__(self, "_ms", (ns + self.ns_per_cluster) / 1e6)
 
     def cluster_ms(self, cluster: int) -> float:
-        ns = self.ns_per_element * self.sizes[cluster] * self.dim + self.ns_per_cluster
-        return self.scale * ns / 1e6
+        return self.scale * float(self._ms[cluster])
 
-    def clusters_ms(self, clusters: Sequence[int]) -> float:
-        return sum(self.cluster_ms(int(c)) for c in clusters)
+    def each_ms(self, clusters: Sequence[int] | np.ndarray) -> np.ndarray:
+        return self.scale * self._ms[np.asarray(clusters, dtype=np.int64)]
+
+    @property
+    def mean_cluster_ms(self) -> float:
+        return self.scale * float(self._ms.mean()) if self._ms.size else 0.0
+
+    def clusters_ms(self, clusters: Sequence[int] | np.ndarray) -> float:
+        return float(self.each_ms(clusters).sum()) if len(clusters) else 0.0
 
     def observe(self, predicted_ms: float, measured_ms: float) -> CostModel:
         """The model after a step predicted at `predicted_ms` took `measured_ms`."""
         if predicted_ms <= 0 or measured_ms <= 0:
             return self
         ratio = measured_ms / (predicted_ms / self.scale)
-        return replace(self, scale=(1 - self.alpha) * self.scale + self.alpha * ratio)
+        # A copy, not `replace`: the per-cluster table does not depend on the scale, and
+        # rebuilding it after every step cost the scheduler loop ~1 ms.
+        model = copy.copy(self)
+        object.__setattr__(model, "scale", (1 - self.alpha) * self.scale + self.alpha * ratio)
+        return model
 
 
 @dataclass(frozen=True)
@@ -100,20 +115,22 @@ def plan_step(pending: Sequence[Pending], budget_ms: float, cost: CostModel) -> 
     remaining = [cost.clusters_ms(p.clusters) for p in pending]
     order = sorted(range(len(pending)),
                    key=lambda i: (pending[i].waited < STARVATION_STEPS, remaining[i], i))
-    taken: list[list[int]] = [[] for _ in pending]
+    taken: dict[int, int] = {}
     spent = 0.0
     for i in order:
-        for c in pending[i].clusters:
-            ms = cost.cluster_ms(c)
-            if spent + ms > budget_ms and spent > 0:
-                return _plan(pending, taken, spent)
-            taken[i].append(c)
-            spent += ms
-    return _plan(pending, taken, spent)
-
-
-def _plan(pending: Sequence[Pending], taken: list[list[int]], spent: float) -> StepPlan:
-    take = tuple((p.key, tuple(t)) for p, t in zip(pending, taken, strict=True) if t)
+        clusters = pending[i].clusters
+        if not clusters:
+            continue
+        # Running total after each cluster, added in the same order as one at a time.
+        running = np.cumsum(np.concatenate(([spent], cost.each_ms(clusters))))[1:]
+        fits = int(np.searchsorted(running, budget_ms, side="right"))
+        n = max(fits, 1) if spent == 0 else fits
+        if n:
+            taken[i] = n
+            spent = float(running[n - 1])
+        if n < len(clusters):
+            break
+    take = tuple((pending[i].key, tuple(pending[i].clusters[:n])) for i, n in sorted(taken.items()))
     return StepPlan(take, spent)
 
 

@@ -37,6 +37,24 @@ def retrieval_budget_ms(beta_ms: float, mean_retrieval_ms: float, floor_ms: floa
     return min(max(math.sqrt(2.0 * beta_ms * mean_retrieval_ms), floor_ms), mean_retrieval_ms)
 
 
+# Under load, the most of a search step's time that may go to its fixed overhead β.
+LOADED_OVERHEAD_SHARE = 0.1
+
+
+def loaded_budget_ms(budget_ms: float, beta_ms: float, backlog_ms: float) -> float:
+    """The sub-stage budget while retrievals queue behind the search.
+
+    sqrt(2·β·t_R) weighs one retrieval's wait against its own overhead; with a backlog, every
+    step's β delays all the queued retrievals and is lost search capacity (measured: β ≈ 4 ms
+    against 10 ms budgets, 28% of the search thread). So while the backlog exceeds one step, the
+    budget grows until β is at most `LOADED_OVERHEAD_SHARE` of a step, never past the backlog.
+    """
+    if budget_ms < 0 or beta_ms < 0 or backlog_ms < 0:
+        raise ValueError("budget, beta and backlog must be non-negative")
+    share = LOADED_OVERHEAD_SHARE
+    return max(budget_ms, min(beta_ms * (1 - share) / share, backlog_ms))
+
+
 @dataclass(frozen=True)
 class SpeculationCandidate:
     """A request whose next stage could start early; `drift` measures how much its partial

@@ -42,10 +42,12 @@ class Query:
     history: History
 
 
-def prepare(service: SearchService, queries: Sequence[Query]) -> list[Prepared | BaseException]:
-    """Embed the queries in one batch (the query embedder is batch-invariant), probe each alone,
-    and put each probe list in the order its retrieval scans."""
-    probed = service.embed_and_probe([q.text for q in queries], [q.nprobe for q in queries])
+def prepare(service: SearchService, queries: Sequence[Query], threads: int | None = None
+            ) -> list[Prepared | BaseException]:
+    """Embed the queries in one batch (the query embedder is batch-invariant) on `threads`
+    cores, probe each alone, and put each probe list in the order its retrieval scans."""
+    probed = service.embed_and_probe([q.text for q in queries], [q.nprobe for q in queries],
+                                     threads)
     return [p if isinstance(p, BaseException) else _ordered(q, *p)
             for q, p in zip(queries, probed, strict=True)]
 
@@ -140,7 +142,8 @@ def _advance(service: SearchService, item: ScanItem, searched: tuple[int, ...],
             final = service.finish(item.vector, item.probe, partials, item.k)
             return ScanResult(item.key, searched, partial, (), final, service.passages(final))
         partial_passages = None
-        if item.want_partial and partials:
+        # Only a step that searched this retrieval can change its partial top-k.
+        if item.want_partial and partial is not None:
             merged = merge_partials(partials, item.k, service.engine.metric).topk
             partial_passages = service.passages(merged)
         return ScanResult(item.key, searched, partial, remaining,

@@ -180,7 +180,7 @@ class _Run:
                 effects.apply_retrieval(job.node, job.state.variables, result.passages)
                 job.state.retrievals.append(result.passages)
                 self._advance(job.state)
-            elif result.passages is None and job.partial_passages is not None:
+            elif result.partial_passages is not None:
                 self._speculate(job)
 
     def _engine_has_room(self) -> bool:
