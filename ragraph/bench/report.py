@@ -79,7 +79,7 @@ def targets_table(targets: Sequence[R.Target], shares: dict[tuple[str, int], flo
                                            " (OUTSIDE 20-60%)")
         table.add_row(t.workload, str(t.nprobe), t.baseline, f">= {t.want:.1f}x", _x(t.got),
                       t.verdict(), _pct(share) + regime,
-                      R.why_missed(t, share, busy.get((t.workload, t.nprobe)), cores))
+                      R.why_missed(t, share, busy.get((t.workload, t.nprobe), {}), cores))
     return table
 
 

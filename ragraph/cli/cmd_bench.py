@@ -41,8 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rate-points", type=int, help="rates in the automatic sweep (5)")
     p.add_argument("--window", type=float, help="seconds of arrivals per online run (20)")
     p.add_argument("--requests", type=int, help="requests per offline run (64)")
-    p.add_argument("--concurrency", "-c", type=int, default=16,
-                   help="requests in flight, the same for every executor (16)")
+    p.add_argument("--concurrency", "-c", type=int, default=64,
+                   help="requests in flight, the same for every executor (64)")
     p.add_argument("--no-offline", action="store_true", help="online runs only (needs --rates)")
     p.add_argument("--no-mix", action="store_true", help="skip the random mix of the workflows")
     p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")

@@ -46,13 +46,17 @@ def test_targets_say_met_or_by_how_much_they_missed():
     seq = found["sequential"]
     assert not seq.met and seq.want == 1.5
     assert seq.verdict() == "MISSED by 20% (1.20x < 1.5x)"
-    cpu_bound, embed_bound, neither = R.Busy(0.95, 0.3), R.Busy(0.7, 0.9), R.Busy(0.5, 0.3)
-    assert "only 10%" in R.why_missed(seq, 0.1, cpu_bound, cores=2)
-    assert "CPU-bound: the 2 cores were 95% busy" in R.why_missed(seq, 0.4, cpu_bound, cores=2)
-    assert "embedder-bound: the query embedder ran 90%" in R.why_missed(seq, 0.4, embed_bound,
-                                                                        cores=2)
-    assert "not explained" in R.why_missed(seq, 0.4, neither, cores=2)
-    assert R.why_missed(found["stage-batched"], 0.4, cpu_bound, cores=2) == ""
+    hot, embed_bound, idle = R.Busy(0.95, 0.3), R.Busy(0.7, 0.9), R.Busy(0.5, 0.3)
+    assert "only 10%" in R.why_missed(seq, 0.1, {"ragraph": hot}, cores=2)
+    both = R.why_missed(seq, 0.4, {"ragraph": hot, "sequential": embed_bound}, cores=2)
+    assert "sequential ran out of query embedder first (busy 90%" in both
+    assert "CPU-bound" in both and "2 cores, which were 95% busy" in both
+    assert "CPU-bound" in R.why_missed(seq, 0.4, {"ragraph": hot, "sequential": idle}, cores=2)
+    assert "embedder ran 90% of the time offline, but ragraph was not CPU-bound" in R.why_missed(
+        seq, 0.4, {"ragraph": idle, "sequential": embed_bound}, cores=2)
+    assert "not explained" in R.why_missed(seq, 0.4, {"ragraph": idle, "sequential": idle},
+                                           cores=2)
+    assert R.why_missed(found["stage-batched"], 0.4, {"ragraph": hot}, cores=2) == ""
     assert R.targets(points, "llamacpp") == []  # llama.cpp: only hyde and irg, from offline rows
 
 
