@@ -70,7 +70,8 @@ def targets_table(targets: Sequence[R.Target], shares: dict[tuple[str, int], flo
     table = Table(title="Targets (issue 7) and the retrieval share of sequential requests",
                   caption=caption)
     cores = detect().cores
-    for col in ("workload", "nprobe", "vs", "target", "measured", "verdict", "retrieval share",
+    for col in ("workload", "nprobe", "vs", "target", "measured", "verdict",
+                "retrieval share (least loaded run)",
                 "why (when missed)"):
         table.add_column(col, overflow="fold")
     for t in targets:

@@ -69,10 +69,11 @@ def test_llamacpp_target_is_offline_requests_per_second_over_sequential():
     assert target.got == pytest.approx(1.3) and target.met
 
 
-def test_sequential_retrieval_share_prefers_the_offline_run():
-    rows = [row("sequential", 4.0, 1, 1, share=0.5), row("sequential", None, 1, 1, share=0.3),
-            row("ragraph", None, 1, 1, share=0.9)]
+def test_sequential_retrieval_share_comes_from_the_least_loaded_run():
+    rows = [row("sequential", 4.0, 1, 1, share=0.5), row("sequential", None, 1, 1, share=0.9),
+            row("sequential", 2.0, 1, 1, share=0.3), row("ragraph", 1.0, 1, 1, share=0.1)]
     assert R.sequential_retrieval_share(rows) == {("oneshot", 32): 0.3}
+    assert R.sequential_retrieval_share(rows[1:2]) == {("oneshot", 32): 0.9}  # offline only
 
 
 def test_auto_rates_bracket_the_offline_throughputs():
