@@ -41,16 +41,16 @@ def balance(tasks: Sequence[np.ndarray], sizes: np.ndarray, threads: int) -> Lay
     weight = sizes[flat].astype(np.float64) + 1  # +1 per list: its fixed overhead
     if threads < 2 or flat.size < 2:
         return Layout(tuple(range(len(tasks))), tuple(tasks))
-    owner_of = np.repeat(np.arange(len(tasks)), lengths)
+    ends = np.cumsum(lengths)
+    starts = ends - np.asarray(lengths)
     running = np.cumsum(weight)
     cuts = np.searchsorted(running, running[-1] * np.arange(1, threads) / threads, side="left")
     blocks: list[list[tuple[int, np.ndarray]]] = []
     for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, flat.size], strict=True):
-        rows = []
-        for t in np.unique(owner_of[lo:hi]):  # a task's clusters are contiguous in `flat`
-            mask = owner_of[lo:hi] == t
-            rows.append((int(t), flat[lo:hi][mask]))
-        blocks.append(rows)
+        # The tasks whose run of `flat` overlaps [lo, hi), each clipped to it.
+        first, last = np.searchsorted(ends, lo, side="right"), np.searchsorted(starts, hi)
+        blocks.append([(t, flat[max(starts[t], lo):min(ends[t], hi)])
+                       for t in range(first, last) if min(ends[t], hi) > max(starts[t], lo)])
     # Tasks without clusters still get a row (an empty partial), in the first block.
     present = {t for rows in blocks for t, _ in rows}
     empty = np.empty(0, dtype=np.int64)
