@@ -19,7 +19,13 @@ import numpy as np
 
 from ragraph.errors import SearchIndexError
 from ragraph.ir.values import Passages
-from ragraph.runtime.retrieval.protocol import SearchEngine, SearchTask, StepResult, TopK
+from ragraph.runtime.retrieval.protocol import (
+    ScanOrder,
+    SearchEngine,
+    SearchTask,
+    StepResult,
+    TopK,
+)
 
 
 class Embedder(Protocol):
@@ -93,8 +99,9 @@ class SearchService:
         n = min(nprobe or self.nprobe, self.engine.nlist)
         return self.engine.probe(vector.reshape(1, -1), n)[0]
 
-    def step(self, tasks: Sequence[SearchTask], k: int, spread: bool = True) -> StepResult:
-        return self.engine.search_step(tasks, k, spread)
+    def step(self, tasks: Sequence[SearchTask], k: int,
+             order: ScanOrder = ScanOrder.BALANCED) -> StepResult:
+        return self.engine.search_step(tasks, k, order)
 
     def finish(self, vector: np.ndarray, probe: np.ndarray, partials: Sequence[TopK], k: int) -> TopK:
         return self.engine.finish(vector, probe, partials, k)
@@ -108,7 +115,7 @@ class SearchService:
         probe = self.probe(vector, nprobe)
         # One query on one thread, as faiss's own `search` runs it: a thread pool's concurrency
         # comes from its threads.
-        result = self.step([SearchTask.of(vector, probe)], k, spread=False)
+        result = self.step([SearchTask.of(vector, probe)], k, ScanOrder.QUERY)
         return self.passages(self.finish(vector, probe, result.partials, k))
 
 

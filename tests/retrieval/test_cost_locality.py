@@ -65,6 +65,32 @@ def test_plan_respects_cluster_sizes():
     assert plan_step([Pending("b", (0,))], 0.05, model).take == (("b", (0,)),)
 
 
+def test_retrievals_left_behind_join_the_lists_the_step_scans():
+    # "c" and "b" fit; "a" gets one cluster, then the budget ends the filling. "a" and "d"
+    # (whose first list nobody else scans) take the step's lists they also probe, at the price
+    # of a rescan.
+    pending = [Pending("a", (0, 1, 5, 6)), Pending("b", (4, 5)), Pending("c", (6,)),
+               Pending("d", (7, 4, 3, 6))]
+    plan = plan_step(pending, 4.0, UNIT)
+    assert plan.take == (("a", (0, 5, 6)), ("b", (4, 5)), ("c", (6,)), ("d", (4, 6)))
+    rescan = UNIT.rescan_share
+    assert plan.predicted_ms == pytest.approx(4.0 + 4 * rescan)
+    # The rescans get half the budget again: at 2 ms, "a" joins list 6 (0.45 ms of 1 ms), and
+    # "d" (4 and 6, 0.9 ms) no longer fits.
+    tight = plan_step(pending, 2.0, UNIT)
+    assert tight.take == (("a", (6,)), ("b", (4,)), ("c", (6,)))
+    assert tight.predicted_ms == pytest.approx(2.0 + rescan)
+    # Nothing left behind: the step scans exactly what was asked.
+    assert plan_step(pending[1:3], 4.0, UNIT).take == (("b", (4, 5)), ("c", (6,)))
+
+
+def test_step_cost_prices_repeated_lists_as_rescans():
+    assert UNIT.step_ms(np.array([0, 1, 1, 1, 2])) == pytest.approx(3 + 2 * UNIT.rescan_share)
+    assert UNIT.step_ms(np.array([], np.int64)) == 0.0
+    with pytest.raises(ConfigError, match="rescan_share"):
+        CostModel(sizes=(1,), dim=4, rescan_share=0.0)
+
+
 def test_cost_model_follows_measurements():
     model = UNIT
     for _ in range(40):

@@ -8,7 +8,7 @@ import pytest
 from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
 from ragraph.runtime.retrieval.ivf import FaissIVFEngine
-from ragraph.runtime.retrieval.protocol import SearchEngine, SearchTask
+from ragraph.runtime.retrieval.protocol import ScanOrder, SearchEngine, SearchTask
 from ragraph.runtime.retrieval.tiered import TieredEngine
 
 from .helpers import make_ivf, queries_from
@@ -28,12 +28,13 @@ def test_tiered_engine_satisfies_protocol(tiered):
     assert isinstance(tiered, SearchEngine)
 
 
-def test_exact_before_and_after_swaps(tiered, random_vectors):
+@pytest.mark.parametrize("scan", list(ScanOrder))
+def test_exact_before_and_after_swaps(tiered, random_vectors, scan):
     rng = np.random.default_rng(10)
     for round_ in range(4):
         queries = queries_from(rng, random_vectors, 24)
         want = reference(tiered.cache._engine, queries, 10, 16)
-        assert_identical(stepwise(tiered, queries, 10, 16, 3 + round_, rng), want)
+        assert_identical(stepwise(tiered, queries, 10, 16, 3 + round_, rng, scan=scan), want)
         tiered.cache.wait_for_swap()
     stats = tiered.cache.stats()
     assert stats.swaps >= 1 and len(tiered.cache.resident.tiles) == 16

@@ -8,12 +8,12 @@ import pytest
 from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.runtime.retrieval.ivf import FaissIVFEngine
 from ragraph.runtime.retrieval.merge import merge_partials
-from ragraph.runtime.retrieval.protocol import Metric, SearchEngine, SearchTask, TopK
+from ragraph.runtime.retrieval.protocol import Metric, ScanOrder, SearchEngine, SearchTask, TopK
 
 from .helpers import faiss, make_ivf, queries_from
 
 
-def stepwise(engine, queries, k, nprobe, n_steps, rng, shuffle=True):
+def stepwise(engine, queries, k, nprobe, n_steps, rng, shuffle=True, scan=ScanOrder.BALANCED):
     """All queries advance together: step j searches chunk j of every query's (shuffled) probes."""
     probe = engine.probe(queries, nprobe)
     chunks = []
@@ -25,7 +25,8 @@ def stepwise(engine, queries, k, nprobe, n_steps, rng, shuffle=True):
     for j in range(max(len(c) for c in chunks)):
         live = [i for i, c in enumerate(chunks) if j < len(c)]
         tasks = [SearchTask.of(queries[i], chunks[i][j]) for i in live]
-        for i, part in zip(live, engine.search_step(tasks, k).partials, strict=True):
+        for i, part in zip(live, engine.search_step(tasks, k, scan).partials,
+                                  strict=True):
             partials[i].append(part)
     results = [
         engine.finish(q, p, parts, k) for q, p, parts in zip(queries, probe, partials, strict=True)
@@ -182,37 +183,42 @@ def omp_threads():
     faiss.omp_set_num_threads(before)
 
 
+@pytest.mark.parametrize("order", [ScanOrder.BALANCED, ScanOrder.CLUSTER])
 @pytest.mark.parametrize("threads", [1, 2, 3, 5])
-def test_steps_spread_over_threads_change_no_result(random_engine, random_vectors, omp_threads,
-                                                     threads):
-    """A step of one long task and a few short ones is cut over the threads (see `split`); every
-    partial holds what the uncut row holds, and whole searches equal faiss's."""
+def test_step_layouts_change_no_result(random_engine, random_vectors, omp_threads, threads, order):
+    """A step of one long task and a few short ones, cut over the threads (`balanced`) or one
+    row per cluster in cluster order (`cluster`): every partial holds what the task's single
+    row holds, and whole searches equal faiss's."""
     omp_threads(threads)
     rng = np.random.default_rng(threads)
     queries = queries_from(rng, random_vectors, 6)
     probe = random_engine.probe(queries, 32)
     tasks = [SearchTask.of(queries[0], probe[0])] + [
         SearchTask.of(q, p[:2]) for q, p in zip(queries[1:], probe[1:], strict=True)]
-    spread = random_engine.search_step(tasks, 10).partials
-    alone = random_engine.search_step(tasks, 10, spread=False).partials
-    for got, want, task in zip(spread, alone, tasks, strict=True):
+    tasks.append(SearchTask.of(queries[1], []))  # a task with no clusters gets an empty partial
+    laid = random_engine.search_step(tasks, 10, order).partials
+    alone = random_engine.search_step(tasks, 10, ScanOrder.QUERY).partials
+    for got, want, task in zip(laid, alone, tasks, strict=True):
         np.testing.assert_array_equal(got.ids, want.ids)
         np.testing.assert_array_equal(got.distances, want.distances)
         np.testing.assert_array_equal(np.sort(got.clusters), np.sort(task.clusters))
     want = reference(random_engine, queries, 10, 32)
-    assert_identical(stepwise(random_engine, queries, 10, 32, 1, rng), want)
+    assert_identical(stepwise(random_engine, queries, 10, 32, 4, rng, scan=order), want)
 
 
-def test_spread_steps_keep_exact_ties(tie_vectors, omp_threads):
-    """Every vector four times: a cut row's pieces are merged like partials, and `finish`
-    re-scans the tied queries, so results stay faiss's."""
+@pytest.mark.parametrize("order", [ScanOrder.BALANCED, ScanOrder.CLUSTER])
+def test_step_layouts_keep_exact_ties(tie_vectors, omp_threads, order):
+    """Every vector four times: a task's rows are merged like partials, and `finish` re-scans
+    the tied queries, so results stay faiss's."""
     omp_threads(4)
     ids = np.random.default_rng(2).permutation(tie_vectors.shape[0]).astype(np.int64)
     engine = FaissIVFEngine(make_ivf(tie_vectors, 16, "l2", ids=ids))
     queries = tie_vectors[::97][:12]
     want = reference(engine, queries, 6, 8)
-    for q, row, d, i in zip(queries, engine.probe(queries, 8), *want, strict=True):
-        step = engine.search_step([SearchTask.of(q, row)], 6)
-        got = engine.finish(q, row, step.partials, 6)
+    probe = engine.probe(queries, 8)
+    step = engine.search_step([SearchTask.of(q, row) for q, row in zip(queries, probe, strict=True)],
+                              6, order)
+    for q, row, partial, d, i in zip(queries, probe, step.partials, *want, strict=True):
+        got = engine.finish(q, row, [partial], 6)
         np.testing.assert_array_equal(got.ids, i)
         np.testing.assert_array_equal(got.distances, d)

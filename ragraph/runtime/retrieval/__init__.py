@@ -22,6 +22,7 @@ from ragraph.runtime.retrieval.locality import History, early_completion, reorde
 from ragraph.runtime.retrieval.merge import merge_partials
 from ragraph.runtime.retrieval.protocol import (
     Metric,
+    ScanOrder,
     SearchEngine,
     SearchTask,
     StepResult,
@@ -34,6 +35,7 @@ __all__ = [
     "History",
     "Metric",
     "Pending",
+    "ScanOrder",
     "SearchEngine",
     "SearchTask",
     "StepPlan",

@@ -16,9 +16,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragraph.errors import ConfigError, SearchIndexError
-from ragraph.runtime.retrieval.merge import check_coverage, merge_partials
-from ragraph.runtime.retrieval.protocol import Metric, SearchTask, StepResult, StepStats, TopK
-from ragraph.runtime.retrieval.split import balance
+from ragraph.runtime.retrieval.merge import check_coverage, merge_partials, merge_rows
+from ragraph.runtime.retrieval.protocol import (
+    Metric,
+    ScanOrder,
+    SearchTask,
+    StepResult,
+    StepStats,
+    TopK,
+)
+from ragraph.runtime.retrieval.split import Layout, balance, by_cluster
 
 # Split over queries, one heap per query scanning its lists in order (see module docstring).
 PARALLEL_OVER_QUERIES = 3
@@ -97,45 +104,43 @@ class FaissIVFEngine:
         _, assign = self._ivf.quantizer.search(x, nprobe)
         return assign.astype(np.int64, copy=False)
 
-    def search_step(self, tasks: Sequence[SearchTask], k: int, spread: bool = True) -> StepResult:
-        return self.search_step_selected(tasks, k, selector=None, on_accelerator=0, spread=spread)
+    def search_step(self, tasks: Sequence[SearchTask], k: int,
+                    order: ScanOrder = ScanOrder.BALANCED) -> StepResult:
+        return self.search_step_selected(tasks, k, selector=None, on_accelerator=0, order=order)
 
     def search_step_selected(
         self, tasks: Sequence[SearchTask], k: int, selector, on_accelerator: int,
-        spread: bool = True,
+        order: ScanOrder = ScanOrder.BALANCED,
     ) -> StepResult:
-        """`search_step` with an optional faiss IDSelector (the hot cache's re-scoring uses it).
-        `spread`: cut long tasks so the step uses every OpenMP thread (see `split`); without it
-        each task is one row on one thread, as faiss's own `search` runs a single query."""
+        """`search_step` with an optional faiss IDSelector (the hot cache's re-scoring uses it)."""
         _check_k(k)
         if not tasks:
             return StepResult([], StepStats(0, on_accelerator))
-        import faiss
-
-        self._check_clusters(tasks)
-        threads = faiss.omp_get_max_threads() if spread else 1
-        layout = balance([t.clusters for t in tasks], self._sizes, threads)
-        rows = [SearchTask(tasks[max(t, 0)].query, c) for t, c in
-                zip(layout.owner, layout.clusters, strict=True)]
-        x = self._queries(np.stack([r.query for r in rows]))
-        assign = self._assignment(rows)
+        clusters = [t.clusters for t in tasks]
+        self._check_clusters(clusters)
+        layout = self._layout(clusters, ScanOrder(order))
+        owner = np.asarray(layout.owner, dtype=np.int64)
+        x = self._queries(np.stack([t.query for t in tasks]))[np.maximum(owner, 0)]
+        assign = _assignment(layout.clusters)
         t0 = time.perf_counter()
         dist, ids = self._scan(x, assign, k + 1, selector)
         elapsed = time.perf_counter() - t0
         scanned = int(self._sizes[assign[assign >= 0]].sum())
-        pieces: list[list[TopK]] = [[] for _ in tasks]
-        for r, t in enumerate(layout.owner):
-            if t >= 0:
-                pieces[t].append(TopK(dist[r], ids[r], layout.clusters[r]))
-        partials = [self._join(p, tasks[i].clusters, k + 1) for i, p in enumerate(pieces)]
+        if layout.split:
+            # A task's rows are merged like partials: they hold the same elements as one row.
+            dist, ids = merge_rows(owner, dist, ids, len(tasks), k + 1, self._metric)
+        partials = [TopK(dist[i], ids[i], c.copy()) for i, c in enumerate(clusters)]
         return StepResult(partials, StepStats(scanned, on_accelerator, elapsed))
 
-    def _join(self, pieces: list[TopK], clusters: np.ndarray, size: int) -> TopK:
-        """One task's partial top-(k+1) from the rows it was cut into (the exact merge)."""
-        if len(pieces) == 1:
-            return TopK(pieces[0].distances, pieces[0].ids, clusters.copy())
-        merged = merge_partials(pieces, size, self._metric).topk
-        return TopK(merged.distances, merged.ids, clusters.copy())
+    def _layout(self, clusters: Sequence[np.ndarray], order: ScanOrder) -> Layout:
+        import faiss
+
+        if order is ScanOrder.QUERY:
+            return Layout(tuple(range(len(clusters))), tuple(clusters))
+        threads = faiss.omp_get_max_threads()
+        if order is ScanOrder.CLUSTER:
+            return by_cluster(clusters, self._sizes, threads)
+        return balance(clusters, self._sizes, threads)
 
     def finish(
         self, query: np.ndarray, probe: np.ndarray, partials: Sequence[TopK], k: int
@@ -209,17 +214,8 @@ class FaissIVFEngine:
         )
         return dist, ids
 
-    def _assignment(self, tasks: Sequence[SearchTask]) -> np.ndarray:
-        """The tasks' clusters as rows of an (n, widest) matrix padded with -1 (vectorized)."""
-        lengths, flat = _flatten(tasks)
-        assign = np.full((len(tasks), int(lengths.max(initial=0))), -1, dtype=np.int64)
-        rows = np.repeat(np.arange(len(tasks)), lengths)
-        cols = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        assign[rows, cols] = flat
-        return assign
-
-    def _check_clusters(self, tasks: Sequence[SearchTask]) -> None:
-        lengths, flat = _flatten(tasks)
+    def _check_clusters(self, clusters: Sequence[np.ndarray]) -> None:
+        lengths, flat = _flatten(clusters)
         if flat.size and (flat.min() < 0 or flat.max() >= self.nlist):
             bad = int(np.flatnonzero((flat < 0) | (flat >= self.nlist))[0])
             task = int(np.searchsorted(np.cumsum(lengths), bad, side="right"))
@@ -241,11 +237,21 @@ class FaissIVFEngine:
         return int(nprobe)
 
 
-def _flatten(tasks: Sequence[SearchTask]) -> tuple[np.ndarray, np.ndarray]:
-    """Each task's cluster count, and all their clusters in one array."""
-    lengths = np.fromiter((t.clusters.shape[0] for t in tasks), np.int64, len(tasks))
-    flat = np.concatenate([t.clusters for t in tasks]) if lengths.sum() else np.empty(0, np.int64)
+def _flatten(clusters: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's cluster count, and all their clusters in one array."""
+    lengths = np.fromiter((c.shape[0] for c in clusters), np.int64, len(clusters))
+    flat = np.concatenate(clusters) if lengths.sum() else np.empty(0, np.int64)
     return lengths, flat
+
+
+def _assignment(clusters: Sequence[np.ndarray]) -> np.ndarray:
+    """The rows' clusters as an (n, widest) matrix padded with -1 (vectorized)."""
+    lengths, flat = _flatten(clusters)
+    assign = np.full((len(clusters), int(lengths.max(initial=0))), -1, dtype=np.int64)
+    rows = np.repeat(np.arange(len(clusters)), lengths)
+    cols = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    assign[rows, cols] = flat
+    return assign
 
 
 def _check_k(k: int) -> None:

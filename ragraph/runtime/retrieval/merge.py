@@ -71,6 +71,31 @@ def merge_partials(partials: Sequence[TopK], k: int, metric: Metric) -> Merged:
     return Merged(TopK(out.distances, out.ids, np.sort(clusters)), tied)
 
 
+def merge_rows(owner: np.ndarray, distances: np.ndarray, ids: np.ndarray, n: int, k: int,
+               metric: Metric) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of one search call merged per owner, all at once: row r's results (distances,
+    ids of shape (rows, m)) belong to query `owner[r]` (-1: none). Returns (n, k) distances and
+    ids, each query's best k of its rows in faiss's order, as `merge_partials` gives them."""
+    m = ids.shape[1]
+    who = np.repeat(np.asarray(owner, dtype=np.int64), m)
+    dist, idx = distances.reshape(-1), ids.reshape(-1)
+    keep = (idx >= 0) & (who >= 0)
+    who, dist, idx = who[keep], dist[keep], idx[keep]
+    if metric is Metric.L2:
+        order = np.lexsort((idx, dist, who))
+    else:
+        order = np.lexsort((-idx, -dist.astype(np.float64), who))
+    who, dist, idx = who[order], dist[order], idx[order]
+    first = np.searchsorted(who, who, side="left")  # start of each element's owner group
+    rank = np.arange(who.size) - first
+    top = rank < k
+    out_d = np.full((n, k), metric.worst, dtype=np.float32)
+    out_i = np.full((n, k), -1, dtype=np.int64)
+    out_d[who[top], rank[top]] = dist[top]
+    out_i[who[top], rank[top]] = idx[top]
+    return out_d, out_i
+
+
 def check_coverage(probe: np.ndarray, partials: Sequence[TopK]) -> None:
     """Raise unless the partials' clusters cover `probe` exactly once (a scheduler bug otherwise)."""
     covered = np.concatenate([p.clusters for p in partials]) if partials else np.empty(0, np.int64)

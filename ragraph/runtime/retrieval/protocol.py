@@ -34,6 +34,20 @@ class Metric(StrEnum):
         return np.float32(big if self is Metric.L2 else -big)
 
 
+class ScanOrder(StrEnum):
+    """How a step's tasks become rows of faiss's call; every order returns the same partials.
+
+    - `query`: one row per task, one thread per row: how faiss's own `search` runs a batch.
+    - `balanced`: query-major, long tasks cut so every thread gets equal work (see `split`).
+    - `cluster`: one row per (task, cluster), sorted by cluster: queries sharing a list scan it
+      back to back, while it is in cache (the wavefront's steps).
+    """
+
+    QUERY = "query"
+    BALANCED = "balanced"
+    CLUSTER = "cluster"
+
+
 @dataclass(frozen=True)
 class SearchTask:
     """Search `clusters` (any order, no duplicates) for one query vector of shape (d,)."""
@@ -107,9 +121,10 @@ class SearchEngine(Protocol):
         """Each query's clusters, nearest centroid first: shape (n, nprobe), int64."""
         ...
 
-    def search_step(self, tasks: Sequence[SearchTask], k: int, spread: bool = True) -> StepResult:
-        """Search all tasks in one multi-threaded call; one partial top-(k+1) per task.
-        `spread=False`: each task on one thread (a single query as faiss's `search` runs it)."""
+    def search_step(self, tasks: Sequence[SearchTask], k: int,
+                    order: ScanOrder = ScanOrder.BALANCED) -> StepResult:
+        """Search all tasks in one multi-threaded call, rows laid out by `order`; one partial
+        top-(k+1) per task."""
         ...
 
     def finish(

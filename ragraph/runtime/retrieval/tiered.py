@@ -19,7 +19,7 @@ import numpy as np
 from ragraph.errors import SearchIndexError
 from ragraph.runtime.retrieval.hotcache import HotClusterCache, Resident
 from ragraph.runtime.retrieval.ivf import FaissIVFEngine
-from ragraph.runtime.retrieval.protocol import Metric, SearchTask, StepResult, TopK
+from ragraph.runtime.retrieval.protocol import Metric, ScanOrder, SearchTask, StepResult, TopK
 
 # Unit roundoff of float32 is 2**-24; one more factor of 2 of slack on the textbook bound
 # |fl(sum) - sum| <= (d + O(1)) u sum|terms| for faiss's SIMD accumulation in any order.
@@ -75,7 +75,8 @@ class TieredEngine:
         out = [self.finish(q, p, [t], k) for q, p, t in zip(x, probe, step.partials, strict=True)]
         return np.stack([t.distances for t in out]), np.stack([t.ids for t in out])
 
-    def search_step(self, tasks: Sequence[SearchTask], k: int, spread: bool = True) -> StepResult:
+    def search_step(self, tasks: Sequence[SearchTask], k: int,
+                    order: ScanOrder = ScanOrder.BALANCED) -> StepResult:
         snap = self._cache.resident
         sizes = self._base.cluster_sizes()
         resident = [
@@ -83,14 +84,14 @@ class TieredEngine:
         ]
         on_acc = int(sum(int(sizes[r].sum()) for r in resident))
         if on_acc == 0:
-            step = self._base.search_step(tasks, k, spread)
+            step = self._base.search_step(tasks, k, order)
         else:
             candidates, rows = _candidates(snap, tasks, resident, k + 1, self.metric)
             bitmap = self._bitmap(rows, candidates)
             import faiss
 
             selector = faiss.IDSelectorBitmap(bitmap)
-            step = self._base.search_step_selected(tasks, k, selector, on_acc, spread)
+            step = self._base.search_step_selected(tasks, k, selector, on_acc, order)
         clusters = np.concatenate([t.clusters for t in tasks]) if tasks else np.empty(0, np.int64)
         self._cache.record_step(clusters, step.stats.vectors_scanned, on_acc)
         return step

@@ -1,8 +1,9 @@
 """The search side's work. `prepare` embeds the queries of new retrievals in one batch and probes
 them (on a thread of its own, so embedding overlaps the cluster scans of the running cycle);
 `run_cycle` is one retrieval sub-stage: take clusters from every prepared retrieval
-until the time budget is spent, search them in one batched call, and finish the retrievals whose
-probe lists are exhausted.
+until the time budget is spent (plus, for the retrievals left behind, the lists the step scans
+anyway), search them in one batched call in cluster order, and finish the retrievals whose probe
+lists are exhausted.
 
 Inputs and outputs are immutable snapshots: the scheduler thread owns all mutable job state.
 """
@@ -19,7 +20,7 @@ from ragraph.ir.values import Passages
 from ragraph.runtime.retrieval.cost import CostModel, Pending, plan_step
 from ragraph.runtime.retrieval.locality import History, reorder
 from ragraph.runtime.retrieval.merge import merge_partials
-from ragraph.runtime.retrieval.protocol import SearchTask, TopK
+from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask, TopK
 from ragraph.runtime.search_service import SearchService
 
 
@@ -107,7 +108,7 @@ def run_cycle(
     partial_of: dict[int, TopK] = {}
     for k, group in by_k.items():
         tasks = [SearchTask.of(item.vector, take[item.key]) for item in group]
-        step = service.step(tasks, k)
+        step = service.step(tasks, k, ScanOrder.CLUSTER)
         scanned += step.stats.vectors_scanned
         on_acc += step.stats.vectors_on_accelerator
         scan_s += step.stats.seconds
@@ -119,7 +120,7 @@ def run_cycle(
 
 
 def take_ms(take: dict[int, tuple[int, ...]], cost: CostModel) -> float:
-    return sum(cost.clusters_ms(c) for c in take.values())
+    return cost.step_ms(np.fromiter((c for cs in take.values() for c in cs), np.int64))
 
 
 def _plan(ready: Sequence[ScanItem], budget_ms: float, cost: CostModel) -> dict[int, tuple[int, ...]]:
@@ -136,7 +137,9 @@ def _plan(ready: Sequence[ScanItem], budget_ms: float, cost: CostModel) -> dict[
 def _advance(service: SearchService, item: ScanItem, searched: tuple[int, ...],
              partial: TopK | None) -> ScanResult:
     partials = item.partials + ((partial,) if partial is not None else ())
-    remaining = item.remaining[len(searched):]
+    # A step takes a prefix of the remaining clusters, plus any later ones it scanned anyway.
+    done = set(searched)
+    remaining = tuple(c for c in item.remaining if c not in done)
     try:
         if not remaining:
             final = service.finish(item.vector, item.probe, partials, item.k)
