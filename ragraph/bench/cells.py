@@ -63,6 +63,10 @@ class CellResult:
     synthetic_share: float  # of the final passages handed to generations
     cpu_busy: float = 0.0  # process CPU time / (wall time x cores): 1.0 = every core saturated
     embed_busy: float = 0.0  # share of the wall time the (one-at-a-time) query embedder ran
+    # Tokens the LLM engine computed (prompt tokens not served from its prefix cache, plus
+    # generated ones): about the same for every executor; prefix-cache hits depend on the order
+    # prompts arrive in, and a rolled-back speculation adds its tokens.
+    llm_tokens: int = 0
 
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
@@ -90,11 +94,14 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
             for job in jobs))
         wall, cpu = loop.time() - start, time.process_time() - cpu_start
         embed = search.embed_seconds - embed_start
+        used = llm.counters()
     finally:
         await llm.close()
     outcomes = [o for run in runs for o in run.outcomes]
     result = _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
                      [run.stats for run in runs], tracer, wall)
+    result = replace(result, llm_tokens=used.prompt_tokens - used.cached_tokens
+                     + used.completion_tokens)
     if wall <= 0:
         return result
     return replace(result, cpu_busy=cpu / (wall * usable_cores()), embed_busy=embed / wall)

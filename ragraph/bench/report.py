@@ -30,7 +30,7 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
                   caption=caption, show_lines=False)
     for col in ("workload", "nprobe", "load", "executor", "p50 s", "p95 s", "req/s",
                 "thr vs seq", "thr vs stage", "p50 vs seq", "retrieval", "spec hit", "CPU",
-                "embedder"):
+                "embedder", "LLM tokens"):
         table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
     for _, group in groupby(rows, key=_cell_key):
         cell = list(group)
@@ -46,7 +46,7 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
                 _x(R.latency_ratio(cell, "sequential")) if mine else "",
                 _pct(r.retrieval_share),
                 _pct(r.speculation_hit_rate) if mine else "",
-                _pct(r.cpu_busy), _pct(r.embed_busy),
+                _pct(r.cpu_busy), _pct(r.embed_busy), f"{r.llm_tokens:,}",
                 end_section=i == len(cell) - 1,
             )
     return table

@@ -48,14 +48,18 @@ class Target:
 
 def why_missed(target: Target, share: float | None, busy: dict[str, Busy], cores: int) -> str:
     """A measured reason for a missed target (empty when met), from the retrieval share of
-    sequential requests and how busy the cores and the query embedder were in each executor's
-    offline run (`busy` by executor)."""
+    sequential requests, how busy the cores and the query embedder were in each executor's
+    offline run, and what its LLM engine computed (`busy` by executor)."""
     if target.met:
         return ""
-    if share is not None and share < 0.2:
-        return (f"retrieval is only {share * 100:.0f}% of a sequential request: generation "
-                "dominates, so overlapping retrieval with it can save at most that share")
     ours, theirs = busy.get("ragraph"), busy.get(target.baseline)
+    if share is not None and share < 0.2:
+        work = ""
+        if ours is not None and theirs is not None and ours.llm_tokens and theirs.llm_tokens:
+            work = (f"; the LLM engine computed {ours.llm_tokens:,} tokens for ragraph and "
+                    f"{theirs.llm_tokens:,} for {target.baseline} (offline)")
+        return (f"retrieval is only {share * 100:.0f}% of a sequential request: generation "
+                f"dominates, so overlapping retrieval with it can save at most that share{work}")
     if ours is not None and ours.cpu >= 0.75:
         held = ""
         if theirs is not None and theirs.embed >= 0.7:
@@ -166,15 +170,16 @@ def sequential_retrieval_share(results: Sequence[CellResult]) -> dict[tuple[str,
 class Busy:
     cpu: float  # share of all cores' time
     embed: float  # share of the wall time the query embedder ran
+    llm_tokens: int = 0  # tokens the LLM engine computed
 
 
 def offline_busy(results: Sequence[CellResult]) -> dict[tuple[str, int], dict[str, Busy]]:
-    """Per workload and nprobe, each executor's CPU and embedder use in the offline run."""
+    """Per workload and nprobe, each executor's CPU, embedder and LLM use in the offline run."""
     out: dict[tuple[str, int], dict[str, Busy]] = {}
     for r in results:
         if r.cell.rate is None:
             out.setdefault((r.cell.workload, r.cell.nprobe), {})[r.executor] = Busy(
-                r.cpu_busy, r.embed_busy)
+                r.cpu_busy, r.embed_busy, r.llm_tokens)
     return out
 
 

@@ -48,6 +48,9 @@ def test_targets_say_met_or_by_how_much_they_missed():
     assert seq.verdict() == "MISSED by 20% (1.20x < 1.5x)"
     hot, embed_bound, idle = R.Busy(0.95, 0.3), R.Busy(0.7, 0.9), R.Busy(0.5, 0.3)
     assert "only 10%" in R.why_missed(seq, 0.1, {"ragraph": hot}, cores=2)
+    same_work = {"ragraph": R.Busy(0.5, 0.0, 10_250), "sequential": R.Busy(0.5, 0.0, 10_234)}
+    assert ("the LLM engine computed 10,250 tokens for ragraph and 10,234 for sequential"
+            in R.why_missed(seq, 0.01, same_work, cores=2))
     both = R.why_missed(seq, 0.4, {"ragraph": hot, "sequential": embed_bound}, cores=2)
     assert "sequential ran out of query embedder first (busy 90%" in both
     assert "CPU-bound" in both and "2 cores, which were 95% busy" in both
