@@ -13,9 +13,11 @@ from ragraph.runtime.retrieval.cost import (
     CostModel,
     Pending,
     calibrate,
+    calibrated,
     optimal_budget_ms,
     plan_step,
 )
+from ragraph.runtime.retrieval.ivf import FaissIVFEngine
 from ragraph.runtime.retrieval.locality import (
     History,
     completion_point,
@@ -25,7 +27,7 @@ from ragraph.runtime.retrieval.locality import (
 )
 from ragraph.runtime.retrieval.protocol import SearchTask
 
-from .helpers import queries_from
+from .helpers import make_ivf, queries_from
 
 # 1 ms per cluster of 10 vectors of dimension 100: 1e6 ns = 1000 elements * 1000 ns
 UNIT = CostModel(sizes=(10,) * 8, dim=100, ns_per_element=1000.0, ns_per_cluster=0.0)
@@ -117,6 +119,13 @@ def test_calibration_gives_a_usable_model(random_engine):
     model = calibrate(random_engine, seconds=0.05)
     assert model.ns_per_element > 0
     assert 0 < model.cluster_ms(0) < 50
+
+
+def test_each_engine_is_calibrated_once(random_vectors):
+    a, b = (FaissIVFEngine(make_ivf(random_vectors, 16, "l2")) for _ in range(2))
+    model = calibrated(a, seconds=0.02)
+    assert calibrated(a) is model  # later runs on the engine skip the micro-benchmark
+    assert calibrated(b, seconds=0.02) is not model
 
 
 def cluster_of_identity(ids):

@@ -33,7 +33,7 @@ from ragraph.runtime.executors.base import (
 )
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
-from ragraph.runtime.retrieval.cost import calibrate
+from ragraph.runtime.retrieval.cost import calibrated
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.generation_side import Counters, GenerationHooks, GenerationSide
 from ragraph.runtime.scheduler.jobs import GenJob, RetJob
@@ -71,7 +71,7 @@ class WavefrontExecutor:
 
     async def run(self, catalog: Catalog, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
         loop = asyncio.get_running_loop()
-        cost = await loop.run_in_executor(None, calibrate, self.services.search.engine, 0.2)
+        cost = await loop.run_in_executor(None, calibrated, self.services.search.engine)
         run = _Run(self.services, catalog.compiled(self.passes), self.config, on_done, cost)
         return await run.main(arrivals)
 
