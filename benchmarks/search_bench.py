@@ -10,7 +10,10 @@ query load. Prints:
 2. the share of probed-cluster work (vectors scanned) in the hottest 20% of clusters (HedraRAG: 69%)
    and what a hot cache of that size serves when it is swapped every 50 steps;
 3. the distribution of the early-completion point (fraction of the probe list after which the final
-   top-10 was complete), in probe order.
+   top-10 was complete), in probe order;
+4. one step holding whole probe lists of 8, 32 and 64 queries, laid out in cluster order (the
+   wavefront's: queries sharing a list scan it back to back) over query order (a batched faiss
+   search's), with the share of (query, list) pairs whose list another query of the step reads.
 Not a test: timings depend on the machine and its load.
 """
 
@@ -26,7 +29,7 @@ import numpy as np
 from ragraph.runtime.retrieval.corpus import ensure_default_index
 from ragraph.runtime.retrieval.embedder import Embedder
 from ragraph.runtime.retrieval.locality import completion_point
-from ragraph.runtime.retrieval.protocol import SearchTask
+from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask
 
 K = 10
 
@@ -78,6 +81,27 @@ def overhead_table(engine, reference_index, queries: np.ndarray, repeats: int) -
             print(f"{nprobe:>6} {batch:>5} {1e3 * base / n:10.3f} {cells}")
 
 
+def order_table(engine, queries: np.ndarray, repeats: int) -> None:
+    print("\n4. one step of whole probe lists: cluster order / query order time (lower is better)")
+    print(f"{'nprobe':>6} {'batch':>5} {'shared':>7} {'query ms/q':>10} {'cluster':>8}")
+    for nprobe in (32, 128):
+        for batch in (8, 32, 64):
+            x = queries[:batch]
+            probe = engine.probe(x, nprobe)
+            tasks = [SearchTask.of(q, p) for q, p in zip(x, probe, strict=True)]
+            _, count = np.unique(probe, return_counts=True)
+            shared = count[count > 1].sum() / probe.size
+            best = {}
+            for _ in range(repeats):
+                for order in (ScanOrder.BALANCED, ScanOrder.CLUSTER):
+                    t0 = time.perf_counter()
+                    engine.search_step(tasks, K, order)
+                    best[order] = min(best.get(order, np.inf), time.perf_counter() - t0)
+            base = best[ScanOrder.BALANCED]
+            print(f"{nprobe:>6} {len(x):>5} {shared:7.0%} {1e3 * base / len(x):10.3f} "
+                  f"{best[ScanOrder.CLUSTER] / base:8.2f}")
+
+
 def synthetic_table(n: int, queries: np.ndarray, repeats: int) -> None:
     """The same table on `n` clustered random vectors: per-cluster work like a large index."""
     import faiss
@@ -96,6 +120,7 @@ def synthetic_table(n: int, queries: np.ndarray, repeats: int) -> None:
     print(f"\n   synthetic: {n} vectors, nlist 256 (~{n // 256} per cluster)")
     q = x[rng.choice(n, queries.shape[0], replace=False)]
     overhead_table(FaissIVFEngine(index), reference, q, repeats)
+    order_table(FaissIVFEngine(index), q, repeats)
 
 
 def skew_and_completion(engine, queries: np.ndarray, nprobe: int) -> None:
@@ -173,6 +198,7 @@ def main() -> None:
     queries = Embedder().embed(questions)
     reference = faiss.read_index(str(loaded.directory / "index.faiss"))  # parallel_mode 0
     overhead_table(loaded.engine, reference, queries[: args.timing_queries], args.repeats)
+    order_table(loaded.engine, queries[: args.timing_queries], args.repeats)
     if args.synthetic:
         synthetic_table(args.synthetic, queries[: args.timing_queries], args.repeats)
     for nprobe in (32, 128):

@@ -35,7 +35,8 @@ def random_vectors() -> np.ndarray:
 
 @pytest.fixture(scope="session", params=["l2", "ip"])
 def random_engine(request, random_vectors) -> FaissIVFEngine:
-    return FaissIVFEngine(make_ivf(random_vectors, 64, request.param))
+    # cache_bytes=0: steps asked for cluster order get it, small as the index is.
+    return FaissIVFEngine(make_ivf(random_vectors, 64, request.param), cache_bytes=0)
 
 
 @pytest.fixture(scope="session")

@@ -8,12 +8,16 @@ import pytest
 
 from ragraph.runtime.retrieval.merge import merge_partials, merge_rows
 from ragraph.runtime.retrieval.protocol import Metric, TopK
-from ragraph.runtime.retrieval.split import balance, by_cluster
+from ragraph.runtime.retrieval.split import balance, by_cluster, last_level_cache_bytes
+
+
+def rows(layout):
+    return [layout.clusters(r) for r in range(len(layout.owner))]
 
 
 def covered(layout, n_tasks):
     got = [[] for _ in range(n_tasks)]
-    for owner, clusters in zip(layout.owner, layout.clusters, strict=True):
+    for owner, clusters in zip(layout.owner, rows(layout), strict=True):
         if owner >= 0:
             got[owner] += clusters.tolist()
         else:
@@ -26,7 +30,7 @@ def assert_covered_in_balanced_blocks(layout, tasks, sizes, threads):
     for want, got in zip(tasks, covered(layout, len(tasks)), strict=True):
         assert sorted(got) == sorted(want.tolist())
     width = len(layout.owner) // threads
-    loads = [sum(sizes[c].sum() + len(c) for c in layout.clusters[b * width:(b + 1) * width])
+    loads = [sum(sizes[c].sum() + len(c) for c in rows(layout)[b * width:(b + 1) * width])
              for b in range(threads)]
     total = sum(sizes[t].sum() + len(t) for t in tasks)
     # No thread gets more than its share plus one cluster (pieces cut at cluster bounds).
@@ -46,7 +50,7 @@ def test_one_long_task_is_cut_in_scan_order():
     task = np.arange(64)[::-1].copy()
     layout = balance([task], sizes, 2)
     assert layout.split
-    pieces = [c for o, c in zip(layout.owner, layout.clusters, strict=True) if o == 0]
+    pieces = [c for o, c in zip(layout.owner, rows(layout), strict=True) if o == 0]
     assert len(pieces) == 2
     assert np.array_equal(np.concatenate(sorted(pieces, key=lambda p: -p[0])), task)
 
@@ -65,8 +69,8 @@ def test_by_cluster_rows_are_single_clusters_in_cluster_order(threads):
     tasks = [rng.choice(256, size=n, replace=False) for n in (64, 3, 0, 40, 1, 64)]
     layout = by_cluster(tasks, sizes, threads)
     assert_covered_in_balanced_blocks(layout, tasks, sizes, threads)
-    assert all(c.size <= 1 for c in layout.clusters)
-    real = [(int(c[0]), o) for o, c in zip(layout.owner, layout.clusters, strict=True) if c.size]
+    assert layout.assign.shape[1] == 1
+    real = [(int(c[0]), o) for o, c in zip(layout.owner, rows(layout), strict=True) if c.size]
     assert real == sorted(real)  # queries sharing a list scan it back to back
     assert 2 in layout.owner  # the task without clusters still has a row
 
@@ -87,3 +91,11 @@ def test_rows_merged_at_once_equal_merging_each_task(metric):
         want = merge_partials(parts, m, metric).topk
         np.testing.assert_array_equal(got_i[t], want.ids)
         np.testing.assert_array_equal(got_d[t], want.distances)
+
+
+def test_last_level_cache_from_sysfs(tmp_path):
+    for index, size in (("index0", "48K"), ("index2", "2048K"), ("index3", "105M")):
+        (tmp_path / index).mkdir()
+        (tmp_path / index / "size").write_text(size + "\n")
+    assert last_level_cache_bytes(tmp_path) == 105 * 2**20
+    assert last_level_cache_bytes(tmp_path / "missing") == 32 * 2**20

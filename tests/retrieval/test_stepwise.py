@@ -212,7 +212,7 @@ def test_step_layouts_keep_exact_ties(tie_vectors, omp_threads, order):
     the tied queries, so results stay faiss's."""
     omp_threads(4)
     ids = np.random.default_rng(2).permutation(tie_vectors.shape[0]).astype(np.int64)
-    engine = FaissIVFEngine(make_ivf(tie_vectors, 16, "l2", ids=ids))
+    engine = FaissIVFEngine(make_ivf(tie_vectors, 16, "l2", ids=ids), cache_bytes=0)
     queries = tie_vectors[::97][:12]
     want = reference(engine, queries, 6, 8)
     probe = engine.probe(queries, 8)
@@ -222,3 +222,16 @@ def test_step_layouts_keep_exact_ties(tie_vectors, omp_threads, order):
         got = engine.finish(q, row, [partial], 6)
         np.testing.assert_array_equal(got.ids, i)
         np.testing.assert_array_equal(got.distances, d)
+
+
+def test_cluster_order_only_where_the_lists_outgrow_the_cache(random_vectors):
+    """Rows per (query, list) cost more than they save while every list stays cached anyway."""
+    index = make_ivf(random_vectors, 16, "l2")
+    queries = queries_from(np.random.default_rng(4), random_vectors, 4)
+    tasks = [SearchTask.of(q, p) for q, p in zip(queries, FaissIVFEngine(index).probe(queries, 8),
+                                                  strict=True)]
+    small = FaissIVFEngine(index)._layout([t.clusters for t in tasks], ScanOrder.CLUSTER)
+    assert small.assign.shape[1] > 1  # 6,000 vectors of dimension 24 fit in any cache
+    large = FaissIVFEngine(index, cache_bytes=0)._layout([t.clusters for t in tasks],
+                                                         ScanOrder.CLUSTER)
+    assert large.assign.shape[1] == 1 and len(large.owner) >= 32

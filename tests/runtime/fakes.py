@@ -53,4 +53,4 @@ def random_search(n: int = 4000, nlist: int = 64, nprobe: int = 16, seed: int = 
     index = faiss.IndexIVFFlat(quantizer, DIM, nlist)
     index.train(x)
     index.add(x)
-    return SearchService(FaissIVFEngine(index), HashEmbedder(), MemoryStore(n), nprobe=nprobe)
+    return SearchService(FaissIVFEngine(index, cache_bytes=0), HashEmbedder(), MemoryStore(n), nprobe=nprobe)

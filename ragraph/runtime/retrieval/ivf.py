@@ -25,7 +25,7 @@ from ragraph.runtime.retrieval.protocol import (
     StepStats,
     TopK,
 )
-from ragraph.runtime.retrieval.split import Layout, balance, by_cluster
+from ragraph.runtime.retrieval.split import Layout, balance, by_cluster, last_level_cache_bytes
 
 # Split over queries, one heap per query scanning its lists in order (see module docstring).
 PARALLEL_OVER_QUERIES = 3
@@ -66,7 +66,9 @@ def list_ids(ivf, cluster: int) -> np.ndarray:
 class FaissIVFEngine:
     """The CPU `SearchEngine`: faiss does every distance, so its answers are faiss's answers."""
 
-    def __init__(self, index) -> None:
+    def __init__(self, index, cache_bytes: int | None = None) -> None:
+        """`cache_bytes`: the CPU cache a step's lists must exceed before cluster order pays
+        (default: half the last-level cache)."""
         self._ivf = ivf_of(index)
         self._metric = metric_of(self._ivf)
         if self._ivf.by_residual and self._metric is Metric.IP and not _flat_codes(self._ivf):
@@ -76,6 +78,8 @@ class FaissIVFEngine:
         n = self._ivf.nlist
         self._sizes = np.array([self._ivf.invlists.list_size(c) for c in range(n)], np.int64)
         self._cluster_of: np.ndarray | None = None
+        self._list_bytes = self._sizes * int(self._ivf.code_size)
+        self._cache_bytes = last_level_cache_bytes() // 2 if cache_bytes is None else cache_bytes
 
     @property
     def index(self):
@@ -119,9 +123,8 @@ class FaissIVFEngine:
         clusters = [t.clusters for t in tasks]
         self._check_clusters(clusters)
         layout = self._layout(clusters, ScanOrder(order))
-        owner = np.asarray(layout.owner, dtype=np.int64)
+        owner, assign = layout.owner, layout.assign
         x = self._queries(np.stack([t.query for t in tasks]))[np.maximum(owner, 0)]
-        assign = _assignment(layout.clusters)
         t0 = time.perf_counter()
         dist, ids = self._scan(x, assign, k + 1, selector)
         elapsed = time.perf_counter() - t0
@@ -136,11 +139,17 @@ class FaissIVFEngine:
         import faiss
 
         if order is ScanOrder.QUERY:
-            return Layout(tuple(range(len(clusters))), tuple(clusters))
+            return Layout.of(clusters)
         threads = faiss.omp_get_max_threads()
-        if order is ScanOrder.CLUSTER:
+        if order is ScanOrder.CLUSTER and not self._fits_in_cache(clusters):
             return by_cluster(clusters, self._sizes, threads)
         return balance(clusters, self._sizes, threads)
+
+    def _fits_in_cache(self, clusters: Sequence[np.ndarray]) -> bool:
+        """Whether the step's lists stay cached in any order (then rows per pair cost more than
+        they save; see `split`)."""
+        _, flat = _flatten(clusters)
+        return int(self._list_bytes[np.unique(flat)].sum()) <= self._cache_bytes
 
     def finish(
         self, query: np.ndarray, probe: np.ndarray, partials: Sequence[TopK], k: int
@@ -242,16 +251,6 @@ def _flatten(clusters: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.fromiter((c.shape[0] for c in clusters), np.int64, len(clusters))
     flat = np.concatenate(clusters) if lengths.sum() else np.empty(0, np.int64)
     return lengths, flat
-
-
-def _assignment(clusters: Sequence[np.ndarray]) -> np.ndarray:
-    """The rows' clusters as an (n, widest) matrix padded with -1 (vectorized)."""
-    lengths, flat = _flatten(clusters)
-    assign = np.full((len(clusters), int(lengths.max(initial=0))), -1, dtype=np.int64)
-    rows = np.repeat(np.arange(len(clusters)), lengths)
-    cols = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    assign[rows, cols] = flat
-    return assign
 
 
 def _check_k(k: int) -> None:
