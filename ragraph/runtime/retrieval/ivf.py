@@ -1,7 +1,8 @@
 """Stepwise search over a faiss IVF index (IVF-Flat, IVF-SQ8; any IndexIVF without a transform).
 
-One step is one `search_preassigned` call: each task is a row of the assignment matrix, its clusters
-padded with -1 (faiss skips negative keys). faiss's `parallel_mode` 3 splits that call over queries on
+One step is one `search_preassigned` call: each task becomes one or more rows of the assignment
+matrix, clusters padded with -1 (faiss skips negative keys), laid out by the step's `ScanOrder` (see
+`split`); a task's rows are merged back exactly. faiss's `parallel_mode` 3 splits that call over queries on
 all OpenMP threads while each query still scans its lists sequentially with one heap, which is what
 keeps its results identical to `index.search` (mode 2 splits one query's lists over threads and merges
 per-thread heaps, which can break exact ties differently). `parallel_mode` 0, the default, runs
