@@ -230,8 +230,9 @@ def test_cluster_order_only_where_the_lists_outgrow_the_cache(random_vectors):
     queries = queries_from(np.random.default_rng(4), random_vectors, 4)
     tasks = [SearchTask.of(q, p) for q, p in zip(queries, FaissIVFEngine(index).probe(queries, 8),
                                                   strict=True)]
-    small = FaissIVFEngine(index)._layout([t.clusters for t in tasks], ScanOrder.CLUSTER)
+    clusters = [t.clusters for t in tasks]
+    flat = np.concatenate(clusters)
+    small = FaissIVFEngine(index)._layout(clusters, flat, ScanOrder.CLUSTER)
     assert small.assign.shape[1] > 1  # 6,000 vectors of dimension 24 fit in any cache
-    large = FaissIVFEngine(index, cache_bytes=0)._layout([t.clusters for t in tasks],
-                                                         ScanOrder.CLUSTER)
+    large = FaissIVFEngine(index, cache_bytes=0)._layout(clusters, flat, ScanOrder.CLUSTER)
     assert large.assign.shape[1] == 1 and len(large.owner) >= 32

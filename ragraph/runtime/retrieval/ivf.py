@@ -122,8 +122,9 @@ class FaissIVFEngine:
         if not tasks:
             return StepResult([], StepStats(0, on_accelerator))
         clusters = [t.clusters for t in tasks]
-        self._check_clusters(clusters)
-        layout = self._layout(clusters, ScanOrder(order))
+        lengths, flat = _flatten(clusters)
+        self._check_clusters(lengths, flat)
+        layout = self._layout(clusters, flat, ScanOrder(order))
         owner, assign = layout.owner, layout.assign
         x = self._queries(np.stack([t.query for t in tasks]))[np.maximum(owner, 0)]
         t0 = time.perf_counter()
@@ -136,20 +137,20 @@ class FaissIVFEngine:
         partials = [TopK(dist[i], ids[i], c.copy()) for i, c in enumerate(clusters)]
         return StepResult(partials, StepStats(scanned, on_accelerator, elapsed))
 
-    def _layout(self, clusters: Sequence[np.ndarray], order: ScanOrder) -> Layout:
+    def _layout(self, clusters: Sequence[np.ndarray], flat: np.ndarray,
+                order: ScanOrder) -> Layout:
         import faiss
 
         if order is ScanOrder.QUERY:
             return Layout.of(clusters)
         threads = faiss.omp_get_max_threads()
-        if order is ScanOrder.CLUSTER and not self._fits_in_cache(clusters):
+        if order is ScanOrder.CLUSTER and not self._fits_in_cache(flat):
             return by_cluster(clusters, self._sizes, threads)
         return balance(clusters, self._sizes, threads)
 
-    def _fits_in_cache(self, clusters: Sequence[np.ndarray]) -> bool:
-        """Whether the step's lists stay cached in any order (then rows per pair cost more than
-        they save; see `split`)."""
-        _, flat = _flatten(clusters)
+    def _fits_in_cache(self, flat: np.ndarray) -> bool:
+        """Whether the step's lists (`flat`: all its clusters) stay cached in any order (then
+        rows per pair cost more than they save; see `split`)."""
         return int(self._list_bytes[np.unique(flat)].sum()) <= self._cache_bytes
 
     def finish(
@@ -224,8 +225,7 @@ class FaissIVFEngine:
         )
         return dist, ids
 
-    def _check_clusters(self, clusters: Sequence[np.ndarray]) -> None:
-        lengths, flat = _flatten(clusters)
+    def _check_clusters(self, lengths: np.ndarray, flat: np.ndarray) -> None:
         if flat.size and (flat.min() < 0 or flat.max() >= self.nlist):
             bad = int(np.flatnonzero((flat < 0) | (flat >= self.nlist))[0])
             task = int(np.searchsorted(np.cumsum(lengths), bad, side="right"))
