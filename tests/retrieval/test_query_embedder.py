@@ -52,3 +52,34 @@ def test_query_vectors_do_not_depend_on_the_thread_count(query_embedder, data_di
         same = (many == one).all(axis=1)
         assert same.all(), f"{threads} threads: {int((~same).sum())} vectors differ"
         assert torch.get_num_threads() == before
+
+
+def test_packed_query_vectors_equal_sentence_transformers_padded_ones(query_embedder, data_dir):
+    """The packed forward is the model, not an approximation of it: sentence-transformers' own
+    padded float64 forward gives the same bits, also for a text cut at the model's 256 tokens."""
+    from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig
+
+    padded = Embedder(EmbedderConfig(threads=1, precision="float64"))
+    texts = nq_questions(data_dir, 64) + [
+        "", "Ünïcödé — “quotes” and emoji 🙂?", "a " * 400, "Gustave Eiffel. " * 30,
+    ]
+    ours = query_embedder.embed(texts)
+    theirs = padded.embed(texts)
+    same = (ours == theirs).all(axis=1)
+    assert same.all(), f"{int((~same).sum())} vectors differ"
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-6)
+
+
+def test_packing_needs_a_mean_pooled_encoder():
+    from ragraph.errors import SearchIndexError
+    from ragraph.runtime.retrieval.packed import check_packable
+
+    class Pooling:
+        pooling_mode = "cls"
+
+    Transformer = type("Transformer", (), {})
+    Normalize = type("Normalize", (), {})
+    with pytest.raises(SearchIndexError, match="mean pooling"):
+        check_packable([Transformer(), Pooling(), Normalize()])
+    with pytest.raises(SearchIndexError, match="got"):
+        check_packable([Transformer(), Pooling()])

@@ -12,7 +12,8 @@ text slightly different bits depending on which other texts share its batch (mea
 float64 those differences are ~1e-16 and vanish in the rounding, so a query's vector is the same
 whether it is embedded alone or batched with other requests' queries (320 of 320 measured, any
 batch split). That is what lets the wavefront batch queries across requests without changing an
-answer; passages (index builds) stay in float32.
+answer; passages (index builds) stay in float32. Queries are also packed, not padded (packed.py):
+the same vectors, without the work on padding tokens.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragraph.errors import ConfigError, SearchIndexError
+from ragraph.runtime.retrieval.packed import check_packable, encode_packed
 
 EMBEDDER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 EMBEDDER_DIM = 384
@@ -38,6 +40,7 @@ class EmbedderConfig:
     threads: int | None = None
     device: str = "cpu"
     precision: str = "float32"  # "float64": batch-invariant query vectors (see the module doc)
+    packed: bool = False  # batches run without padding (packed.py)
 
     def __post_init__(self) -> None:
         if self.precision not in ("float32", "float64"):
@@ -57,6 +60,8 @@ class Embedder:
     def __init__(self, config: EmbedderConfig | None = None) -> None:
         self._config = config or EmbedderConfig()
         self._model = _load_model(self._config)
+        if self._config.packed:
+            check_packable(self._model)
 
     def embed(
         self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
@@ -76,16 +81,16 @@ class Embedder:
         order = np.argsort([len(t) for t in texts], kind="stable")
         for start in range(0, len(texts), size):
             rows = order[start : start + size]
-            vecs = self._model.encode(
-                [texts[i] for i in rows],
-                batch_size=size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-            )
-            out[rows] = vecs
+            out[rows] = self._encode([texts[i] for i in rows])
             if progress is not None:
                 progress(len(rows))
         return out
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        if self._config.packed:
+            return encode_packed(self._model, texts)
+        return self._model.encode(texts, batch_size=len(texts), convert_to_numpy=True,
+                                  normalize_embeddings=True)
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
@@ -108,7 +113,7 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
 
 def query_embedder(threads: int | None = None) -> Embedder:
     """The embedder for search queries: batch-invariant, so batching never changes a result."""
-    return Embedder(EmbedderConfig(threads=threads, precision="float64"))
+    return Embedder(EmbedderConfig(threads=threads, precision="float64", packed=True))
 
 
 def check_embedder(index_embedder: str, index_dim: int, embedder_name: str, dim: int) -> None:

@@ -1,0 +1,71 @@
+"""MiniLM query embedding without padding: the texts of a batch are packed into one token matrix.
+
+sentence-transformers pads every text of a batch to the longest one, and the wavefront's batches
+mix lengths (measured on the bench's IRG queries: 35 tokens a query, 53 padded, a third of the
+work spent on padding). Here the linear layers, which are nearly all of the work, run on the
+packed tokens of all texts at once, and attention runs per text at its own length, so a text is
+computed with the same attention shapes whether it is embedded alone or batched. In float64 the
+vectors are bit-identical to sentence-transformers' padded ones after the rounding to float32
+(764 of 764 bench queries, and the tests); IRG queries embed 1.4x faster batched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragraph.errors import SearchIndexError
+
+
+def check_packable(model) -> None:
+    """The packed forward reproduces a BERT encoder with mean pooling and normalization only."""
+    modules = [type(m).__name__ for m in model]
+    if modules != ["Transformer", "Pooling", "Normalize"]:
+        raise SearchIndexError(f"query embedder: expected Transformer, Pooling, Normalize, got {modules}")
+    if getattr(model[1], "pooling_mode", None) != "mean":
+        raise SearchIndexError("query embedder: the packed forward needs mean pooling")
+    if not hasattr(model[0].auto_model, "encoder"):
+        raise SearchIndexError("query embedder: the packed forward needs a BERT encoder")
+
+
+def encode_packed(model, texts: Sequence[str]) -> np.ndarray:
+    """Normalized embeddings of `texts` (float32 rows) from a sentence-transformers BERT model
+    in the model's own precision."""
+    import torch
+
+    transformer = model[0]
+    bert = transformer.auto_model
+    ids = transformer.tokenizer(list(texts), truncation=True,
+                                max_length=transformer.max_seq_length)["input_ids"]
+    if not ids:
+        return np.empty((0, bert.config.hidden_size), dtype=np.float32)
+    lengths = [len(row) for row in ids]
+    device = bert.device
+    with torch.inference_mode():
+        tokens = torch.tensor([t for row in ids for t in row], device=device).unsqueeze(0)
+        positions = torch.cat([torch.arange(n, device=device) for n in lengths]).unsqueeze(0)
+        x = bert.embeddings(input_ids=tokens, position_ids=positions,
+                            token_type_ids=torch.zeros_like(tokens))[0]
+        for layer in bert.encoder.layer:
+            attended = _attention(layer.attention.self, x, lengths, bert.config.num_attention_heads)
+            x_mid = layer.attention.output(attended, x)
+            x = layer.output(layer.intermediate(x_mid), x_mid)
+        pooled = torch.stack([rows.mean(0) for rows in torch.split(x, lengths)])
+        return torch.nn.functional.normalize(pooled, dim=1).to(torch.float32).cpu().numpy()
+
+
+def _attention(self_attention, x, lengths: list[int], heads: int):
+    """Multi-head self-attention of each text over its own tokens (no mask: nothing is padded)."""
+    import torch
+
+    width = x.shape[-1] // heads
+    q, k, v = self_attention.query(x), self_attention.key(x), self_attention.value(x)
+    out = []
+    start = 0
+    for n in lengths:
+        qh, kh, vh = (t[start:start + n].view(n, heads, width).transpose(0, 1) for t in (q, k, v))
+        weights = torch.softmax((qh @ kh.transpose(1, 2)) * width ** -0.5, dim=-1)
+        out.append((weights @ vh).transpose(0, 1).reshape(n, heads * width))
+        start += n
+    return torch.cat(out)
