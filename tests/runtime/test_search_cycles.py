@@ -5,6 +5,7 @@ with exactly faiss's top-k."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ragraph.runtime.retrieval.cost import CostModel
 from ragraph.runtime.scheduler.search_worker import ScanItem, run_cycle
@@ -39,3 +40,22 @@ def test_cycles_with_shared_lists_end_in_faiss_results():
     for i in range(len(vectors)):
         np.testing.assert_array_equal(finals[i].ids, want_i[i])
         np.testing.assert_array_equal(finals[i].distances, want_d[i])
+
+
+def test_a_cycle_prices_each_k_as_its_own_step():
+    """Retrievals with different k are scanned in separate engine calls: a list they share is
+    scanned twice, not once and then from cache."""
+    search = random_search(nprobe=4)
+    vectors = search.embedder.embed(["first question", "second question"])
+    cost = CostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
+    probe = search.engine.probe(vectors[:1], 4)[0]
+    lists = tuple(int(c) for c in probe)
+
+    def cycle_ms(ks: tuple[int, int]) -> float:
+        items = [ScanItem(i, k, False, v, probe, lists)
+                 for i, (k, v) in enumerate(zip(ks, vectors, strict=True))]
+        return run_cycle(search, items, float("inf"), cost).predicted_ms
+
+    once = cost.clusters_ms(lists)
+    assert cycle_ms((5, 5)) < 2 * once  # one step: the second query's lists are rescans
+    assert cycle_ms((5, 3)) == pytest.approx(2 * once)

@@ -11,7 +11,7 @@ Inputs and outputs are immutable snapshots: the scheduler thread owns all mutabl
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,12 +115,15 @@ def run_cycle(
         partial_of.update({item.key: p for item, p in zip(group, step.partials, strict=True)})
     results = tuple(_advance(service, item, take.get(item.key, ()), partial_of.get(item.key))
                     for item in items)
-    return CycleResult(results, take_ms(take, cost), scan_s, time.perf_counter() - start, scanned,
-                       on_acc)
+    predicted = predicted_ms([[take[item.key] for item in group] for group in by_k.values()], cost)
+    return CycleResult(results, predicted, scan_s, time.perf_counter() - start, scanned, on_acc)
 
 
-def take_ms(take: dict[int, tuple[int, ...]], cost: CostModel) -> float:
-    return cost.step_ms(np.fromiter((c for cs in take.values() for c in cs), np.int64))
+def predicted_ms(steps: Iterable[Sequence[tuple[int, ...]]], cost: CostModel) -> float:
+    """A cycle's scan time: each k is its own engine step (lists that tasks of one step share are
+    rescans, lists that two steps share are scanned twice)."""
+    return sum(cost.step_ms(np.fromiter((c for cs in step for c in cs), np.int64))
+               for step in steps)
 
 
 def _plan(ready: Sequence[ScanItem], budget_ms: float, cost: CostModel) -> dict[int, tuple[int, ...]]:
