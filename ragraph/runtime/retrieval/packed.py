@@ -23,7 +23,9 @@ def check_packable(model) -> None:
     modules = [type(m).__name__ for m in model]
     if modules != ["Transformer", "Pooling", "Normalize"]:
         raise SearchIndexError(f"query embedder: expected Transformer, Pooling, Normalize, got {modules}")
-    if getattr(model[1], "pooling_mode", None) != "mean":
+    pooling = model[1]  # newer sentence-transformers name the mode, older ones set a flag per mode
+    if getattr(pooling, "pooling_mode", None) != "mean" and not getattr(
+            pooling, "pooling_mode_mean_tokens", False):
         raise SearchIndexError("query embedder: the packed forward needs mean pooling")
     if not hasattr(model[0].auto_model, "encoder"):
         raise SearchIndexError("query embedder: the packed forward needs a BERT encoder")
