@@ -76,8 +76,8 @@ class Embedder:
     def _embed(self, texts: Sequence[str], progress: Callable[[int], None] | None) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         size = self._config.batch_size
-        # Batches of similar length waste little compute on padding (a batch runs at the length
-        # of its longest text); results go back to the caller's order.
+        # Batches of similar length waste little compute on padding (an unpacked batch runs at the
+        # length of its longest text); results go back to the caller's order.
         order = np.argsort([len(t) for t in texts], kind="stable")
         for start in range(0, len(texts), size):
             rows = order[start : start + size]

@@ -6,7 +6,8 @@ work spent on padding). Here the linear layers, which are nearly all of the work
 packed tokens of all texts at once, and attention runs per text at its own length, so a text is
 computed with the same attention shapes whether it is embedded alone or batched. In float64 the
 vectors are bit-identical to sentence-transformers' padded ones after the rounding to float32
-(764 of 764 bench queries, and the tests); IRG queries embed 1.4x faster batched.
+(764 of 764 bench queries, and the tests). Per query, batched on 2 cores: IRG 21.3 -> 13.4 ms,
+multistep sub-questions 17.0 -> 12.1 ms.
 """
 
 from __future__ import annotations
