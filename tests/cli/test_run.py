@@ -32,6 +32,7 @@ def index(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow  # the index is built with the real embedder
 def test_input_file_gives_one_line_per_request_and_keeps_going(index, tmp_path, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text(
@@ -55,6 +56,7 @@ def test_input_file_gives_one_line_per_request_and_keeps_going(index, tmp_path, 
     assert "EM / F1" in shown.out
 
 
+@pytest.mark.slow  # the index is built with the real embedder
 def test_single_question_verbose_shows_path_and_passages(index, capsys):
     code = main(["run", str(WORKFLOWS / "oneshot.rag"), "-q", "Which game has 64 squares?",
                  "--engine", "sim", "--index", str(index), "--nprobe", "4", "--verbose",

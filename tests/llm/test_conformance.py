@@ -28,14 +28,16 @@ PROMPTS = [
 Factory = Callable[[], LLMEngine]
 
 
-@pytest.fixture(params=["llamacpp", "http", "sim"])
+# The real-model engines are slow tests (make test-all); the simulated one runs in make test.
+@pytest.fixture(params=[pytest.param("llamacpp", marks=pytest.mark.slow),
+                        pytest.param("http", marks=pytest.mark.slow), "sim"])
 def make_engine(request: pytest.FixtureRequest) -> Factory:
     kind = request.param
     if kind == "llamacpp":
         from ragraph.runtime.llm.llamacpp import LlamaCppConfig
 
         path = request.getfixturevalue("model_path")
-        cfg = LlamaCppConfig(model_path=path, context_length=512, kv_cells=4096)
+        cfg = LlamaCppConfig(model_path=path, context_length=512)
         return lambda: create_engine("llamacpp", cfg)
     if kind == "http":
         from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
