@@ -64,7 +64,7 @@ async def prefix_reuse(model: str, threads: int) -> dict[str, float]:
     params = SamplingParams(max_new_tokens=16)
     timings: dict[str, float] = {}
     for keep in (16, 0):
-        cfg = LlamaCppConfig(model_path=model, n_threads=threads, keep_retired=keep)
+        cfg = LlamaCppConfig(model_path=model, n_threads=threads, prefix_slots=keep)
         async with LlamaCppEngine(cfg) as engine:
             first = await engine.submit(GenerationRequest("p1", prompt=DOC + "Question: where is Paris?\nAnswer:", params=params)).result()
             cont = DOC + "Question: where is Paris?\nAnswer:" + first.text + "\nQuestion: what river?\nAnswer:"
@@ -84,7 +84,7 @@ async def main(args: argparse.Namespace) -> None:
     model = args.model or default_model_path()
     llm = reference_llama(model, n_ctx=2048, n_threads=args.threads)
     # Alone in an empty KV cache (retired sequences freed at once): the create_completion setting.
-    clean = LlamaCppConfig(model_path=model, n_threads=args.threads, keep_retired=0)
+    clean = LlamaCppConfig(model_path=model, n_threads=args.threads, prefix_slots=0)
     async with LlamaCppEngine(clean) as engine:
         solo = [(await concurrent(engine, [p], args.max_tokens, f"solo{i}-"))[1][0]
                 for i, p in enumerate(PROMPTS)]

@@ -35,7 +35,7 @@ def complete(reference, prompt: str, n: int) -> str:  # noqa: ANN001
 def engine(model_path: str, **kw: object):  # noqa: ANN201
     from ragraph.runtime.llm.llamacpp import LlamaCppConfig, LlamaCppEngine
 
-    return LlamaCppEngine(LlamaCppConfig(model_path=model_path, context_length=1024, kv_cells=4096, **kw))
+    return LlamaCppEngine(LlamaCppConfig(model_path=model_path, context_length=1024, **kw))
 
 
 def greedy(rid: str, prompt: str, n: int = 16, **kw: object) -> GenerationRequest:
@@ -89,7 +89,7 @@ def test_restart_after_abort_reuses_kv(model_path: str) -> None:
                 stream.abort()
             aborted = await stream.result()
             retry = await eng.submit(greedy("retry", DOC, n=12)).result()
-        async with engine(model_path, keep_retired=0) as cold:
+        async with engine(model_path, prefix_slots=0) as cold:
             baseline = await cold.submit(greedy("cold", DOC, n=12)).result()
         return aborted, retry, baseline
 
@@ -106,7 +106,7 @@ def test_seeded_sampling_is_reproducible(model_path: str) -> None:
     sampled token across a boundary; see the benchmark's batch-invariance report.)"""
 
     async def sample(seed: int) -> str:
-        async with engine(model_path, keep_retired=0) as eng:
+        async with engine(model_path, prefix_slots=0) as eng:
             r = greedy("s", PROMPTS[0], n=12, temperature=1.0, top_p=0.9, seed=seed)
             return (await eng.submit(r).result()).text
 
@@ -116,12 +116,12 @@ def test_seeded_sampling_is_reproducible(model_path: str) -> None:
 
 
 def test_serial_mode_is_exact_under_concurrent_submission(model_path: str, reference) -> None:  # noqa: ANN001
-    """max_running=1, keep_retired=0: concurrent submissions queue up and each equals
+    """max_running=1, prefix_slots=0: concurrent submissions queue up and each equals
     create_completion bit for bit (batching is what makes greedy output drift)."""
     expected = [complete(reference, p, 16) for p in PROMPTS]
 
     async def main() -> list[str]:
-        async with engine(model_path, max_running=1, keep_retired=0) as eng:
+        async with engine(model_path, max_running=1, prefix_slots=0) as eng:
             streams = [eng.submit(greedy(f"q{i}", p)) for i, p in enumerate(PROMPTS)]
             return [(await s.result()).text for s in streams]
 

@@ -1,9 +1,11 @@
-"""Step planning and KV prefix reuse of the llama.cpp engine, on a fake KV (no model)."""
+"""Step planning, sequence ids and KV prefix reuse of the llama.cpp engine, on a fake KV."""
 
 import numpy as np
 
 from ragraph.runtime.llm import GenerationRequest
-from ragraph.runtime.llm.llamacpp_seqs import Seq, SeqPool, common_prefix, plan_step
+from ragraph.runtime.llm.llamacpp_seqs import Seq, plan_step
+from ragraph.runtime.llm.llamacpp_slots import SeqSlots
+from ragraph.runtime.llm.prefix_store import PrefixStore, common_prefix
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.textout import OutputText
 
@@ -16,8 +18,11 @@ class FakeKv:
     def seq_rm(self, seq_id: int) -> None:
         self.ops.append(("rm", seq_id))
 
-    def seq_cp(self, src: int, dst: int, n_tokens: int) -> None:
-        self.ops.append(("cp", src, dst, n_tokens))
+    def seq_keep(self, seq_id: int, n_tokens: int) -> None:
+        self.ops.append(("keep", seq_id, n_tokens))
+
+    def seq_copy(self, src: int, dst: int) -> None:
+        self.ops.append(("cp", src, dst))
 
     def seq_pos_min(self, seq_id: int) -> int:
         return self.pos_min.get(seq_id, 0)
@@ -31,15 +36,18 @@ def seq(tokens: list[int], n_past: int, seq_id: int = 0) -> Seq:
     return s
 
 
-def test_decoding_sequences_first_then_prefill_chunks() -> None:
-    a = seq(list(range(1000)), 0, 0)  # prefilling, 1000 pending
+def test_decode_pass_lists_every_decoding_sequence_by_id_and_prefills_fill_the_batch() -> None:
+    a = seq(list(range(1000)), 0, 3)  # prefilling, 1000 pending, admitted first
     b = seq([1, 2, 3], 2, 1)  # decoding
     c = seq(list(range(300)), 0, 2)  # prefilling
-    plan = plan_step([a, b, c], n_batch=512)
-    assert [(s.seq_id, k) for s, k in plan] == [(1, 1), (0, 511)]
-    a.n_past = 999  # now a decodes too; c gets the rest
-    plan = plan_step([a, b, c], n_batch=512)
-    assert [(s.seq_id, k) for s, k in plan] == [(0, 1), (1, 1), (2, 300)]
+    d = seq([4, 5], 1, 0)  # decoding
+    plan = plan_step([a, b, c, d], n_batch=512)
+    assert [s.seq_id for s in plan.decode] == [0, 1]
+    assert [(s.seq_id, k) for s, k in plan.prefill] == [(3, 512)]  # decode tokens cost no budget
+    a.n_past = 900
+    plan = plan_step([a, b, c, d], n_batch=512)
+    # Admission order decides who gets the budget; the pass lists them by id.
+    assert [(s.seq_id, k) for s, k in plan.prefill] == [(2, 300), (3, 100)]
 
 
 def test_common_prefix() -> None:
@@ -47,42 +55,90 @@ def test_common_prefix() -> None:
     assert common_prefix(np.array([1, 2]), np.array([1, 2, 3])) == 2
 
 
-def test_continuation_reuses_retired_kv_but_computes_the_last_token() -> None:
+def test_running_ids_are_the_lowest_free_ones_and_stay_dense() -> None:
     kv = FakeKv()
-    pool = SeqPool(kv, n_ids=4, keep_retired=2, n_swa=512)
-    first = pool.acquire()
-    pool.retire(first, [5, 6, 7, 8])
-    dst = pool.acquire()
-    assert pool.reuse_prefix(dst, [5, 6, 7, 8, 9], running=[]) == 4
-    assert kv.ops[-1] == ("cp", first, dst, 4)
+    slots = SeqSlots(kv, n_running=4, n_store=0, n_swa=0)
+    seqs = [seq([1, 2], 2, slots.acquire()) for _ in range(4)]
+    assert [s.seq_id for s in seqs] == [0, 1, 2, 3]
+    assert slots.acquire() is None
+    slots.release(seqs[1])
+    assert slots.acquire() == 1  # a new sequence fills the hole
+    slots.release(seqs[1])
+    slots.release(seqs[0])
+    kv.ops.clear()
+    slots.compact([seqs[2], seqs[3]])  # ids 0 and 1 are holes below 2 and 3
+    assert kv.ops == [("cp", 3, 0), ("rm", 3), ("cp", 2, 1), ("rm", 2)]
+    assert (seqs[3].seq_id, seqs[2].seq_id) == (0, 1)
+    assert slots.acquire() == 2
+
+
+def test_compaction_leaves_dense_ids_alone() -> None:
+    kv = FakeKv()
+    slots = SeqSlots(kv, n_running=4, n_store=0, n_swa=0)
+    running = [seq([1], 1, slots.acquire()) for _ in range(2)]
+    slots.compact(running)
+    assert kv.ops == []
+
+
+def test_a_finished_sequence_is_stored_and_serves_a_continuation_but_its_last_token() -> None:
+    kv = FakeKv()
+    slots = SeqSlots(kv, n_running=2, n_store=2, n_swa=512)
+    first = seq([5, 6, 7, 8], 4, slots.acquire())
+    slots.release(first)
+    assert ("cp", 0, 2) in kv.ops  # running id 0 -> store id 2, then id 0 is free
+    dst = slots.acquire()
+    assert slots.reuse_prefix(dst, [5, 6, 7, 8, 9], running=[]) == 4
+    assert kv.ops[-2:] == [("cp", 2, dst), ("keep", dst, 4)]
     # The same prompt again: everything but the last token.
-    dst2 = pool.acquire()
-    assert pool.reuse_prefix(dst2, [5, 6, 7, 8], running=[]) == 3
+    assert slots.reuse_prefix(dst, [5, 6, 7, 8], running=[]) == 3
 
 
 def test_running_sequences_share_their_computed_prefix() -> None:
     kv = FakeKv()
-    pool = SeqPool(kv, n_ids=4, keep_retired=2, n_swa=0)
-    running = seq([1, 2, 3, 4, 5, 6], n_past=4, seq_id=pool.acquire())
-    dst = pool.acquire()
-    assert pool.reuse_prefix(dst, [1, 2, 3, 4, 5, 6, 7], [running]) == 4  # only what is computed
-
-
-def test_lru_evicts_oldest_and_frees_its_kv() -> None:
-    kv = FakeKv()
-    pool = SeqPool(kv, n_ids=3, keep_retired=1, n_swa=0)
-    a, b = pool.acquire(), pool.acquire()
-    pool.retire(a, [1, 2])
-    pool.retire(b, [3, 4])
-    assert ("rm", a) in kv.ops and pool.retired_cells == 2
+    slots = SeqSlots(kv, n_running=2, n_store=0, n_swa=0)
+    running = seq([1, 2, 3, 4, 5, 6], n_past=4, seq_id=slots.acquire())
+    dst = slots.acquire()
+    assert slots.reuse_prefix(dst, [1, 2, 3, 4, 5, 6, 7], [running]) == 4  # only what is computed
 
 
 def test_sliding_window_cells_gone_means_no_reuse() -> None:
     kv = FakeKv()
-    pool = SeqPool(kv, n_ids=3, keep_retired=2, n_swa=4)
-    a = pool.acquire()
-    pool.retire(a, list(range(20)))
-    kv.pos_min[a] = 10  # llama.cpp overwrote a's window cells below position 10
-    dst = pool.acquire()
-    assert pool.reuse_prefix(dst, list(range(12)) + [99], []) == 0  # needs positions 8..11
-    assert pool.reuse_prefix(dst, list(range(16)) + [99], []) == 16  # needs 12..15: present
+    slots = SeqSlots(kv, n_running=1, n_store=2, n_swa=4)
+    slots.release(seq(list(range(20)), 20, slots.acquire()))
+    store_id = 1
+    kv.pos_min[store_id] = 10  # llama.cpp overwrote the window cells below position 10
+    dst = slots.acquire()
+    assert slots.reuse_prefix(dst, list(range(12)) + [99], []) == 0  # needs positions 8..11
+    assert slots.reuse_prefix(dst, list(range(16)) + [99], []) == 16  # needs 12..15: present
+
+
+def tokens(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def test_store_evicts_by_pgdsf_priority_and_keeps_what_is_reused() -> None:
+    store = PrefixStore([10, 11])
+    a = store.place(tokens(1, 2, 3, 4))
+    b = store.place(tokens(5, 6, 7, 8))
+    assert (a.slot, b.slot) == (10, 11) and a.replaces is None
+    store.hit(a.slot)  # a served a prefix: hits x tokens = 8 against b's 4
+    c = store.place(tokens(9, 9, 9, 9))
+    assert c.slot == b.slot and c.replaces.tokens.tolist() == [5, 6, 7, 8]
+    assert store.clock == 4  # the clock rose to the evicted priority: new entries age the old
+    assert sorted(e.slot for e in store) == [10, 11]
+
+
+def test_store_skips_what_it_already_covers_and_extends_continuations() -> None:
+    store = PrefixStore([10, 11])
+    store.place(tokens(1, 2, 3, 4))
+    assert store.place(tokens(1, 2, 3)) is None  # already held, and more
+    grown = store.place(tokens(1, 2, 3, 4, 5, 6))
+    assert grown.slot == 10 and len(store) == 1  # the continuation took its prefix's slot
+    assert [e.tokens.tolist() for e in store] == [[1, 2, 3, 4, 5, 6]]
+
+
+def test_store_refuses_a_short_sequence_when_every_entry_outranks_it() -> None:
+    store = PrefixStore([10])
+    store.place(tokens(*range(100)))
+    assert store.place(tokens(7, 7)) is None
+    assert store.place(tokens(*range(200, 400))) is not None  # longer: worth more

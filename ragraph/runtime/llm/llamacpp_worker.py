@@ -1,14 +1,15 @@
 """The decode thread of the llama.cpp engine: continuous batching over one llama.cpp context.
 
-Each iteration admits new requests, plans one batch (one token of every decoding sequence plus
-prefill chunks of new ones), runs ONE `llama_decode`, samples a token for every sequence whose
-last token was in the batch, and hands the resulting events to the asyncio loop in one call.
-Sequences join and leave between iterations.
+Each iteration admits new requests, then runs two `llama_decode` passes: one token of every
+decoding sequence, then prefill chunks of new ones (timed apart: the bench's prefill/decode
+split), samples a token for every sequence whose last token was in a pass, and hands the
+resulting events to the asyncio loop in one call. Sequences join and leave between iterations.
 """
 
 from __future__ import annotations
 
 import queue
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ import numpy as np
 from ragraph.errors import EngineError
 from ragraph.runtime.llm import sampling
 from ragraph.runtime.llm.llamacpp_model import BatchEntry, LlamaModel
-from ragraph.runtime.llm.llamacpp_seqs import Seq, SeqPool, plan_step
+from ragraph.runtime.llm.llamacpp_seqs import Seq, plan_step
+from ragraph.runtime.llm.llamacpp_slots import SeqSlots
 from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, TokenEvent
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.tally import Tally
@@ -51,11 +53,12 @@ class WorkerLimits:
 
 
 class DecodeWorker:
-    def __init__(self, model: LlamaModel, pool: SeqPool, limits: WorkerLimits, tally: Tally,
+    def __init__(self, model: LlamaModel, slots: SeqSlots, limits: WorkerLimits, tally: Tally,
                  post: Callable[[list[Delivery]], None]) -> None:
         self.inbox: queue.SimpleQueue[Submit | Abort | Stop] = queue.SimpleQueue()
         self._model = model
-        self._pool = pool
+        self._slots = slots
+        self._last_pass_s = 0.0
         self._limits = limits
         self._tally = tally
         self._post = post
@@ -118,8 +121,7 @@ class DecodeWorker:
             return
         p = req.params
         rng = None if p.greedy else np.random.default_rng(p.seed)
-        reserve = min(len(prompt) + p.max_new_tokens, self._limits.context_length)
-        seq = Seq(req, stream, prompt, len(prompt), -1, OutputText(p.stop), rng, reserve=reserve)
+        seq = Seq(req, stream, prompt, len(prompt), -1, OutputText(p.stop), rng)
         self._waiting.append(seq)
 
     def _check_prompt(self, req: GenerationRequest, prompt: list[int]) -> str | None:
@@ -143,21 +145,14 @@ class DecodeWorker:
         self._out.append((stream, [], result))
 
     def _admit(self) -> None:
-        """Move waiting sequences into the batch while sequence slots and KV cells allow."""
-        n_ctx = self._model.shape.n_ctx
+        """Move waiting sequences into the batch while sequence ids allow."""
         while self._waiting and len(self._running) < self._limits.max_running:
-            seq = self._waiting[0]
-            reserved = sum(s.reserve for s in self._running)
-            if reserved + seq.reserve > n_ctx:
-                return  # wait for running sequences to finish
-            while reserved + seq.reserve + self._pool.retired_cells > n_ctx and self._pool.evict_oldest():
-                pass
-            seq_id = self._pool.acquire()
+            seq_id = self._slots.acquire()
             if seq_id is None:
                 return
-            self._waiting.popleft()
+            seq = self._waiting.popleft()
             seq.seq_id = seq_id
-            seq.cached = self._pool.reuse_prefix(seq_id, seq.tokens, self._running)
+            seq.cached = self._slots.reuse_prefix(seq_id, seq.tokens, self._running)
             seq.n_past = seq.cached
             self._running.append(seq)
             self._tally.prompt_tokens += seq.n_prompt
@@ -166,7 +161,20 @@ class DecodeWorker:
     # -- one step --------------------------------------------------------------------------------
 
     def _step(self) -> None:
+        self._slots.compact(self._running)
         plan = plan_step(self._running, self._model.shape.n_batch)
+        if plan.decode:
+            if not self._run_pass([(seq, 1) for seq in plan.decode]):
+                return  # a sequence was ended with the error; plan again
+            self._tally.decode_s += self._last_pass_s
+            self._tally.decode_steps += 1
+        if plan.prefill and self._run_pass(plan.prefill):
+            self._tally.prefill_s += self._last_pass_s
+        self._tally.steps += 1
+
+    def _run_pass(self, plan: list[tuple[Seq, int]]) -> bool:
+        """One llama_decode over `plan`, then a token sampled for every sequence whose last
+        pending token was in it."""
         entries: list[BatchEntry] = []
         sample_at: list[tuple[Seq, int]] = []
         for seq, take in plan:
@@ -176,26 +184,26 @@ class DecodeWorker:
                 if last:
                     sample_at.append((seq, len(entries)))
                 entries.append(BatchEntry(seq.tokens[pos], pos, seq.seq_id, last))
-        if not self._decode(entries, plan):
-            return
-        self._tally.steps += 1
+        start = time.perf_counter()
+        ok = self._decode(entries)
+        self._last_pass_s = time.perf_counter() - start
+        if not ok:
+            return False
         for seq, take in plan:
             seq.n_past += take
         for seq, index in sample_at:
             self._next_token(seq, self._model.logits(index))
+        return True
 
-    def _decode(self, entries: list[BatchEntry], plan: list[tuple[Seq, int]]) -> bool:
-        """Run the batch; on "no KV slot" free retired sequences, then preempt the youngest."""
-        while True:
-            rc = self._model.decode(entries)
-            if rc == 0:
-                return True
-            if rc == 1 and self._pool.evict_oldest():
-                continue
-            victim = self._running[-1]
-            msg = ("KV cache full: raise kv_cells" if rc == 1 else f"llama_decode failed with status {rc}")
-            self._end(victim, "error", error=msg)
-            return False  # the batch is re-planned next iteration without the victim
+    def _decode(self, entries: list[BatchEntry]) -> bool:
+        """Run the batch; when llama.cpp fails it, the youngest sequence ends with the error."""
+        rc = self._model.decode(entries)
+        if rc == 0:
+            return True
+        victim = self._running[-1]
+        msg = ("no KV slot for the batch" if rc == 1 else f"llama_decode failed with status {rc}")
+        self._end(victim, "error", error=msg)
+        return False  # the batch is re-planned next iteration without the victim
 
     def _next_token(self, seq: Seq, row: np.ndarray) -> None:
         p = seq.request.params
@@ -225,7 +233,7 @@ class DecodeWorker:
         if tail:
             events.append(TokenEvent(None, tail))
         self._running.remove(seq)
-        self._pool.retire(seq.seq_id, seq.tokens[: seq.n_past])
+        self._slots.release(seq)
         self._tally.count_finish(reason)
         result = GenerationResult(
             rid=seq.rid, text=seq.out.text, token_ids=tuple(seq.generated),

@@ -132,7 +132,15 @@ class EngineCounters:
     completion_tokens: int = 0
     # Forward passes (llama.cpp `llama_decode` calls, simulated steps); 0 where not observable.
     steps: int = 0
+    # Seconds the engine computed prompts and decode steps; 0 where not observable (HTTP).
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    decode_steps: int = 0
     simulated: bool = False
+
+    @property
+    def busy_s(self) -> float:
+        return self.prefill_s + self.decode_s
 
 
 @runtime_checkable

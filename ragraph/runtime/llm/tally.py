@@ -17,6 +17,10 @@ class Tally:
     cached_tokens: int = 0
     completion_tokens: int = 0
     steps: int = 0
+    # Where the engine's time went (llama.cpp: seconds inside llama_decode, by pass kind).
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    decode_steps: int = 0
 
     def count_finish(self, reason: str) -> None:
         if reason == "abort":
@@ -36,5 +40,8 @@ class Tally:
             cached_tokens=self.cached_tokens,
             completion_tokens=self.completion_tokens,
             steps=self.steps,
+            prefill_s=self.prefill_s,
+            decode_s=self.decode_s,
+            decode_steps=self.decode_steps,
             simulated=simulated,
         )
