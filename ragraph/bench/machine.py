@@ -3,10 +3,11 @@ context (a simulated GPU engine on a 2-core VM is not a real GPU server)."""
 
 from __future__ import annotations
 
-import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
+
+from ragraph.runtime.threads import usable_cores
 
 
 @dataclass(frozen=True)
@@ -27,10 +28,7 @@ def detect(cpuinfo: Path = Path("/proc/cpuinfo"), meminfo: Path = Path("/proc/me
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     memory = 0.0
     if meminfo.is_file():
         for line in meminfo.read_text().splitlines():

@@ -37,8 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--url", help="server URL for --engine openai or sglang")
     p.add_argument("--index", help="index directory (default: the embedded Wikipedia index)")
     p.add_argument("--nprobe", type=int, default=32, help="clusters searched per query (32)")
-    p.add_argument("--gen-threads", type=int, default=1, help="llama.cpp threads (core split)")
-    p.add_argument("--search-threads", type=int, default=1, help="faiss/embedder threads")
+    p.add_argument("--gen-threads", type=int,
+                   help="llama.cpp threads (default: every core for llama.cpp, 1 otherwise)")
+    p.add_argument("--search-threads", type=int,
+                   help="faiss/embedder threads (default: 1 per 8 cores beside llama.cpp, every "
+                   "core beside a GPU engine)")
     p.add_argument("--hot-cache", action="store_true",
                    help="keep the hottest 20%% of clusters on the accelerator (CUDA when present; "
                    "off by default: on a CPU-only machine there is nothing to gain)")

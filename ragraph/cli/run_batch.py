@@ -27,7 +27,8 @@ async def run_file(workflow: RAGraph, config: RuntimeConfig, args: argparse.Name
     requests = [r for r in items if not isinstance(r, BadLine)]
     bad = [r for r in items if isinstance(r, BadLine)]
     err.print(f"[dim]{len(requests)} requests · workflow {workflow.name} · executor "
-              f"{config.executor} {config.passes} · engine {engine_label(config)}[/dim]")
+              f"{config.executor} {config.passes} · engine {engine_label(config)} · "
+              f"{config.describe_threads()}[/dim]")
     search = await open_run(config, err)
     tracer = Tracer()
     columns = (TextColumn("answering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

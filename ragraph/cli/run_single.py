@@ -40,7 +40,7 @@ async def run_question(workflow: RAGraph, question: str, config: RuntimeConfig,
     from ragraph.runtime.app import execute, open_services
 
     err.print(f"[dim]workflow {workflow.name} · executor {config.executor} {config.passes} · "
-              f"engine {engine_label(config)}[/dim]")
+              f"engine {engine_label(config)} · {config.describe_threads()}[/dim]")
     search = await open_run(config, err)
     tracer = Tracer()
     async with open_services(config, search, tracer) as services:

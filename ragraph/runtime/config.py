@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragraph.errors import ConfigError
+from ragraph.runtime.threads import CoreSplit, default_split, usable_cores
 
-EXECUTORS = ("ragraph", "sequential", "stage-batched")
+EXECUTORS = ("ragraph", "sequential", "stage-batched", "langgraph")
 ENGINES = ("llamacpp", "sim", "openai", "sglang")
 
 
@@ -20,9 +21,10 @@ class RuntimeConfig:
     passes: str = "-O2"
     concurrency: int = 8
     nprobe: int = 32
-    # The core split of this machine: llama.cpp threads vs faiss/embedding threads.
-    gen_threads: int = 1
-    search_threads: int = 1
+    # The core split: llama.cpp threads vs faiss/embedding threads; None = this machine's default
+    # for the engine (`threads.default_split`), filled in at construction.
+    gen_threads: int | None = None
+    search_threads: int | None = None
     tau: float = 0.6
     budget_ms: float | None = None
     # The accelerator tier (hot-cluster cache + TeleRAG prefetch). On a CPU-only machine the
@@ -34,6 +36,11 @@ class RuntimeConfig:
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ConfigError("engine", f"must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        split = default_split(self.engine)
+        if self.gen_threads is None:
+            object.__setattr__(self, "gen_threads", split.gen)
+        if self.search_threads is None:
+            object.__setattr__(self, "search_threads", split.search)
         if self.executor not in EXECUTORS:
             raise ConfigError("executor",
                               f"must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
@@ -57,3 +64,10 @@ class RuntimeConfig:
     @property
     def simulated(self) -> bool:
         return self.engine == "sim"
+
+    @property
+    def split(self) -> CoreSplit:
+        return CoreSplit(gen=self.gen_threads, search=self.search_threads)  # type: ignore[arg-type]
+
+    def describe_threads(self) -> str:
+        return self.split.describe(usable_cores())
