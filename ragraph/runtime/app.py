@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -11,6 +12,7 @@ from pathlib import Path
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.executors.app_clients import open_app_llm, uses_own_client
 from ragraph.runtime.executors.base import Services, arrive_all
 from ragraph.runtime.outcome import Outcome, RunStats, Summary, summarize
 from ragraph.runtime.request import Request
@@ -74,11 +76,19 @@ def with_hot_cache(engine, config: RuntimeConfig):
 async def open_services(config: RuntimeConfig, search: SearchService | None = None,
                         tracer: Tracer | None = None) -> AsyncIterator[Services]:
     llm = create_llm(config)
-    await llm.start()
+    app_llm = None
     try:
+        if not uses_own_client(config):
+            await llm.start()
+        if config.executor == "langgraph":
+            loop = asyncio.get_running_loop()
+            app_llm = await loop.run_in_executor(None, open_app_llm, config, llm, loop)
         yield Services(llm=llm, search=search or open_search(config),
-                       tracer=tracer or Tracer(), search_threads=config.search_threads)
+                       tracer=tracer or Tracer(), search_threads=config.search_threads,
+                       app_llm=app_llm)
     finally:
+        if app_llm is not None:
+            app_llm.close()
         await llm.close()
 
 
@@ -92,6 +102,10 @@ def make_executor(config: RuntimeConfig, services: Services):
         from ragraph.runtime.executors.stage_batched import StageBatchedExecutor
 
         return StageBatchedExecutor(services, batch_size=config.concurrency)
+    if config.executor == "langgraph":
+        from ragraph.runtime.executors.langgraph_exec import LangGraphExecutor
+
+        return LangGraphExecutor(services, concurrency=config.concurrency)
     from ragraph.runtime.scheduler.wavefront import SchedulerConfig, WavefrontExecutor
 
     scheduler = SchedulerConfig(max_active=config.concurrency,

@@ -15,6 +15,7 @@ from ragraph.ir.nodes import Generate
 from ragraph.passes import compile
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.executors.app_clients import EngineApp
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim import SimConfig, SimEngine
@@ -28,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("adaptive", "flare", "hyde", "ircot", "irg", "multistep", "oneshot", "recomp", "selfrag")
 # A fast simulated GPU: timing never changes answers, only how long the test takes.
 FAST = SimConfig(cost=GpuCostModel(weight_bytes=1e9, step_overhead_s=2e-4), mean_output_tokens=6)
-VARIANTS = (("sequential", "-O0"), ("stage-batched", "-O0"), ("ragraph", "-O0"), ("ragraph", "-O2"))
+VARIANTS = (("sequential", "-O0"), ("stage-batched", "-O0"), ("ragraph", "-O0"), ("ragraph", "-O2"),
+            ("langgraph", "-O0"))
 N = 20
 
 
@@ -43,7 +45,10 @@ def run(graph, engine, search, executor: str, passes: str, questions: list[str])
         strict = StrictEngine(engine)  # ids reused while in flight fail as on llama.cpp
         async with strict:
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(questions)]
-            return await execute(graph, requests, config, Services(llm=strict, search=search))
+            services = Services(llm=strict, search=search)
+            if executor == "langgraph":
+                services.app_llm = EngineApp(strict, asyncio.get_running_loop())
+            return await execute(graph, requests, config, services)
 
     result = asyncio.run(go())
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]

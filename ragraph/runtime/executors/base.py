@@ -13,6 +13,7 @@ from ragraph.errors import RagraphError
 from ragraph.ir.control import choose_edge
 from ragraph.ir.nodes import END
 from ragraph.runtime.catalog import Catalog
+from ragraph.runtime.executors.app_clients import AppLLM
 from ragraph.runtime.llm.protocol import LLMEngine
 from ragraph.runtime.outcome import Outcome, RunStats, outcome_of
 from ragraph.runtime.request import Request, RequestState, failed_state, new_state
@@ -30,6 +31,8 @@ class Services:
     search: SearchService
     tracer: Tracer = field(default_factory=Tracer)
     search_threads: int = 1
+    # The LangGraph baseline's own LLM client (the app's `Llama` or `openai` client).
+    app_llm: AppLLM | None = None
 
 
 class Executor(Protocol):

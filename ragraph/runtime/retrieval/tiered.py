@@ -38,6 +38,11 @@ class TieredEngine:
         self._id_bytes = (int(ids.max()) // 8 + 1) if ids.size else 1
 
     @property
+    def index(self):
+        """The faiss index behind both tiers."""
+        return self._base.index
+
+    @property
     def cache(self) -> HotClusterCache:
         return self._cache
 

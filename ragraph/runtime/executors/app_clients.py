@@ -1,0 +1,216 @@
+"""The LLM and the index as a plain application calls them, for the LangGraph baseline.
+
+A LangGraph (or LangChain) app serving concurrent users from a local model holds one
+`llama_cpp.Llama` and a lock around it; against a server it uses the `openai` client; it searches
+faiss directly. These clients are blocking and thread-safe: LangGraph runs each request's nodes
+on its own worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ragraph.errors import EngineError
+from ragraph.ir.values import GeneratedText, Passages
+from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.llm.protocol import (
+    EngineCounters,
+    GenerationRequest,
+    LLMEngine,
+    SamplingParams,
+)
+from ragraph.runtime.search_service import SearchService
+
+# What the app's `Llama` holds: the prompt and answer of the workflows' longest generations.
+APP_CONTEXT = 2048
+
+
+class AppLLM(Protocol):
+    name: str
+
+    def complete(self, prompt: str, params: SamplingParams) -> GeneratedText: ...
+
+    def counters(self) -> EngineCounters: ...
+
+    def close(self) -> None: ...
+
+
+def _min_prob(logprobs: list[float | None] | None) -> float:
+    values = [lp for lp in logprobs or () if lp is not None]
+    return math.exp(min(values)) if values else 1.0
+
+
+@dataclass
+class _Usage:
+    requests: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+
+    def snapshot(self) -> EngineCounters:
+        return EngineCounters(requests=self.requests, finished=self.requests,
+                              prompt_tokens=self.prompt_tokens, cached_tokens=self.cached_tokens,
+                              completion_tokens=self.completion_tokens,
+                              prefill_s=self.prefill_s, decode_s=self.decode_s)
+
+
+class LlamaCppApp:
+    """One llama-cpp-python `Llama` behind a lock. `Llama` reuses the KV of the longest prefix
+    its previous call shares with the next one; the lock makes calls one at a time."""
+
+    name = "llama-cpp-python"
+
+    def __init__(self, model_path: str | None, n_threads: int, n_ctx: int) -> None:
+        import llama_cpp  # noqa: PLC0415 - optional at import time
+
+        from ragraph.runtime.llm.llamacpp import default_model_path  # noqa: PLC0415
+        from ragraph.runtime.llm.llamacpp_reference import reference_llama  # noqa: PLC0415
+
+        self._perf = llama_cpp.llama_perf_context
+        self.llm = reference_llama(model_path or default_model_path(), n_ctx=n_ctx,
+                                   n_threads=n_threads)
+        self.lock = threading.Lock()
+        self._usage = _Usage()
+
+    def complete(self, prompt: str, params: SamplingParams) -> GeneratedText:
+        with self.lock:
+            before = self._perf(self.llm.ctx)
+            try:
+                out = self.llm.create_completion(
+                    prompt, max_tokens=params.max_new_tokens, temperature=params.temperature,
+                    top_p=params.top_p, stop=list(params.stop) or None, seed=params.seed,
+                    logprobs=1 if params.logprobs else None)
+            except ValueError as err:  # llama-cpp-python's "Requested tokens exceed context"
+                raise EngineError(f"llama-cpp-python: {err}") from err
+            after = self._perf(self.llm.ctx)
+            self._count(out["usage"], before, after)
+        choice = out["choices"][0]
+        logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+        return GeneratedText(choice["text"], _min_prob(logprobs))
+
+    def _count(self, usage, before, after) -> None:  # noqa: ANN001 - llama.cpp structs
+        u = self._usage
+        u.requests += 1
+        u.prompt_tokens += usage["prompt_tokens"]
+        u.completion_tokens += usage["completion_tokens"]
+        computed = max(after.n_p_eval - before.n_p_eval, 0)
+        u.cached_tokens += max(usage["prompt_tokens"] - computed, 0)
+        u.prefill_s += (after.t_p_eval_ms - before.t_p_eval_ms) / 1000
+        u.decode_s += (after.t_eval_ms - before.t_eval_ms) / 1000
+
+    def counters(self) -> EngineCounters:
+        return self._usage.snapshot()
+
+    def close(self) -> None:
+        self.llm.close()
+
+
+class OpenAIApp:
+    """The official `openai` client against an OpenAI-compatible server (vLLM, SGLang,
+    llama.cpp's server)."""
+
+    name = "openai-client"
+
+    def __init__(self, base_url: str, model: str) -> None:
+        try:
+            import openai  # noqa: PLC0415
+        except ImportError as err:
+            raise EngineError("the langgraph executor on an HTTP engine needs the openai "
+                              "package: pip install 'ragraph[langgraph]'") from err
+        self._client = openai.OpenAI(base_url=base_url.rstrip("/") + "/v1", api_key="unused")
+        self._model = model
+        self._usage = _Usage()
+        self._lock = threading.Lock()
+
+    def complete(self, prompt: str, params: SamplingParams) -> GeneratedText:
+        out = self._client.completions.create(
+            model=self._model, prompt=prompt, max_tokens=params.max_new_tokens,
+            temperature=params.temperature, top_p=params.top_p, stop=list(params.stop) or None,
+            seed=params.seed, logprobs=1 if params.logprobs else None)
+        with self._lock:
+            self._usage.requests += 1
+            if out.usage is not None:
+                self._usage.prompt_tokens += out.usage.prompt_tokens
+                self._usage.completion_tokens += out.usage.completion_tokens
+        choice = out.choices[0]
+        logprobs = choice.logprobs.token_logprobs if choice.logprobs else None
+        return GeneratedText(choice.text, _min_prob(logprobs))
+
+    def counters(self) -> EngineCounters:
+        return self._usage.snapshot()
+
+    def close(self) -> None:
+        self._client.close()
+
+
+@dataclass
+class EngineApp:
+    """An in-process ragraph engine (the simulated GPU engine, SGLang's `Engine`) called from
+    the app's threads, one request at a time per thread."""
+
+    engine: LLMEngine
+    loop: asyncio.AbstractEventLoop
+    name: str = "engine"
+    _ids: int = field(default=0, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def complete(self, prompt: str, params: SamplingParams) -> GeneratedText:
+        from ragraph.runtime.generate import finish, generated_text  # noqa: PLC0415
+
+        with self._lock:
+            self._ids += 1
+            rid = f"app-{self._ids}"
+
+        async def run():  # streams belong to the loop thread: submit there
+            return await finish(self.engine.submit(GenerationRequest(rid, prompt, params=params)))
+
+        result = asyncio.run_coroutine_threadsafe(run(), self.loop).result()
+        return generated_text(result)
+
+    def counters(self) -> EngineCounters:
+        return self.engine.counters()
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class AppRetriever:
+    """faiss directly: the query embedded by the run's embedder (so vectors are bit-identical
+    to every other executor's), `index.search` at the node's nprobe, the ids looked up in the
+    passage store."""
+
+    search: SearchService
+
+    def retrieve(self, query: str, k: int, nprobe: int | None) -> Passages:
+        import faiss  # noqa: PLC0415
+
+        vector = self.search.embed(query).reshape(1, -1)
+        index = self.search.engine.index
+        n = min(nprobe or self.search.nprobe, int(index.nlist))
+        distances, ids = index.search(vector, k, params=faiss.SearchParametersIVF(nprobe=n))
+        keep = ids[0] >= 0
+        return self.search.store.lookup(ids[0][keep], distances[0][keep])
+
+
+
+def uses_own_client(config: RuntimeConfig) -> bool:
+    """The LangGraph app talks to llama.cpp and HTTP servers itself, not through ragraph's
+    engine (which then need not be started)."""
+    return config.executor == "langgraph" and config.engine in ("llamacpp", "openai")
+
+
+def open_app_llm(config: RuntimeConfig, engine: LLMEngine,
+                 loop: asyncio.AbstractEventLoop) -> AppLLM:
+    """The LangGraph app's LLM client for the run's engine (blocking: loads a local model)."""
+    if config.engine == "llamacpp":
+        return LlamaCppApp(config.model, n_threads=config.gen_threads, n_ctx=APP_CONTEXT)
+    if config.engine == "openai":
+        return OpenAIApp(config.url or "", config.model or "default")
+    return EngineApp(engine, loop, name=engine.name)

@@ -1,0 +1,78 @@
+"""Baseline: the workflow as a real LangGraph app, served the way practitioners serve one.
+
+`app.batch(inputs, config={"max_concurrency": c})` maps `app.invoke` over a pool of c worker
+threads; this executor does exactly that, but hands each request to the pool as it arrives
+(online runs) and reports each one as it finishes. The app calls the LLM through its own client
+(`app_clients`): one llama-cpp-python `Llama` behind a lock for the embedded engine, the `openai`
+client for an HTTP server, the in-process engine otherwise; and it searches faiss directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import ClassVar
+
+from ragraph.errors import ConfigError
+from ragraph.runtime.catalog import Catalog
+from ragraph.runtime.executors.app_clients import AppRetriever
+from ragraph.runtime.executors.base import OnDone, Services, admit, clock, describe_failure, finish
+from ragraph.runtime.executors.langgraph_app import (
+    INTERNAL,
+    PASSAGES,
+    PATH,
+    RECURSION_LIMIT,
+    build_app,
+    initial_state,
+)
+from ragraph.runtime.outcome import RunStats
+from ragraph.runtime.request import Request, RequestState
+
+
+@dataclass
+class LangGraphExecutor:
+    name: ClassVar[str] = "langgraph"
+    services: Services
+    concurrency: int = 8
+
+    async def run(self, catalog: Catalog, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
+        llm = self.services.app_llm
+        if llm is None:
+            raise ConfigError("executor", "the langgraph executor needs the app's LLM client "
+                              "(open the services with executor='langgraph')")
+        retriever = AppRetriever(self.services.search)
+        apps = {id(graph): build_app(graph, llm, retriever, self.services.tracer)
+                for graph in catalog.graphs.values()}
+        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="langgraph") as pool:
+            tasks = []
+            async for request in arrivals:
+                state = admit(catalog, request, clock())
+                tasks.append(asyncio.create_task(self._one(apps, state, pool, on_done)))
+            await asyncio.gather(*tasks)
+        return RunStats()
+
+    async def _one(self, apps, state: RequestState, pool: ThreadPoolExecutor, on_done: OnDone) -> None:
+        if state.error is None:
+            app = apps[id(state.graph)]
+            start = initial_state(state.graph, state.rid, state.variables)
+            config = {"recursion_limit": RECURSION_LIMIT}
+            loop = asyncio.get_running_loop()
+            try:
+                final = await loop.run_in_executor(pool, partial(app.invoke, start, config))
+                _settle(state, final)
+            except Exception as err:  # attributed to this request; the others go on
+                state.error = describe_failure(err)
+        finish(state, on_done, clock())
+
+
+def _settle(state: RequestState, final: dict) -> None:
+    """Copy the app's final state into the request's (what every executor reports)."""
+    state.variables = {k: v for k, v in final.items() if k not in INTERNAL}
+    state.path = list(final[PATH])
+    state.node = state.path[-1]
+    if final.get(PASSAGES) is not None:
+        state.retrievals = [final[PASSAGES]]
+
