@@ -8,19 +8,18 @@ previous executor), a fresh tracer, and the shared search service (the index is 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragraph.bench.arrivals import arrive
 from ragraph.ir.graph import RAGraph
-from ragraph.runtime.app import create_llm, execute
+from ragraph.runtime.app import execute, open_services
 from ragraph.runtime.config import RuntimeConfig
-from ragraph.runtime.executors.base import Services
 from ragraph.runtime.outcome import Outcome, RunStats, summarize
 from ragraph.runtime.request import Request
 from ragraph.runtime.search_service import SearchService
+from ragraph.runtime.threads import usable_cores
 from ragraph.runtime.trace import Tracer
 
 
@@ -29,6 +28,7 @@ class Cell:
     workload: str  # a workflow name, or "mix"
     nprobe: int
     rate: float | None  # requests/s; None = offline (all at once)
+    concurrency: int = 0  # requests in flight (0: the run's setting)
 
     @property
     def mode(self) -> str:
@@ -67,27 +67,41 @@ class CellResult:
     # generated ones): about the same for every executor; prefix-cache hits depend on the order
     # prompts arrive in, and a rolled-back speculation adds its tokens.
     llm_tokens: int = 0
+    # Where the LLM engine's time went (seconds computing prompts and decode steps; 0 where the
+    # engine does not say, e.g. HTTP), and its prompt tokens served from reused KV.
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    cached_tokens: int = 0
+    # Share of this executor's answers equal to ragraph's on the same requests (None: ragraph).
+    agree: float | None = None
 
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
                    executors: Sequence[str], on_done: Callable[[Outcome], None]) -> list[CellResult]:
     search = replace(search, nprobe=cell.nprobe)
-    results = []
+    results, answers = [], {}
     for executor in executors:
-        config = replace(runtime, executor=executor, nprobe=cell.nprobe)
-        results.append(await _run_executor(cell, jobs, config, search, on_done))
-    return results
+        config = replace(runtime, executor=executor, nprobe=cell.nprobe,
+                         concurrency=cell.concurrency or runtime.concurrency)
+        result, answers[executor] = await _run_executor(cell, jobs, config, search, on_done)
+        results.append(result)
+    return [replace(r, agree=agreement(answers[r.executor], answers.get("ragraph")))
+            for r in results]
+
+
+def agreement(mine: dict[str, str | None], reference: dict[str, str | None] | None) -> float | None:
+    if reference is None or mine is reference or not reference:
+        return None
+    return sum(mine.get(rid) == answer for rid, answer in reference.items()) / len(reference)
 
 
 async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
-                        search: SearchService, on_done) -> CellResult:
-    llm = create_llm(config)
-    await llm.start()
+                        search: SearchService, on_done) -> tuple[CellResult, dict[str, str | None]]:
+    """A fresh LLM engine (or the LangGraph app's own client) per executor, the shared index."""
     tracer = Tracer()
-    try:
-        services = Services(llm=llm, search=search, tracer=tracer,
-                            search_threads=config.search_threads)
+    async with open_services(config, search, tracer) as services:
         loop = asyncio.get_running_loop()
+        llm = services.app_llm or services.llm
         start, cpu_start, embed_start = loop.time(), time.process_time(), search.embed_seconds
         runs = await asyncio.gather(*(
             execute(job.graph, arrive(job.requests, job.offsets), config, services, on_done)
@@ -95,20 +109,15 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
         wall, cpu = loop.time() - start, time.process_time() - cpu_start
         embed = search.embed_seconds - embed_start
         used = llm.counters()
-    finally:
-        await llm.close()
     outcomes = [o for run in runs for o in run.outcomes]
     result = _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
                      [run.stats for run in runs], tracer, wall)
     result = replace(result, llm_tokens=used.prompt_tokens - used.cached_tokens
-                     + used.completion_tokens)
-    if wall <= 0:
-        return result
-    return replace(result, cpu_busy=cpu / (wall * usable_cores()), embed_busy=embed / wall)
-
-
-def usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+                     + used.completion_tokens, prefill_s=used.prefill_s, decode_s=used.decode_s,
+                     cached_tokens=used.cached_tokens)
+    if wall > 0:
+        result = replace(result, cpu_busy=cpu / (wall * usable_cores()), embed_busy=embed / wall)
+    return result, {o.rid: o.answer for o in outcomes}
 
 
 def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: list[Outcome],

@@ -7,10 +7,14 @@ from pathlib import Path
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import EXECUTORS
+from ragraph.runtime.threads import default_split
 
 BENCH_ENGINES = ("sim", "llamacpp")
 # Listed first is the one the ratios are about; the baselines follow.
 EXECUTOR_ORDER = ("ragraph", "sequential", "stage-batched")
+# On the embedded engine the baseline users compare with is a real LangGraph app (issue 14).
+LLAMACPP_EXECUTORS = ("ragraph", "langgraph")
+LLAMACPP_WORKFLOWS = ("hyde", "irg", "oneshot", "multistep")
 
 
 @dataclass(frozen=True)
@@ -28,24 +32,30 @@ class BenchConfig:
     rate_points: int = 5
     window_s: float = 20.0  # arrival window of each online run
     max_online_requests: int = 600
-    # Requests in flight for every executor. Max throughput is about what the machine holds: at
-    # 16 the thread pool and the wavefront were both bound by their per-request latency with the
-    # cores 65-80% busy (quick bench: ragraph vs sequential 1.23x / 1.03x / 1.25x on oneshot /
-    # multistep / IRG at 16, 1.38x / 1.36x / 1.36x at 64).
-    concurrency: int = 64
+    # Requests in flight for every executor, one set of cells per value. Max throughput is about
+    # what the machine holds: at 16 the thread pool and the wavefront were both bound by their
+    # per-request latency with the cores 65-80% busy (quick bench: ragraph vs sequential 1.23x /
+    # 1.03x / 1.25x on oneshot / multistep / IRG at 16, 1.38x / 1.36x / 1.36x at 64).
+    concurrencies: tuple[int, ...] = (64,)
     scale: int = 2_000_000
     nlist: int | None = None
     seed: int = 0
     data: Path | None = None
     out: Path = Path("bench-out")
     slo_s: float = 10.0
-    gen_threads: int = 1
-    search_threads: int = 2
+    # None: this machine's split for the engine (`runtime.threads.default_split`).
+    gen_threads: int | None = None
+    search_threads: int | None = None
     passes: str = "-O2"
     plots: bool = True
     quick: bool = False
 
     def __post_init__(self) -> None:
+        split = default_split(self.engine)
+        if self.gen_threads is None:
+            object.__setattr__(self, "gen_threads", split.gen)
+        if self.search_threads is None:
+            object.__setattr__(self, "search_threads", split.search)
         if not self.workflows:
             raise ConfigError("--workflows", "name at least one workflow")
         if self.engine not in BENCH_ENGINES:
@@ -53,10 +63,12 @@ class BenchConfig:
         for name in self.executors:
             if name not in EXECUTORS:
                 raise ConfigError("--executors", f"unknown executor {name!r}")
-        for name in ("offline_requests", "rate_points", "max_online_requests", "concurrency",
-                     "gen_threads", "search_threads"):
+        for name in ("offline_requests", "rate_points", "max_online_requests", "gen_threads",
+                     "search_threads"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')}", "must be >= 1")
+        if not self.concurrencies or min(self.concurrencies) < 1:
+            raise ConfigError("--concurrency", "give positive numbers of requests in flight")
         if not self.nprobes or min(self.nprobes) < 1:
             raise ConfigError("--nprobe", "give positive nprobe values")
         if self.rates is not None and any(r <= 0 for r in self.rates):
@@ -75,8 +87,20 @@ class BenchConfig:
 
 
 def quick(config: BenchConfig) -> BenchConfig:
-    """Sizes that finish in under 10 minutes on 2 cores, index build included: a 400k-vector
+    """Sizes that finish in under 10 minutes on 2 cores, index build included. sim: a 400k-vector
     index (IVF512, ~800 vectors per list as in the full IVF4096 x 4M setting), nprobe 128 only,
-    offline plus three request rates of 8 s each, no mix, no plots."""
+    offline plus three request rates of 8 s each, no mix, no plots. llamacpp: 16 questions at 8
+    in flight."""
+    if config.engine == "llamacpp":
+        return replace(config, offline_requests=16, concurrencies=(8,), quick=True)
     return replace(config, scale=400_000, nprobes=(128,), offline_requests=48, rate_points=3,
                    window_s=8.0, max_online_requests=240, mix=False, plots=False, quick=True)
+
+
+def llamacpp_preset(config: BenchConfig) -> BenchConfig:
+    """The embedded engine's comparison (issue 14): HyDE, IRG, oneshot and multistep, 32 real
+    questions offline at 8 and 16 in flight, ragraph against a real LangGraph app, on the real
+    passages alone (no synthetic padding: retrieval is a small share of a request here)."""
+    return replace(config, workflows=LLAMACPP_WORKFLOWS, executors=LLAMACPP_EXECUTORS,
+                   concurrencies=(8, 16), rates=(), offline_requests=32, scale=0, nprobes=(32,),
+                   mix=False, plots=False)

@@ -85,8 +85,8 @@ def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulate
     label = M.engine_label(config.engine, engine, simulated)
     return (f"engine: {label} | machine: {M.detect().describe()} | index: {info.real:,} real + "
             f"{info.synthetic:,} SYNTHETIC vectors, IVF{info.nlist} | concurrency "
-            f"{config.concurrency} | threads: gen {config.gen_threads}, search "
-            f"{config.search_threads}")
+            f"{', '.join(map(str, config.concurrencies))} | threads: gen {config.gen_threads}, "
+            f"search {config.search_threads}")
 
 
 async def run(config: BenchConfig, console: Console) -> BenchReport:
@@ -96,21 +96,23 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
         search = open_search(info, config.nprobes[0], config.search_threads)
         questions = load_questions(config.data)
         runtime = RuntimeConfig(engine=config.engine, model=config.model, index=info.directory,
-                                concurrency=config.concurrency, passes=config.passes,
+                                concurrency=config.concurrencies[0], passes=config.passes,
                                 gen_threads=config.gen_threads,
                                 search_threads=config.search_threads)
         bench = Workbench(config, load_graphs(config), questions, search, runtime)
 
         def cell_progress(cell: Cell, total: int):
             load = "offline" if cell.rate is None else f"{cell.rate:.2f} req/s"
-            task = bar.add_task(f"{cell.workload} nprobe {cell.nprobe} {load}", total=total)
+            task = bar.add_task(f"{cell.workload} nprobe {cell.nprobe} {load} "
+                                f"c{cell.concurrency}", total=total)
             return lambda _outcome: bar.advance(task, 1)
 
         def cell_done(cell_rows) -> None:
             # One line per cell as it ends, so a long run shows its numbers in logs too.
             for r in cell_rows:
                 load = "offline" if r.cell.rate is None else f"{r.cell.rate:.2f}/s"
-                bar.console.log(f"{r.cell.workload} nprobe {r.cell.nprobe} {load} {r.executor}: "
+                bar.console.log(f"{r.cell.workload} nprobe {r.cell.nprobe} {load} "
+                                f"c{r.cell.concurrency} {r.executor}: "
                                 f"p50 {r.p50_s:.2f} s, p95 {r.p95_s:.2f} s, "
                                 f"{r.throughput_rps:.2f} req/s, {r.errors} errors")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from ragraph.bench.cells import CellResult
 
 STYLE = {"ragraph": ("tab:red", "o"), "sequential": ("tab:blue", "s"),
-         "stage-batched": ("tab:green", "^")}
+         "stage-batched": ("tab:green", "^"), "langgraph": ("tab:purple", "D")}
 
 
 def latency_vs_rate(rows: Sequence[CellResult], out_dir: Path, title: str,

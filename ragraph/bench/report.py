@@ -21,34 +21,59 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
-def _cell_key(r: CellResult) -> tuple[str, int, float]:
-    return r.cell.workload, r.cell.nprobe, r.cell.rate or 0.0
+SHORT = {"sequential": "seq", "stage-batched": "stage", "langgraph": "langgraph"}
+
+
+def _cell_key(r: CellResult) -> tuple[str, int, float, int]:
+    return r.cell.workload, r.cell.nprobe, r.cell.rate or 0.0, r.cell.concurrency
+
+
+def _load(r: CellResult) -> str:
+    return "offline" if r.cell.rate is None else f"{r.cell.rate:.2f}/s"
 
 
 def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
     table = Table(title="Latency and throughput, side by side (ratios: ragraph vs baseline)",
                   caption=caption, show_lines=False)
-    for col in ("workload", "nprobe", "load", "executor", "p50 s", "p95 s", "req/s",
-                "thr vs seq", "thr vs stage", "p50 vs seq", "retrieval", "spec hit", "CPU",
-                "embedder", "LLM tokens"):
+    baselines = [b for b in R.BASELINES if any(r.executor == b for r in rows)]
+    ratios = [f"thr vs {SHORT[b]}" for b in baselines] + [f"p50 vs {SHORT[baselines[0]]}"
+                                                           for _ in baselines[:1]]
+    for col in ("workload", "nprobe", "load", "conc", "executor", "p50 s", "p95 s", "req/s",
+                *ratios, "retrieval", "spec hit", "CPU", "embedder", "LLM tokens", "agree"):
         table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
     for _, group in groupby(rows, key=_cell_key):
         cell = list(group)
         for i, r in enumerate(cell):
             first = i == 0
             mine = r.executor == "ragraph"
+            vs = [_x(R.throughput_ratio(cell, b)) if mine else "" for b in baselines]
+            vs += [_x(R.latency_ratio(cell, b)) if mine else "" for b in baselines[:1]]
             table.add_row(
                 r.cell.workload if first else "", str(r.cell.nprobe) if first else "",
-                ("offline" if r.cell.rate is None else f"{r.cell.rate:.2f}/s") if first else "",
+                _load(r) if first else "", str(r.cell.concurrency) if first else "",
                 r.executor, f"{r.p50_s:.2f}", f"{r.p95_s:.2f}", f"{r.throughput_rps:.2f}",
-                _x(R.throughput_ratio(cell, "sequential")) if mine else "",
-                _x(R.throughput_ratio(cell, "stage-batched")) if mine else "",
-                _x(R.latency_ratio(cell, "sequential")) if mine else "",
-                _pct(r.retrieval_share),
+                *vs, _pct(r.retrieval_share),
                 _pct(r.speculation_hit_rate) if mine else "",
-                _pct(r.cpu_busy), _pct(r.embed_busy), f"{r.llm_tokens:,}",
+                _pct(r.cpu_busy), _pct(r.embed_busy), f"{r.llm_tokens:,}", _pct(r.agree),
                 end_section=i == len(cell) - 1,
             )
+    return table
+
+
+def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
+    """Where each executor's time went: the LLM engine's prompt and decode seconds (its own
+    timers), how busy it was, the prompt tokens it reused, and the query embedder."""
+    table = Table(title="Time split: the LLM engine's prompts (prefill) and decode steps, per run",
+                  caption=caption)
+    for col in ("workload", "load", "conc", "executor", "wall s", "prefill s", "decode s",
+                "engine busy", "reused prompt tok", "LLM tokens", "embedder", "CPU"):
+        table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
+    for r in rows:
+        busy = (r.prefill_s + r.decode_s) / r.wall_s if r.wall_s > 0 else None
+        table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
+                      f"{r.wall_s:.1f}", f"{r.prefill_s:.1f}", f"{r.decode_s:.1f}", _pct(busy),
+                      f"{r.cached_tokens:,}", f"{r.llm_tokens:,}", _pct(r.embed_busy),
+                      _pct(r.cpu_busy))
     return table
 
 
@@ -62,6 +87,20 @@ def slo_table(points: Sequence[R.SloPoint], slo_s: float, caption: str) -> Table
                                                                 p.executor))
         table.add_row(p.workload, str(p.nprobe), p.executor,
                       "none met" if p.rps is None else f"{p.rps:.2f}", p.source, vs)
+    return table
+
+
+def engine_targets_table(targets: Sequence[R.Target], rows: Sequence[CellResult],
+                         caption: str) -> Table:
+    table = Table(title="Targets (issue 14): ragraph vs the LangGraph app, offline", caption=caption)
+    for col in ("workload", "conc", "vs", "metric", "target", "measured", "verdict",
+                "why (when missed)"):
+        table.add_column(col, overflow="fold")
+    for t in targets:
+        cell = [r for r in rows if r.cell.rate is None and (r.cell.workload, r.cell.nprobe,
+                r.cell.concurrency) == (t.workload, t.nprobe, t.concurrency)]
+        table.add_row(t.workload, str(t.concurrency), t.baseline, t.metric, f">= {t.want:.1f}x",
+                      _x(t.got), t.verdict(), R.why_engine_bound(t, cell))
     return table
 
 
@@ -88,11 +127,16 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
               caption: str, notes: Sequence[str]) -> list[R.Target]:
     console.print(cells_table(rows, caption))
     points = R.slo_points(rows, slo_s)
-    console.print(slo_table(points, slo_s, caption))
     found = R.targets(points, engine, rows)
-    if found:
-        console.print(targets_table(found, R.sequential_retrieval_share(rows),
-                                    R.offline_busy(rows), caption))
+    if engine == "sim":
+        console.print(slo_table(points, slo_s, caption))
+        if found:
+            console.print(targets_table(found, R.sequential_retrieval_share(rows),
+                                        R.offline_busy(rows), caption))
+    else:
+        console.print(time_split_table(rows, caption))
+        if found:
+            console.print(engine_targets_table(found, rows, caption))
     for note in notes:
         console.print(f"note: {note}", highlight=False)
     return found

@@ -68,23 +68,32 @@ async def run_cells(bench: Workbench, progress: CellProgress,
     rows: list[CellResult] = []
     for w, workload in enumerate(config.workloads):
         for nprobe in config.nprobes:
-            seed = config.seed + 1000 * w + nprobe
-            offline: list[CellResult] = []
-            if config.offline:
-                offline = await _cell(bench, Cell(workload, nprobe, None),
-                                      config.offline_requests, seed, progress)
-                rows += offline
-                if cell_done is not None:
-                    cell_done(offline)
-            rates = config.rates if config.rates is not None else auto_rates(offline,
-                                                                              config.rate_points)
-            for i, rate in enumerate(rates):
-                count = min(config.max_online_requests, max(8, math.ceil(rate * config.window_s)))
-                cell = await _cell(bench, Cell(workload, nprobe, rate), count, seed + i + 1,
-                                   progress)
-                rows += cell
-                if cell_done is not None:
-                    cell_done(cell)
+            for conc in config.concurrencies:
+                rows += await _cells_at(bench, workload, nprobe, conc,
+                                        config.seed + 1000 * w + nprobe, progress, cell_done)
+    return rows
+
+
+async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, seed: int,
+                    progress: CellProgress, cell_done: CellDone | None) -> list[CellResult]:
+    """The offline run, then the online rates, of one workload at one nprobe and concurrency."""
+    config = bench.config
+    rows: list[CellResult] = []
+    offline: list[CellResult] = []
+    if config.offline:
+        offline = await _cell(bench, Cell(workload, nprobe, None, conc),
+                              config.offline_requests, seed, progress)
+        rows += offline
+        if cell_done is not None:
+            cell_done(offline)
+    rates = config.rates if config.rates is not None else auto_rates(offline, config.rate_points)
+    for i, rate in enumerate(rates):
+        count = min(config.max_online_requests, max(8, math.ceil(rate * config.window_s)))
+        cell = await _cell(bench, Cell(workload, nprobe, rate, conc), count, seed + i + 1,
+                           progress)
+        rows += cell
+        if cell_done is not None:
+            cell_done(cell)
     return rows
 
 

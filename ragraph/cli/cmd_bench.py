@@ -26,8 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run offline and online (Poisson) workloads on all three executors with the "
         "same engines and requests; print ratio tables, write CSV and latency-vs-rate plots.",
     )
-    p.add_argument("--workflows", default="oneshot,multistep,irg",
-                   help="comma-separated names in workflows/ or .rag paths")
+    p.add_argument("--workflows",
+                   help="comma-separated names in workflows/ or .rag paths (sim: oneshot,"
+                   "multistep,irg; llamacpp: hyde,irg,oneshot,multistep)")
     p.add_argument("--engine", choices=("sim", "llamacpp"), default="sim",
                    help="sim (simulated H100 Llama-3.1-8B, default) or the real llama.cpp engine")
     p.add_argument("--model", help="GGUF path for --engine llamacpp (default: embedded Gemma)")
@@ -41,19 +42,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rate-points", type=int, help="rates in the automatic sweep (5)")
     p.add_argument("--window", type=float, help="seconds of arrivals per online run (20)")
     p.add_argument("--requests", type=int, help="requests per offline run (64)")
-    p.add_argument("--concurrency", "-c", type=int, default=64,
-                   help="requests in flight, the same for every executor (64)")
+    p.add_argument("--concurrency", "-c",
+                   help="requests in flight, the same for every executor; comma-separated for "
+                   "several (sim: 64; llamacpp: 8,16)")
     p.add_argument("--no-offline", action="store_true", help="online runs only (needs --rates)")
     p.add_argument("--no-mix", action="store_true", help="skip the random mix of the workflows")
     p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
-    p.add_argument("--executors", default="ragraph,sequential,stage-batched")
+    p.add_argument("--executors",
+                   help="sim: ragraph,sequential,stage-batched; llamacpp: ragraph,langgraph")
     p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data",
                    help="folder of the QA datasets and corpora (default ../shared/data)")
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="CSV and plots go here")
     p.add_argument("--slo", type=float, default=10.0, help="per-request p95 latency SLO (10 s)")
-    p.add_argument("--gen-threads", type=int, default=1, help="llama.cpp threads (core split)")
+    p.add_argument("--gen-threads", type=int,
+                   help="llama.cpp threads (default: every core for llama.cpp, 1 otherwise)")
     p.add_argument("--search-threads", type=int,
-                   help="faiss/embedder threads (sim: 2, llamacpp: 1, on 2 cores)")
+                   help="faiss/embedder threads (default: every core beside a GPU engine, 1 per "
+                   "8 cores beside llama.cpp)")
     p.add_argument("--passes", default="-O2", help="ragraph pass pipeline (-O2)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run)
@@ -68,22 +73,27 @@ def _numbers(text: str | None, flag: str, cast):
         raise ConfigError(flag, f"expected comma-separated numbers, got {text!r}") from err
 
 
-def config_from(args: argparse.Namespace):
-    from ragraph.bench.config import BenchConfig, quick
+def _names(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(x.strip() for x in text.split(",") if x.strip())
 
-    search_threads = args.search_threads or (2 if args.engine == "sim" else 1)
+
+def config_from(args: argparse.Namespace):
+    from ragraph.bench.config import BenchConfig, llamacpp_preset, quick
+
     config = BenchConfig(
-        workflows=tuple(w.strip() for w in args.workflows.split(",") if w.strip()),
         workflow_dir=REPO / "workflows", engine=args.engine, model=args.model,
-        executors=tuple(e.strip() for e in args.executors.split(",") if e.strip()),
-        concurrency=args.concurrency, data=args.data if args.data.is_dir() else None,
+        data=args.data if args.data.is_dir() else None,
         out=args.out, slo_s=args.slo, gen_threads=args.gen_threads,
-        search_threads=search_threads, passes=args.passes, seed=args.seed,
+        search_threads=args.search_threads, passes=args.passes, seed=args.seed,
         offline=not args.no_offline, mix=not args.no_mix, plots=not args.no_plots,
     )
+    if args.engine == "llamacpp":
+        config = llamacpp_preset(config)
     if args.quick:
         config = quick(config)
     overrides = {
+        "workflows": _names(args.workflows), "executors": _names(args.executors),
+        "concurrencies": _numbers(args.concurrency, "--concurrency", int),
         "scale": args.scale, "nlist": args.nlist, "nprobes": _numbers(args.nprobe, "--nprobe", int),
         "rates": _numbers(args.rates, "--rates", float), "rate_points": args.rate_points,
         "window_s": args.window, "offline_requests": args.requests,

@@ -29,7 +29,7 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     loaded = load_index(Path(info.directory))
     search = SearchService(loaded.engine, HashEmbedder(), loaded.store, nprobe=8)
     config = BenchConfig(workflows=("hyde", "irg"), nprobes=(8,), offline_requests=6,
-                         rates=(20.0,), window_s=0.4, concurrency=4, data=None, out=tmp_path)
+                         rates=(20.0,), window_s=0.4, concurrencies=(4,), data=None, out=tmp_path)
     runtime = RuntimeConfig(engine="sim", concurrency=4)
     graphs = {"hyde": workflows.hyde(), "irg": workflows.irg()}
     bench = Workbench(config, graphs, load_questions(None), search, runtime)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -60,16 +61,36 @@ def test_targets_say_met_or_by_how_much_they_missed():
     assert "not explained" in R.why_missed(seq, 0.4, {"ragraph": idle, "sequential": idle},
                                            cores=2)
     assert R.why_missed(found["stage-batched"], 0.4, {"ragraph": hot}, cores=2) == ""
-    assert R.targets(points, "llamacpp") == []  # llama.cpp: only hyde and irg, from offline rows
+    assert R.targets(points, "llamacpp") == []  # llama.cpp: from offline rows only
 
 
-def test_llamacpp_target_is_offline_requests_per_second_over_sequential():
-    rows = [row("ragraph", None, 1.3, 50.0, workload="irg"),
-            row("sequential", None, 1.0, 60.0, workload="irg"),
+def test_llamacpp_targets_are_offline_throughput_and_p95_against_the_langgraph_app():
+    rows = [row("ragraph", None, 2.2, 50.0, workload="irg"),
+            row("langgraph", None, 1.0, 60.0, workload="irg"),
+            row("ragraph", None, 1.2, 40.0, workload="oneshot"),
+            row("langgraph", None, 1.0, 30.0, workload="oneshot"),
             row("ragraph", 0.5, 0.5, 5.0, workload="irg")]  # online rows do not count
-    (target,) = R.targets(R.slo_points(rows, 10.0), "llamacpp", rows)
-    assert (target.workload, target.baseline, target.want) == ("irg", "sequential", 1.3)
-    assert target.got == pytest.approx(1.3) and target.met
+    found = {(t.workload, t.metric): t for t in R.targets(R.slo_points(rows, 10.0), "llamacpp",
+                                                          rows)}
+    assert set(found) == {("irg", "throughput"), ("irg", "p95"), ("oneshot", "throughput"),
+                          ("oneshot", "p95")}
+    irg = found["irg", "throughput"]
+    assert (irg.baseline, irg.want) == ("langgraph", 2.0) and irg.got == pytest.approx(2.2)
+    assert irg.met and found["irg", "p95"].met  # 60 s for the app, 50 for ragraph
+    one = found["oneshot", "throughput"]
+    assert one.want == 1.5 and one.verdict() == "MISSED by 20% (1.20x < 1.5x)"
+    assert not found["oneshot", "p95"].met
+
+
+def test_a_missed_llamacpp_target_says_where_the_engine_time_went():
+    ours = replace(row("ragraph", None, 1.2, 40.0), prefill_s=80.0, decode_s=10.0,
+                   cached_tokens=5000)
+    theirs = replace(row("langgraph", None, 1.0, 30.0), prefill_s=85.0, decode_s=35.0)
+    (throughput, p95) = R.llamacpp_targets([ours, theirs])
+    why = R.why_engine_bound(throughput, [ours, theirs])
+    assert "prefill-bound" in why and "85 s on prompts and 35 s decoding" in why
+    assert "5,000 prompt tokens reused" in why and "1.50x" in why  # (85 + 35) / 80
+    assert "p95 40.0 s vs 30.0 s" in R.why_engine_bound(p95, [ours, theirs])
 
 
 def test_sequential_retrieval_share_comes_from_the_least_loaded_run():
