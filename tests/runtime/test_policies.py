@@ -74,3 +74,20 @@ def test_loaded_budget_bounds_the_step_overhead():
     assert p.loaded_budget_ms(10.0, 4.0, backlog_ms=20.0) == 20.0
     with pytest.raises(ValueError):
         p.loaded_budget_ms(10.0, -1.0, backlog_ms=1.0)
+
+
+def test_busy_meter_measures_the_share_of_recent_time_the_engine_computed():
+    meter = p.BusyMeter(window_s=1.0)
+    assert meter.sample(0.0, 10.0) is None  # nothing to compare with yet
+    assert meter.sample(0.3, 10.5) is None  # the window is not over
+    assert meter.sample(0.9, 11.0) == pytest.approx(0.9)
+    assert meter.sample(1.1, 13.0) == pytest.approx(0.1)  # 0.2 s busy over the last 2 s
+
+
+def test_an_engine_without_timers_is_never_called_the_bottleneck():
+    meter = p.BusyMeter(window_s=1.0)
+    meter.sample(0.0, 0.0)
+    assert meter.sample(0.0, 5.0) is None  # HTTP and simulated engines report no busy time
+    assert not p.engine_is_bottleneck(None, tau=0.6)
+    assert p.engine_is_bottleneck(0.95, tau=0.6)
+    assert not p.engine_is_bottleneck(0.4, tau=0.6)

@@ -64,9 +64,37 @@ class SpeculationCandidate:
     drift: float
 
 
+@dataclass
+class BusyMeter:
+    """The share of recent wall time an engine spent computing, from its own timers (seconds
+    busy, as `EngineCounters.busy_s`), over windows of at least `window_s`. None until an
+    engine has reported any: engines without timers (HTTP, simulated) are judged by load."""
+
+    window_s: float = 0.5
+    share: float | None = None
+    _busy: float = 0.0
+    _at: float | None = None
+
+    def sample(self, busy_s: float, now: float) -> float | None:
+        if self._at is None:
+            self._busy, self._at = busy_s, now
+        elif now - self._at >= self.window_s:
+            if busy_s > 0:
+                self.share = min((busy_s - self._busy) / (now - self._at), 1.0)
+            self._busy, self._at = busy_s, now
+        return self.share
+
+
 def has_spare_capacity(load: float, capacity: float, tau: float) -> bool:
     """The next sub-stage is under-utilized: T_curr/T_max < τ."""
     return capacity > 0 and load / capacity < tau
+
+
+def engine_is_bottleneck(busy_share: float | None, tau: float) -> bool:
+    """An engine that computes on this machine's cores and was busy at least τ of the recent
+    time is the bottleneck: speculative generations and warm-up searches would take time from
+    the real work on the same cores (llama.cpp with 8 requests in flight: busy ~100%)."""
+    return busy_share is not None and busy_share >= tau
 
 
 def choose_speculation(

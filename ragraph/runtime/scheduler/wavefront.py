@@ -94,6 +94,7 @@ class _Run:
                                  config.budget_ms, self.wake.set, self._engine_has_room)
         # The accelerator tier, when the search engine has one (TieredEngine).
         self.cache = getattr(services.search.engine, "cache", None)
+        self.engine_busy = policies.BusyMeter()
 
     async def main(self, arrivals: AsyncIterator[Request]) -> RunStats:
         feeder = asyncio.create_task(self._feed(arrivals))
@@ -184,6 +185,11 @@ class _Run:
                 self._speculate(job)
 
     def _engine_has_room(self) -> bool:
+        """Room for speculation: the engine is not the bottleneck and its generation stage is
+        under-utilized (T_curr/T_max < τ)."""
+        share = self.engine_busy.sample(self.s.llm.counters().busy_s, clock())
+        if policies.engine_is_bottleneck(share, self.cfg.tau):
+            return False
         return policies.has_spare_capacity(self.gen.load, self.cfg.max_generations, self.cfg.tau)
 
     def _speculate(self, job: RetJob) -> None:
@@ -194,7 +200,7 @@ class _Run:
             if job.drift == 0.0:
                 return  # the partial top-k did not change: keep the running speculation
             self.gen.drop_speculation(rid)
-        if target is None or job.drift > self.cfg.spec_max_drift:
+        if target is None or job.drift > self.cfg.spec_max_drift or not self._engine_has_room():
             return
         cand = [policies.SpeculationCandidate(rid, job.drift)]
         if not policies.choose_speculation(cand, self.gen.load, self.cfg.max_generations,
@@ -223,8 +229,8 @@ class _Run:
         if target is None or job.warmed or job.speculative or job.tokens < self.cfg.warm_after_tokens:
             return
         job.warmed = True
-        if self.ret.busy_with_real_work:
-            return  # the search side is busy: warming would only delay real retrievals
+        if self.ret.busy_with_real_work or not self._engine_has_room():
+            return  # warming would only delay real retrievals or the engine's real work
         node = job.state.graph.node(target)
         variables = {**job.state.variables, job.node.output: job.text}
         try:
