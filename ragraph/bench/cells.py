@@ -72,6 +72,8 @@ class CellResult:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     cached_tokens: int = 0
+    completion_tokens: int = 0
+    decode_steps: int = 0  # batched decode passes (completion tokens / steps = mean batch)
     # Share of this executor's answers equal to ragraph's on the same requests (None: ragraph).
     agree: float | None = None
 
@@ -114,7 +116,8 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
                      [run.stats for run in runs], tracer, wall)
     result = replace(result, llm_tokens=used.prompt_tokens - used.cached_tokens
                      + used.completion_tokens, prefill_s=used.prefill_s, decode_s=used.decode_s,
-                     cached_tokens=used.cached_tokens)
+                     cached_tokens=used.cached_tokens, completion_tokens=used.completion_tokens,
+                     decode_steps=used.decode_steps)
     if wall > 0:
         result = replace(result, cpu_busy=cpu / (wall * usable_cores()), embed_busy=embed / wall)
     return result, {o.rid: o.answer for o in outcomes}

@@ -66,13 +66,17 @@ def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
     table = Table(title="Time split: the LLM engine's prompts (prefill) and decode steps, per run",
                   caption=caption)
     for col in ("workload", "load", "conc", "executor", "wall s", "prefill s", "decode s",
-                "engine busy", "reused prompt tok", "LLM tokens", "embedder", "CPU"):
+                "engine busy", "reused prompt tok", "LLM tokens", "decode batch", "embedder",
+                "CPU"):
         table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
     for r in rows:
         busy = (r.prefill_s + r.decode_s) / r.wall_s if r.wall_s > 0 else None
+        # The app decodes one request at a time: its batch is 1 by construction.
+        batch = (f"{r.completion_tokens / r.decode_steps:.1f}" if r.decode_steps
+                 else "1" if r.executor == "langgraph" else "-")
         table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
                       f"{r.wall_s:.1f}", f"{r.prefill_s:.1f}", f"{r.decode_s:.1f}", _pct(busy),
-                      f"{r.cached_tokens:,}", f"{r.llm_tokens:,}", _pct(r.embed_busy),
+                      f"{r.cached_tokens:,}", f"{r.llm_tokens:,}", batch, _pct(r.embed_busy),
                       _pct(r.cpu_busy))
     return table
 

@@ -228,7 +228,8 @@ def write_csv(path: Path, results: Sequence[CellResult], context: dict[str, str]
     rows = []
     for r in results:
         row = {k: v for k, v in asdict(r).items() if k != "cell"}
-        row.update(workload=r.cell.workload, nprobe=r.cell.nprobe, mode=r.cell.mode,
+        row.update(workload=r.cell.workload, nprobe=r.cell.nprobe, concurrency=r.cell.concurrency,
+                   mode=r.cell.mode,
                    rate_rps=r.cell.rate if r.cell.rate is not None else "")
         row.update(context)
         rows.append(row)
