@@ -139,3 +139,53 @@ def test_batched_llamacpp_agreement_is_measured(loop, search, capsys):
         print(f"\nbatched llama.cpp, hyde: ragraph -O2 agrees with sequential -O0 on {same:.0%} "
               f"of {len(reference)} answers (batch-dependent float rounding, see docstring)")
     assert len(got) == len(reference)
+
+
+class CappedApp:
+    """The LangGraph app's LLM client with every generation capped like `Capped`."""
+
+    def __init__(self, app, cap: int) -> None:
+        self._app, self._cap, self.name = app, cap, app.name
+
+    def complete(self, prompt: str, params):
+        return self._app.complete(prompt, replace(params, max_new_tokens=min(
+            params.max_new_tokens, self._cap)))
+
+    def counters(self):
+        return self._app.counters()
+
+    def close(self) -> None:
+        self._app.close()
+
+
+@pytest.fixture(scope="module")
+def app_llm():
+    pytest.importorskip("langgraph")
+    from ragraph.runtime.executors.app_clients import LlamaCppApp
+
+    app = LlamaCppApp(None, n_threads=2, n_ctx=2048)
+    yield CappedApp(app, CAP_TOKENS)
+    app.close()
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=[p.stem for p in WORKFLOWS])
+def test_the_langgraph_app_runs_every_workflow_on_llamacpp(path, loop, invariant_engine, search,
+                                                           app_llm, capsys):
+    """The LangGraph baseline through llama-cpp-python's `Llama`: every request completes along
+    the workflow's own routes. `Llama` reuses the previous call's prompt prefix (other KV chunk
+    boundaries than a fresh prefill), so its greedy text may differ in rare near-ties; the rate
+    of answers equal to the serial engine's is printed and must stay high."""
+    graph = load(path)
+    n = 8
+    reference = _answers(loop, invariant_engine, search, graph, "sequential", "-O0", n)
+    config = RuntimeConfig(engine="llamacpp", executor="langgraph", concurrency=4)
+    requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS[:n])]
+    services = Services(llm=invariant_engine, search=search, app_llm=app_llm)
+    result = loop.run_until_complete(execute(graph, requests, config, services))
+    assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]
+    got = {o.rid: (o.answer, o.path) for o in result.outcomes}
+    same = sum(got[r] == reference[r] for r in reference) / n
+    with capsys.disabled():
+        print(f"\nlanggraph app on llama.cpp, {path.stem}: {same:.0%} of {n} answers and paths "
+              "equal to sequential -O0 on the serial engine")
+    assert same >= 0.75

@@ -62,7 +62,10 @@ class _Usage:
 
 class LlamaCppApp:
     """One llama-cpp-python `Llama` behind a lock. `Llama` reuses the KV of the longest prefix
-    its previous call shares with the next one; the lock makes calls one at a time."""
+    its previous call shares with the next one; the lock makes calls one at a time.
+    llama-cpp-python returns logprobs only from a model loaded with `logits_all=True` (which
+    computes the logits of every prompt token), so calls that need them (FLARE) go to a second
+    `Llama` loaded that way on first use, behind the same lock."""
 
     name = "llama-cpp-python"
 
@@ -70,26 +73,34 @@ class LlamaCppApp:
         import llama_cpp  # noqa: PLC0415 - optional at import time
 
         from ragraph.runtime.llm.llamacpp import default_model_path  # noqa: PLC0415
-        from ragraph.runtime.llm.llamacpp_reference import reference_llama  # noqa: PLC0415
 
         self._perf = llama_cpp.llama_perf_context
-        self.llm = reference_llama(model_path or default_model_path(), n_ctx=n_ctx,
-                                   n_threads=n_threads)
+        self._path, self._n_threads, self._n_ctx = model_path or default_model_path(), n_threads, n_ctx
+        self.llm = self._load(logits_all=False)
+        self._scored = None
         self.lock = threading.Lock()
         self._usage = _Usage()
 
+    def _load(self, logits_all: bool):  # noqa: ANN202 - llama_cpp.Llama
+        from ragraph.runtime.llm.llamacpp_reference import reference_llama  # noqa: PLC0415
+
+        return reference_llama(self._path, n_ctx=self._n_ctx, n_threads=self._n_threads,
+                               logits_all=logits_all)
+
     def complete(self, prompt: str, params: SamplingParams) -> GeneratedText:
         with self.lock:
-            before = self._perf(self.llm.ctx)
+            if params.logprobs and self._scored is None:
+                self._scored = self._load(logits_all=True)
+            llm = self._scored if params.logprobs else self.llm
+            before = self._perf(llm.ctx)
             try:
-                out = self.llm.create_completion(
+                out = llm.create_completion(
                     prompt, max_tokens=params.max_new_tokens, temperature=params.temperature,
                     top_p=params.top_p, stop=list(params.stop) or None, seed=params.seed,
                     logprobs=1 if params.logprobs else None)
             except ValueError as err:  # llama-cpp-python's "Requested tokens exceed context"
                 raise EngineError(f"llama-cpp-python: {err}") from err
-            after = self._perf(self.llm.ctx)
-            self._count(out["usage"], before, after)
+            self._count(out["usage"], before, self._perf(llm.ctx))
         choice = out["choices"][0]
         logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
         return GeneratedText(choice["text"], _min_prob(logprobs))
@@ -109,6 +120,8 @@ class LlamaCppApp:
 
     def close(self) -> None:
         self.llm.close()
+        if self._scored is not None:
+            self._scored.close()
 
 
 class OpenAIApp:

@@ -31,10 +31,11 @@ def plain_weight_buffers() -> Iterator[None]:
         high.llama_cpp.llama_model_default_params = original
 
 
-def reference_llama(model_path: str, n_ctx: int = 2048, n_threads: int = 2) -> Any:
+def reference_llama(model_path: str, n_ctx: int = 2048, n_threads: int = 2,
+                    logits_all: bool = False) -> Any:
     """A `llama_cpp.Llama` whose greedy `create_completion` the engine must reproduce."""
     from llama_cpp import Llama  # noqa: PLC0415
 
     with plain_weight_buffers():
         return Llama(model_path=model_path, n_ctx=n_ctx, n_threads=n_threads,
-                     n_threads_batch=n_threads, verbose=False)
+                     n_threads_batch=n_threads, logits_all=logits_all, verbose=False)
