@@ -182,6 +182,24 @@ def test_over_long_prompt_names_the_limit(make_engine: Factory) -> None:
     run(make_engine, body)
 
 
+def test_an_id_in_flight_cannot_be_reused_until_its_stream_ends(make_engine: Factory) -> None:
+    async def body(engine: LLMEngine) -> None:
+        first = engine.submit(req("same", n=8))
+        with pytest.raises(EngineError, match="already in flight"):
+            engine.submit(req("same", n=2))
+        first.abort()  # an aborted stream stays in flight until the engine ends it
+        await first.result(raise_on_error=False)
+        again = engine.submit(req("same", n=2))
+        assert (await again.result()).completion_tokens >= 1
+
+    run(make_engine, body)
+
+
+def test_submit_before_start_is_a_clear_error(make_engine: Factory) -> None:
+    with pytest.raises(EngineError, match="not running"):
+        make_engine().submit(req("early", n=2))
+
+
 # -- errors specific to one engine kind --------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from ragraph.runtime.llm.sim import SimConfig, SimEngine
 from ragraph.runtime.request import Request
 from ragraph.runtime.trace import Tracer
 from tests.runtime import fakes, workflows
-from tests.runtime.strict import StrictEngine
+from tests.runtime.refusing import RefusingEngine
 
 FAST = SimConfig(cost=GpuCostModel(weight_bytes=1e8, step_overhead_s=5e-5), mean_output_tokens=4,
                  context_length=2048)
@@ -46,7 +46,7 @@ def mixed_requests(n: int, seed: int = 7) -> list[Request]:
 async def _run(search, requests, executor="ragraph", tracer=None, cost=FAST, concurrency=64,
                refuse=None):
     config = RuntimeConfig(engine="sim", executor=executor, passes="-O2", concurrency=concurrency)
-    async with StrictEngine(SimEngine(cost), refuse=refuse) as engine:
+    async with RefusingEngine(SimEngine(cost), refuse=refuse) as engine:
         services = Services(llm=engine, search=search, tracer=tracer or Tracer())
         graphs = {name: make() for name, make in workflows.ALL.items()}
         return await execute(graphs, requests, config, services)

@@ -11,12 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ragraph.runtime.llm.protocol import (
-    EngineCounters,
-    GenerationRequest,
-    GenerationResult,
-    TokenEvent,
-)
+from ragraph.runtime.llm.base import EngineBase
+from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, TokenEvent
 from ragraph.runtime.llm.simtext import tokenize
 from ragraph.runtime.llm.stream import GenerationStream
 
@@ -45,46 +41,27 @@ def question_of(prompt: str) -> str:
     return found[-1] if found else ""
 
 
-class ScriptedEngine:
+class ScriptedEngine(EngineBase):
     """`LLMEngine` whose output is `script(question, cue, prompt)`, cut at the request's stop strings and
     token budget (one token a word). Replies are delivered on the next loop iteration."""
 
-    name = "scripted"
     simulated = True
-    context_length = 32768
 
     def __init__(self, script: Script) -> None:
+        super().__init__("scripted", 32768)
         self.script = script
         self.prompts: list[str] = []
-
-    async def start(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
-
-    async def __aenter__(self) -> ScriptedEngine:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
 
     def tokenize(self, text: str) -> tuple[int, ...]:
         return tokenize(text, 32000)
 
-    def counters(self) -> EngineCounters:
-        return EngineCounters(simulated=True)
-
-    def submit(self, request: GenerationRequest) -> GenerationStream:
+    def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
         prompt = request.prompt or ""
         self.prompts.append(prompt)
-        stream = GenerationStream(request.rid, lambda rid: None)
         reply = self.script(question_of(prompt), cue_of(prompt), prompt)
         asyncio.get_running_loop().call_soon(self._emit, stream, request, prompt, reply)
-        return stream
 
-    @staticmethod
-    def _emit(stream: GenerationStream, request: GenerationRequest, prompt: str,
+    def _emit(self, stream: GenerationStream, request: GenerationRequest, prompt: str,
               reply: Reply) -> None:
         params = request.params
         text = reply.text
@@ -94,7 +71,7 @@ class ScriptedEngine:
         logprob = math.log(reply.prob)
         for w in words:
             stream.push(TokenEvent(None, w, logprob if params.logprobs else None))
-        stream.finish(GenerationResult(
+        self._end(stream, GenerationResult(
             rid=request.rid, text="".join(words), token_ids=(), finish_reason="stop",
             prompt_tokens=len(prompt.split()), cached_tokens=0, completion_tokens=len(words),
             logprobs=(logprob,) * len(words) if params.logprobs else None, simulated=True,

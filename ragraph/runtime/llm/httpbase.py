@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 import httpx
 
 from ragraph.errors import EngineError
-from ragraph.runtime.llm.protocol import EngineCounters, GenerationRequest, GenerationResult
+from ragraph.runtime.llm.base import EngineBase
+from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult
 from ragraph.runtime.llm.stream import GenerationStream
-from ragraph.runtime.llm.tally import Tally
 
 Driver = Callable[[GenerationRequest, GenerationStream, "StreamState"], Awaitable[None]]
 
@@ -46,27 +46,25 @@ class StreamState:
         )
 
 
-class HttpStreamingEngine:
-    """Base of the HTTP engines: subclasses set `name`, `context_length`, `_base_url` and
-    implement `_drive` (send the request, feed the stream, set `state.finish_reason`)."""
+class HttpStreamingEngine(EngineBase):
+    """Base of the HTTP engines: subclasses set `_base_url` and implement `_drive` (send the
+    request, feed the stream, set `state.finish_reason`)."""
 
-    simulated = False
-
-    def __init__(self, base_url: str, timeout_s: float, connect_timeout_s: float) -> None:
+    def __init__(self, name: str, context_length: int, base_url: str, timeout_s: float,
+                 connect_timeout_s: float) -> None:
+        super().__init__(name, context_length)
         self._base_url = base_url.rstrip("/")
         self._timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
         self._client: httpx.AsyncClient | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._tally = Tally()
 
-    async def start(self) -> None:
-        if self._client is None:
-            # No connection-pool cap below the number of concurrent streams we may run.
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
-            self._client = httpx.AsyncClient(base_url=self._base_url, timeout=self._timeout,
-                                             limits=limits)
+    async def _open(self) -> None:
+        # No connection-pool cap below the number of concurrent streams we may run.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
+        self._client = httpx.AsyncClient(base_url=self._base_url, timeout=self._timeout,
+                                         limits=limits)
 
-    async def close(self) -> None:
+    async def _shut(self) -> None:
         for task in list(self._tasks.values()):
             task.cancel()
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
@@ -74,30 +72,9 @@ class HttpStreamingEngine:
             await self._client.aclose()
             self._client = None
 
-    async def __aenter__(self) -> HttpStreamingEngine:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    def counters(self) -> EngineCounters:
-        return self._tally.snapshot()
-
-    def submit(self, request: GenerationRequest) -> GenerationStream:
-        if self._client is None:
-            raise EngineError(f"{self.name}: submit() before start()")
-        if request.rid in self._tasks:
-            raise EngineError(f"{self.name}: request id {request.rid!r} is already in flight")
-        stream = GenerationStream(request.rid, self._abort)
-        self._tally.requests += 1
-        if request.prompt == "" or request.prompt_ids == ():
-            self._tally.failed += 1
-            stream.fail("empty prompt")
-            return stream
+    def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
         task = asyncio.get_running_loop().create_task(self._run(request, stream))
         self._tasks[request.rid] = task
-        return stream
 
     def _abort(self, rid: str) -> None:
         task = self._tasks.get(rid)
@@ -108,29 +85,24 @@ class HttpStreamingEngine:
         state = StreamState(request)
         try:
             await self._drive(request, stream, state)
-            reason = state.finish_reason or "stop"
-            self._finish(stream, state, reason)
+            self._finish(stream, state, state.finish_reason or "stop")
         except asyncio.CancelledError:
             # Our own abort (or engine close): report what was produced, do not propagate:
             # nobody awaits this task, the stream is the request's only handle.
             self._finish(stream, state, "abort")
         except EngineError as e:
-            self._fail(stream, state, str(e))
+            self._fail(stream, f"{self.name}: {e}", state.prompt_tokens)
         except httpx.HTTPError as e:
-            self._fail(stream, state, f"{type(e).__name__} talking to {self._base_url}: {e}")
+            self._fail(stream, f"{self.name}: {type(e).__name__} talking to {self._base_url}: "
+                       f"{e}", state.prompt_tokens)
         finally:
             self._tasks.pop(request.rid, None)
 
     def _finish(self, stream: GenerationStream, state: StreamState, reason: str) -> None:
-        self._tally.count_finish(reason)
         self._tally.prompt_tokens += state.prompt_tokens
         self._tally.cached_tokens += state.cached_tokens
         self._tally.completion_tokens += max(state.completion_tokens, len(state.token_ids))
-        stream.finish(state.result(reason))
-
-    def _fail(self, stream: GenerationStream, state: StreamState, message: str) -> None:
-        self._tally.failed += 1
-        stream.fail(f"{self.name}: {message}", prompt_tokens=state.prompt_tokens)
+        self._end(stream, state.result(reason))
 
     async def _drive(
         self, request: GenerationRequest, stream: GenerationStream, state: StreamState
@@ -149,6 +121,3 @@ class HttpStreamingEngine:
             await resp.aclose()
             raise EngineError(f"HTTP {resp.status_code} from {self._base_url}{path}: {detail[:500]}")
         return resp
-
-    name: str
-    context_length: int

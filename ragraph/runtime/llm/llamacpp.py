@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragraph.errors import ConfigError, EngineError
+from ragraph.runtime.llm.base import EngineBase
 from ragraph.runtime.llm.llamacpp_model import ContextShape, LlamaModel
 from ragraph.runtime.llm.llamacpp_slots import SeqSlots
 from ragraph.runtime.llm.llamacpp_worker import (
@@ -35,9 +36,8 @@ from ragraph.runtime.llm.llamacpp_worker import (
     Submit,
     WorkerLimits,
 )
-from ragraph.runtime.llm.protocol import EngineCounters, GenerationRequest
+from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.llm.stream import GenerationStream
-from ragraph.runtime.llm.tally import Tally
 
 
 @dataclass(frozen=True)
@@ -88,27 +88,20 @@ def default_model_path() -> str:
     return str(Path(assemble()))
 
 
-class LlamaCppEngine:
+class LlamaCppEngine(EngineBase):
     """`LLMEngine` running a GGUF model in-process on CPU with continuous batching."""
-
-    simulated = False
 
     def __init__(self, config: LlamaCppConfig | None = None) -> None:
         self.config = config or LlamaCppConfig()
-        self.name = self.config.name
-        self.context_length = self.config.context_length
+        super().__init__(self.config.name, self.config.context_length)
         self.model_path: str | None = self.config.model_path
         self._model: LlamaModel | None = None
         self._worker: DecodeWorker | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tally = Tally()
-        self._in_flight: set[str] = set()
         self._slots: SeqSlots | None = None
 
-    async def start(self) -> None:
-        if self._thread is not None:
-            return
+    async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._model = await asyncio.to_thread(self._load)
         self.context_length = min(self.config.context_length, self._model.n_ctx_train)
@@ -129,7 +122,7 @@ class LlamaCppEngine:
                              extra_buffers=c.extra_buffers)
         return LlamaModel(path, shape, verbose=c.verbose)
 
-    async def close(self) -> None:
+    async def _shut(self) -> None:
         if self._thread is not None and self._worker is not None:
             self._worker.inbox.put(Stop())
             await asyncio.to_thread(self._thread.join)
@@ -140,32 +133,18 @@ class LlamaCppEngine:
             self._model.close()
             self._model = None
 
-    async def __aenter__(self) -> LlamaCppEngine:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    def counters(self) -> EngineCounters:
-        return self._tally.snapshot()
-
     def tokenize(self, text: str) -> tuple[int, ...]:
         """Prompt tokens as the engine will see them (BOS included when the model adds one)."""
         if self._model is None:
             raise EngineError(f"{self.name}: tokenize() before start()")
         return tuple(self._model.tokenize(text))
 
-    def submit(self, request: GenerationRequest) -> GenerationStream:
+    def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
         if self._worker is None or self._thread is None or not self._thread.is_alive():
-            raise EngineError(f"{self.name}: engine is not running (start() it, or see the crash above)")
-        if request.rid in self._in_flight:
-            raise EngineError(f"{self.name}: request id {request.rid!r} is already in flight")
-        self._in_flight.add(request.rid)
-        self._tally.requests += 1
-        stream = GenerationStream(request.rid, self._abort)
+            self._fail(stream, f"{self.name}: the decode thread is not running (see the crash "
+                       "above)")
+            return
         self._worker.inbox.put(Submit(request, stream))
-        return stream
 
     def _abort(self, rid: str) -> None:
         if self._worker is not None:
@@ -181,5 +160,4 @@ class LlamaCppEngine:
             for event in events:
                 stream.push(event)
             if result is not None:
-                self._in_flight.discard(result.rid)
-                stream.finish(result)
+                self._end(stream, result)

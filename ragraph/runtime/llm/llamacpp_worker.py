@@ -18,6 +18,7 @@ import numpy as np
 
 from ragraph.errors import EngineError
 from ragraph.runtime.llm import sampling
+from ragraph.runtime.llm.base import error_result, length_problem
 from ragraph.runtime.llm.llamacpp_model import BatchEntry, LlamaModel
 from ragraph.runtime.llm.llamacpp_seqs import Seq, plan_step
 from ragraph.runtime.llm.llamacpp_slots import SeqSlots
@@ -127,22 +128,16 @@ class DecodeWorker:
     def _check_prompt(self, req: GenerationRequest, prompt: list[int]) -> str | None:
         if (req.prompt is not None and req.prompt == "") or not prompt:
             return "empty prompt"
-        limit = self._limits.context_length
-        if len(prompt) >= limit:
-            return (f"prompt has {len(prompt)} tokens but the context length is {limit} "
-                    "(prompt plus at least one generated token must fit)")
+        too_long = length_problem(len(prompt), self._limits.context_length)
+        if too_long:
+            return too_long
         bad = [t for t in prompt if not 0 <= t < self._model.n_vocab]
         if bad:
             return f"prompt_ids has token {bad[0]} outside the vocabulary (0..{self._model.n_vocab - 1})"
         return None
 
     def _fail_early(self, stream: GenerationStream, message: str | None, n_prompt: int = 0) -> None:
-        reason = "abort" if message is None else "error"
-        self._tally.count_finish(reason)
-        result = GenerationResult(rid=stream.rid, text="", token_ids=(), finish_reason=reason,
-                                  prompt_tokens=n_prompt, cached_tokens=0, completion_tokens=0,
-                                  error=message)
-        self._out.append((stream, [], result))
+        self._out.append((stream, [], error_result(stream.rid, message, n_prompt)))
 
     def _admit(self) -> None:
         """Move waiting sequences into the batch while sequence ids allow."""
@@ -234,7 +229,6 @@ class DecodeWorker:
             events.append(TokenEvent(None, tail))
         self._running.remove(seq)
         self._slots.release(seq)
-        self._tally.count_finish(reason)
         result = GenerationResult(
             rid=seq.rid, text=seq.out.text, token_ids=tuple(seq.generated),
             finish_reason=reason,  # type: ignore[arg-type]
@@ -266,11 +260,6 @@ class DecodeWorker:
     def _post_crash(self, message: str) -> None:
         crashed = [*self._running, *self._waiting]
         self._running, self._waiting = [], deque()
-        self._out.extend((seq.stream, [], _crash_result(seq.rid, message)) for seq in crashed)
+        self._out.extend((seq.stream, [], error_result(
+            seq.rid, f"llama.cpp decode thread crashed: {message}")) for seq in crashed)
         self._flush()
-
-
-def _crash_result(rid: str, message: str) -> GenerationResult:
-    return GenerationResult(rid=rid, text="", token_ids=(), finish_reason="error", prompt_tokens=0,
-                            cached_tokens=0, completion_tokens=0,
-                            error=f"llama.cpp decode thread crashed: {message}")

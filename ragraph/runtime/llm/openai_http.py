@@ -113,9 +113,8 @@ class OpenAIHttpEngine(HttpStreamingEngine):
 
     def __init__(self, config: OpenAIHttpConfig | None = None) -> None:
         self.config = config or OpenAIHttpConfig()
-        super().__init__(self.config.base_url, self.config.timeout_s, self.config.connect_timeout_s)
-        self.name = self.config.name
-        self.context_length = self.config.context_length
+        super().__init__(self.config.name, self.config.context_length, self.config.base_url,
+                         self.config.timeout_s, self.config.connect_timeout_s)
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragraph.errors import ConfigError, EngineError
+from ragraph.runtime.llm.base import EngineBase
 from ragraph.runtime.llm.httpbase import HttpStreamingEngine, StreamState
-from ragraph.runtime.llm.protocol import EngineCounters, GenerationRequest
+from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.llm.sglang_map import ChunkFolder, generate_kwargs, generate_payload
 from ragraph.runtime.llm.sse import iter_events
 from ragraph.runtime.llm.stream import GenerationStream
-from ragraph.runtime.llm.tally import Tally
 
 INSTALL_HINT = "install the GPU extra: pip install 'ragraph[gpu]' (needs a CUDA GPU)"
 
@@ -80,29 +80,24 @@ def import_sglang() -> Any:
     return sglang
 
 
-class SGLangEngine:
+class SGLangEngine(EngineBase):
     """`LLMEngine` over an in-process `sglang.Engine`."""
-
-    simulated = False
 
     def __init__(self, config: SGLangConfig) -> None:
         if config.mode != "engine":
             raise ConfigError("mode", "SGLangEngine is the in-process engine; use SGLangHttpEngine")
+        super().__init__(config.name, config.context_length)
         self.config = config
-        self.name = config.name
-        self.context_length = config.context_length
         self._engine: Any = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._tally = Tally()
 
-    async def start(self) -> None:
-        if self._engine is None:
-            sglang = import_sglang()
-            self._engine = sglang.Engine(**self.config.engine_kwargs())
-            tm = self._engine.tokenizer_manager
-            self.context_length = self.context_length or int(getattr(tm, "context_len", 0))
+    async def _open(self) -> None:
+        sglang = import_sglang()
+        self._engine = sglang.Engine(**self.config.engine_kwargs())
+        tm = self._engine.tokenizer_manager
+        self.context_length = self.context_length or int(getattr(tm, "context_len", 0))
 
-    async def close(self) -> None:
+    async def _shut(self) -> None:
         for task in list(self._tasks.values()):
             task.cancel()
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
@@ -110,33 +105,14 @@ class SGLangEngine:
             self._engine.shutdown()
             self._engine = None
 
-    async def __aenter__(self) -> SGLangEngine:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    def counters(self) -> EngineCounters:
-        return self._tally.snapshot()
-
     def tokenize(self, text: str) -> tuple[int, ...]:
         if self._engine is None:
             raise EngineError(f"{self.name}: tokenize() before start()")
         return tuple(self._engine.tokenizer_manager.tokenizer.encode(text))
 
-    def submit(self, request: GenerationRequest) -> GenerationStream:
-        if self._engine is None:
-            raise EngineError(f"{self.name}: submit() before start()")
-        stream = GenerationStream(request.rid, self._abort)
-        self._tally.requests += 1
-        if request.prompt == "" or request.prompt_ids == ():
-            self._tally.failed += 1
-            stream.fail("empty prompt")
-            return stream
+    def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
         task = asyncio.get_running_loop().create_task(self._drive(request, stream))
         self._tasks[request.rid] = task
-        return stream
 
     def _abort(self, rid: str) -> None:
         # SGLang then ends the request's generator with finish_reason {"type": "abort"}.
@@ -152,17 +128,14 @@ class SGLangEngine:
                     stream.push(event)
         except (EngineError, ValueError) as e:
             # SGLang raises ValueError for rejected input (too long, bad sampling params).
-            self._tally.failed += 1
-            stream.fail(f"{self.name}: {e}", prompt_tokens=state.prompt_tokens)
+            self._fail(stream, f"{self.name}: {e}", state.prompt_tokens)
             return
         finally:
             self._tasks.pop(request.rid, None)
-        reason = state.finish_reason or "stop"
-        self._tally.count_finish(reason)
         self._tally.prompt_tokens += state.prompt_tokens
         self._tally.cached_tokens += state.cached_tokens
         self._tally.completion_tokens += max(state.completion_tokens, len(state.token_ids))
-        stream.finish(state.result(reason))
+        self._end(stream, state.result(state.finish_reason or "stop"))
 
 
 class SGLangHttpEngine(HttpStreamingEngine):
@@ -172,9 +145,8 @@ class SGLangHttpEngine(HttpStreamingEngine):
         if config.mode != "http":
             raise ConfigError("mode", "SGLangHttpEngine needs mode='http'")
         self.config = config
-        super().__init__(config.base_url, config.timeout_s, config.connect_timeout_s)
-        self.name = config.name
-        self.context_length = config.context_length
+        super().__init__(config.name, config.context_length, config.base_url, config.timeout_s,
+                         config.connect_timeout_s)
 
     async def _drive(
         self, request: GenerationRequest, stream: GenerationStream, state: StreamState

@@ -12,18 +12,17 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 
-from ragraph.errors import ConfigError, EngineError
+from ragraph.errors import ConfigError
+from ragraph.runtime.llm.base import EngineBase, length_problem
 from ragraph.runtime.llm.clock import Clock, RealClock
 from ragraph.runtime.llm.costmodel import GpuCostModel
 from ragraph.runtime.llm.protocol import (
-    EngineCounters,
     GenerationRequest,
     GenerationResult,
     TokenEvent,
 )
 from ragraph.runtime.llm.simtext import BlockPrefixCache, OutputPlan, plan_output, tokenize
 from ragraph.runtime.llm.stream import GenerationStream
-from ragraph.runtime.llm.tally import Tally
 from ragraph.runtime.llm.textout import OutputText
 
 
@@ -75,15 +74,14 @@ class _Seq:
     prefilled: bool = False
 
 
-class SimEngine:
+class SimEngine(EngineBase):
     """`LLMEngine` with simulated timing; see the module docstring."""
 
     simulated = True
 
     def __init__(self, config: SimConfig | None = None, clock: Clock | None = None) -> None:
         self.config = config or SimConfig()
-        self.name = self.config.name
-        self.context_length = self.config.context_length
+        super().__init__(self.config.name, self.config.context_length)
         self._clock = clock or RealClock()
         self._prefix = BlockPrefixCache(self.config.prefix_cache_tokens,
                                         self.config.prefix_block_tokens)
@@ -91,46 +89,27 @@ class SimEngine:
         self._running: list[_Seq] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._tally = Tally()
 
-    async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+    async def _open(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
 
-    async def close(self) -> None:
+    async def _shut(self) -> None:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-        for seq in [*self._pending, *self._running]:
-            seq.stream.fail("engine closed")
         self._pending.clear()
         self._running.clear()
-
-    async def __aenter__(self) -> SimEngine:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     def tokenize(self, text: str) -> tuple[int, ...]:
         return tokenize(text, self.config.vocab_size)
 
-    def counters(self) -> EngineCounters:
-        return self._tally.snapshot(simulated=True)
-
-    def submit(self, request: GenerationRequest) -> GenerationStream:
-        if self._task is None:
-            raise EngineError(f"{self.name}: submit() before start()")
-        stream = GenerationStream(request.rid, self._abort)
-        self._tally.requests += 1
+    def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
         ids = request.prompt_ids if request.prompt_ids is not None else self.tokenize(request.prompt or "")
-        problem = self._check_prompt(ids)
+        problem = length_problem(len(ids), self.context_length)
         if problem:
-            self._tally.failed += 1
-            stream.fail(problem, prompt_tokens=len(ids))
-            return stream
+            self._fail(stream, problem, prompt_tokens=len(ids))
+            return
         p = request.params
         plan = plan_output(ids, p.max_new_tokens, seed=p.seed, greedy=p.greedy,
                            mean_output_tokens=self.config.mean_output_tokens,
@@ -138,15 +117,6 @@ class SimEngine:
                            vocab_size=self.config.vocab_size)
         self._pending.append(_Seq(stream, request, ids, plan, OutputText(p.stop)))
         self._wake.set()
-        return stream
-
-    def _check_prompt(self, ids: tuple[int, ...]) -> str | None:
-        if not ids:
-            return "empty prompt"
-        if len(ids) >= self.context_length:
-            return (f"prompt has {len(ids)} tokens; the context length is {self.context_length} "
-                    "(prompt plus at least one generated token must fit)")
-        return None
 
     def _abort(self, rid: str) -> None:
         for seq in list(self._pending):
@@ -217,8 +187,7 @@ class SimEngine:
         if tail:
             seq.stream.push(TokenEvent(None, tail))
         n = seq.produced
-        self._tally.count_finish(reason)
-        seq.stream.finish(GenerationResult(
+        self._end(seq.stream, GenerationResult(
             rid=seq.request.rid, text=seq.out.text, token_ids=seq.plan.token_ids[:n],
             finish_reason=reason,  # type: ignore[arg-type]
             prompt_tokens=len(seq.prompt_ids), cached_tokens=seq.cached, completion_tokens=n,
