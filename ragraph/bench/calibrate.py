@@ -151,7 +151,10 @@ def _cuda_graph(run: Callable[[], object]) -> Callable[[], object]:
 def _kv_budget_tokens(shape: ModelShape, cuda: bool) -> int:
     import torch
 
-    free = torch.cuda.mem_get_info()[0] - GPU_MARGIN_BYTES if cuda else CPU_KV_BYTES
+    if not cuda:
+        return CPU_KV_BYTES // shape.kv_bytes_per_token
+    torch.cuda.empty_cache()  # the prefills' blocks, cached by torch, count as used otherwise
+    free = torch.cuda.mem_get_info()[0] - GPU_MARGIN_BYTES
     return max(1, free // shape.kv_bytes_per_token)
 
 

@@ -52,6 +52,7 @@ def test_a_point_may_be_an_estimate(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("edit, field", [
     (lambda d: d.update(format="v0"), "format"),
+    (lambda d: d.update(notes="typo"), "unknown keys notes"),
     (lambda d: d.pop("gpu"), "gpu"),
     (lambda d: d.update(prefill=[]), "prefill"),
     (lambda d: d["prefill"].append({"tokens": 128, "ms": 12.0}), "prefill: two points"),

@@ -26,6 +26,7 @@ from ragraph.runtime.llm.shape import ModelShape, shape_from_json
 
 FORMAT = "ragraph-gpu-profile/1"
 DEFAULT_PROFILE = "h100-llama-3.1-8b.json"
+KEYS = ("format", "model", "gpu", "dtype", "method", "note", "shape", "prefill", "decode")
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,10 @@ def parse_profile(data: object, origin: str, name: str) -> GpuProfile:
         raise ConfigError(origin, "must be a JSON object")
     if data.get("format") != FORMAT:
         raise ConfigError(origin, f"format: must be {FORMAT!r}, got {data.get('format')!r}")
+    unknown = set(data) - set(KEYS)
+    if unknown:
+        raise ConfigError(origin, f"unknown keys {', '.join(sorted(unknown))} (known: "
+                          f"{', '.join(KEYS)})")
     text = {key: _text(data, key, origin, required=key in ("model", "gpu", "dtype"))
             for key in ("model", "gpu", "dtype", "method", "note")}
     shape = shape_from_json(data.get("shape"), origin, text["model"])
@@ -125,7 +130,8 @@ def parse_profile(data: object, origin: str, name: str) -> GpuProfile:
 def _text(data: dict, key: str, origin: str, required: bool) -> str:
     value = data.get(key, None if required else "")
     if not isinstance(value, str) or (required and not value.strip()):
-        raise ConfigError(origin, f"{key}: must be a non-empty string, got {value!r}")
+        what = "a non-empty string" if required else "a string"
+        raise ConfigError(origin, f"{key}: must be {what}, got {value!r}")
     return value
 
 

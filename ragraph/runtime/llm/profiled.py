@@ -87,7 +87,7 @@ class ProfiledCostModel:
 
     def _decode_s(self, batch: int, context_tokens: int) -> float | None:
         curves = self._decode_curves
-        batches = sorted(curves)
+        batches = tuple(curves)  # ascending: built from the sorted points
         per_sequence = context_tokens / batch
         i = bisect_left(batches, batch)
         if i == len(batches) or (batches[i] != batch and i == 0):
