@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.config import EXECUTORS
+from ragraph.runtime.config import EXECUTORS, RuntimeConfig
 from ragraph.runtime.threads import default_split
 
 BENCH_ENGINES = ("sim", "llamacpp")
@@ -49,6 +49,8 @@ class BenchConfig:
     passes: str = "-O2"
     plots: bool = True
     quick: bool = False
+    hot_cache: bool | None = None  # None: on exactly when a CUDA device is present
+    profile: str | None = None  # sim: None = the shipped H100 profile (RuntimeConfig.profile)
 
     def __post_init__(self) -> None:
         split = default_split(self.engine)
@@ -77,8 +79,18 @@ class BenchConfig:
             raise ConfigError("--rates", "an online-only run (--no-offline) needs explicit --rates")
         if self.scale < 0:
             raise ConfigError("--scale", f"must be >= 0, got {self.scale}")
+        if self.profile is not None and self.engine != "sim":
+            raise ConfigError("--profile", "only --engine sim uses a GPU profile")
         if not self.slo_s > 0 or not self.window_s > 0:
             raise ConfigError("--slo", "the SLO and the online window must be > 0 seconds")
+
+    def runtime(self, index: str | None = None) -> RuntimeConfig:
+        """The run settings every cell shares, on the bench index at `index`."""
+        return RuntimeConfig(engine=self.engine, model=self.model, index=index,
+                             concurrency=self.concurrencies[0], nprobe=self.nprobes[0],
+                             passes=self.passes, gen_threads=self.gen_threads,
+                             search_threads=self.search_threads, hot_cache=self.hot_cache,
+                             profile=self.profile)
 
     @property
     def workloads(self) -> tuple[str, ...]:

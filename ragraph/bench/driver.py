@@ -28,7 +28,7 @@ from ragraph.bench.questions import load_questions
 from ragraph.bench.realbase import ensure_real_base
 from ragraph.bench.results import Target, write_csv
 from ragraph.bench.session import Workbench, load_graphs, run_cells
-from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.app import open_search, sim_config
 
 
 @dataclass(frozen=True)
@@ -66,39 +66,26 @@ def prepare_index(config: BenchConfig, cache: Path, bar: Progress) -> tuple[Benc
     return info, list(base.notes)
 
 
-def open_search(info: BenchIndexInfo, nprobe: int, threads: int):
-    import faiss
-
-    from ragraph.runtime.retrieval.embedder import query_embedder
-    from ragraph.runtime.retrieval.manifest import load_index
-    from ragraph.runtime.search_service import SearchService
-
-    faiss.omp_set_num_threads(threads)
-    # One torch thread: a query is a few tokens, and a second OpenMP thread only spins against
-    # faiss and the LLM for the 2 cores (measured: 100 ms vs 800 ms per query on a loaded VM).
-    embedder = query_embedder(threads=1)
-    loaded = load_index(Path(info.directory), embedder.name, embedder.dim)
-    return SearchService(loaded.engine, embedder, loaded.store, nprobe=nprobe)
-
-
 def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulated: bool) -> str:
     label = M.engine_label(config.engine, engine, simulated)
     return (f"engine: {label} | machine: {M.detect().describe()} | index: {info.real:,} real + "
             f"{info.synthetic:,} SYNTHETIC vectors, IVF{info.nlist} | concurrency "
             f"{', '.join(map(str, config.concurrencies))} | threads: gen {config.gen_threads}, "
-            f"search {config.search_threads}")
+            f"search {config.search_threads} | {config.runtime().gpu.describe()}")
 
 
 async def run(config: BenchConfig, console: Console) -> BenchReport:
     started = time.perf_counter()
+    if config.engine == "sim":
+        sim_config(config.runtime())  # a bad --profile fails before the index is built
     with progress_bars(console) as bar:
         info, notes = prepare_index(config, bench_cache(), bar)
-        search = open_search(info, config.nprobes[0], config.search_threads)
+        runtime = config.runtime(info.directory)
+        # One torch thread: a query is a few tokens, and a second OpenMP thread only spins
+        # against faiss and the LLM for the 2 cores (measured: 100 ms vs 800 ms per query on a
+        # loaded VM).
+        search = open_search(runtime, embed_threads=1)
         questions = load_questions(config.data)
-        runtime = RuntimeConfig(engine=config.engine, model=config.model, index=info.directory,
-                                concurrency=config.concurrencies[0], passes=config.passes,
-                                gen_threads=config.gen_threads,
-                                search_threads=config.search_threads)
         bench = Workbench(config, load_graphs(config), questions, search, runtime)
 
         def cell_progress(cell: Cell, total: int):

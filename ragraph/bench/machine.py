@@ -41,5 +41,5 @@ def detect(cpuinfo: Path = Path("/proc/cpuinfo"), meminfo: Path = Path("/proc/me
 def engine_label(engine: str, name: str, simulated: bool) -> str:
     """How an engine is named in output: a simulated one always says so."""
     if simulated:
-        return f"SIMULATED {name} (GPU cost model, no GPU)"
+        return f"SIMULATED {name}: no model runs, step times from the cost model"
     return f"real {engine} ({name})"

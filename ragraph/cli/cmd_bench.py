@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ragraph.errors import ConfigError
+from ragraph.cli.options import add_gpu_flags, numbers
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="comma-separated names in workflows/ or .rag paths (sim: oneshot,"
                    "multistep,irg; llamacpp: hyde,irg,oneshot,multistep)")
     p.add_argument("--engine", choices=("sim", "llamacpp"), default="sim",
-                   help="sim (simulated H100 Llama-3.1-8B, default) or the real llama.cpp engine")
+                   help="sim (simulated Llama-3.1-8B on an H100, timed from a measured profile; "
+                   "default) or the real llama.cpp engine")
     p.add_argument("--model", help="GGUF path for --engine llamacpp (default: embedded Gemma)")
     p.add_argument("--quick", action="store_true",
                    help="small index and few requests (under 10 minutes on 2 cores)")
@@ -61,16 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "8 cores beside llama.cpp)")
     p.add_argument("--passes", default="-O2", help="ragraph pass pipeline (-O2)")
     p.add_argument("--seed", type=int, default=0)
+    add_gpu_flags(p)
     p.set_defaults(func=run)
-
-
-def _numbers(text: str | None, flag: str, cast):
-    if text is None:
-        return None
-    try:
-        return tuple(cast(x) for x in text.split(",") if x.strip())
-    except ValueError as err:
-        raise ConfigError(flag, f"expected comma-separated numbers, got {text!r}") from err
 
 
 def _names(text: str | None) -> tuple[str, ...] | None:
@@ -86,6 +79,7 @@ def config_from(args: argparse.Namespace):
         out=args.out, slo_s=args.slo, gen_threads=args.gen_threads,
         search_threads=args.search_threads, passes=args.passes, seed=args.seed,
         offline=not args.no_offline, mix=not args.no_mix, plots=not args.no_plots,
+        hot_cache=args.hot_cache, profile=args.profile,
     )
     if args.engine == "llamacpp":
         config = llamacpp_preset(config)
@@ -93,9 +87,9 @@ def config_from(args: argparse.Namespace):
         config = quick(config)
     overrides = {
         "workflows": _names(args.workflows), "executors": _names(args.executors),
-        "concurrencies": _numbers(args.concurrency, "--concurrency", int),
-        "scale": args.scale, "nlist": args.nlist, "nprobes": _numbers(args.nprobe, "--nprobe", int),
-        "rates": _numbers(args.rates, "--rates", float), "rate_points": args.rate_points,
+        "concurrencies": numbers(args.concurrency, "--concurrency", int),
+        "scale": args.scale, "nlist": args.nlist, "nprobes": numbers(args.nprobe, "--nprobe", int),
+        "rates": numbers(args.rates, "--rates", float), "rate_points": args.rate_points,
         "window_s": args.window, "offline_requests": args.requests,
     }
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ragraph.cli.options import add_gpu_flags
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import ENGINES, EXECUTORS, RuntimeConfig
 
@@ -42,9 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--search-threads", type=int,
                    help="faiss/embedder threads (default: 1 per 8 cores beside llama.cpp, every "
                    "core beside a GPU engine)")
-    p.add_argument("--hot-cache", action="store_true",
-                   help="keep the hottest 20%% of clusters on the accelerator (CUDA when present; "
-                   "off by default: on a CPU-only machine there is nothing to gain)")
+    add_gpu_flags(p)
     p.add_argument("--trace", type=Path, help="write a Chrome trace (open in Perfetto)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="also print passages, the path through the graph and the timeline")
@@ -57,7 +56,7 @@ def config_from(args: argparse.Namespace) -> RuntimeConfig:
         engine=args.engine, model=args.model, url=args.url, index=args.index,
         executor=args.executor, passes=passes, concurrency=args.concurrency, nprobe=args.nprobe,
         gen_threads=args.gen_threads, search_threads=args.search_threads,
-        hot_cache=args.hot_cache,
+        hot_cache=args.hot_cache, profile=args.profile,
     )
 
 

@@ -16,7 +16,8 @@ from rich.console import Console
 from ragraph.errors import RagraphError
 
 # Order is the order of `ragraph --help`.
-COMMANDS: tuple[str, ...] = ("run", "check", "compile", "show", "index", "eval", "bench")
+COMMANDS: tuple[str, ...] = ("run", "check", "compile", "show", "index", "eval", "bench",
+                             "calibrate")
 
 
 def build_parser() -> argparse.ArgumentParser:

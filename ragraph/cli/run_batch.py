@@ -28,7 +28,7 @@ async def run_file(workflow: RAGraph, config: RuntimeConfig, args: argparse.Name
     bad = [r for r in items if isinstance(r, BadLine)]
     err.print(f"[dim]{len(requests)} requests · workflow {workflow.name} · executor "
               f"{config.executor} {config.passes} · engine {engine_label(config)} · "
-              f"{config.describe_threads()}[/dim]")
+              f"{config.describe_threads()}\n{config.gpu.describe()}[/dim]")
     search = await open_run(config, err)
     tracer = Tracer()
     columns = (TextColumn("answering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -63,8 +63,8 @@ def summary_table(result: RunResult, config: RuntimeConfig, bad_lines: int = 0) 
         ("time to first token p50", "–" if s.ttft_p50_s is None else f"{s.ttft_p50_s:.2f} s"),
         ("speculation hit rate", _rate(st.speculation_hit_rate) + f" ({st.speculations} started, "
          f"{st.rollbacks} rolled back)"),
-        ("accelerator cache hit rate", _rate(st.cache_hit_rate) if config.hot_cache
-         else "off (CPU-only default; --hot-cache to enable)"),
+        ("accelerator cache hit rate", _rate(st.cache_hit_rate) if config.gpu.hot_cache
+         else f"off ({config.gpu.hot_cache_why})"),
         ("clusters searched", f"{st.clusters_searched} in {st.search_steps} steps"),
     ]
     rows += _quality(result.outcomes)

@@ -15,8 +15,13 @@ from ragraph.runtime.trace import Tracer
 
 
 def engine_label(config: RuntimeConfig) -> str:
+    """The engine, and for the simulated one where its step times come from (a bad --profile
+    file fails here, before any model loads)."""
     if config.simulated:
-        return "sim (SIMULATED GPU engine: timings modelled, text synthetic)"
+        from ragraph.runtime.app import sim_config
+
+        return (f"sim (SIMULATED GPU engine, text synthetic; step times: "
+                f"{sim_config(config).cost.label})")
     if config.engine == "llamacpp":
         return f"llamacpp ({config.model or 'Gemma-3-270M Q4_K_M, embedded'}, real)"
     return f"{config.engine} ({config.url or config.model}, real)"
@@ -40,7 +45,8 @@ async def run_question(workflow: RAGraph, question: str, config: RuntimeConfig,
     from ragraph.runtime.app import execute, open_services
 
     err.print(f"[dim]workflow {workflow.name} · executor {config.executor} {config.passes} · "
-              f"engine {engine_label(config)} · {config.describe_threads()}[/dim]")
+              f"engine {engine_label(config)} · {config.describe_threads()}\n"
+              f"{config.gpu.describe()}[/dim]")
     search = await open_run(config, err)
     tracer = Tracer()
     async with open_services(config, search, tracer) as services:

@@ -41,35 +41,52 @@ def create_llm(config: RuntimeConfig):
         mode = "http" if config.url else "engine"
         return create_engine("sglang", SGLangConfig(mode=mode, model_path=config.model or "",
                                                     base_url=config.url or SGLangConfig.base_url))
-    return create_engine("sim")
+    return create_engine("sim", sim_config(config))
 
 
-def open_search(config: RuntimeConfig, progress=None) -> SearchService:
-    """The index (the embedded default unless `config.index`), its store and the embedder."""
+def sim_config(config: RuntimeConfig):
+    """The simulated engine on the profile of `config.profile` (a bad file fails here)."""
+    from ragraph.runtime.llm.profiled import cost_model_for
+    from ragraph.runtime.llm.sim import SimConfig
+
+    return SimConfig(cost=cost_model_for(config.profile))
+
+
+def open_search(config: RuntimeConfig, progress=None,
+                embed_threads: int | None = None) -> SearchService:
+    """The index (the embedded default unless `config.index`), its store and the embedder, on
+    the GPU paths of `config.gpu`; the embedder's CPU threads: `embed_threads`, else the
+    search threads."""
     import faiss
 
     from ragraph.runtime.retrieval.embedder import query_embedder
     from ragraph.runtime.retrieval.manifest import load_index
 
     faiss.omp_set_num_threads(config.search_threads)
-    embedder = query_embedder(threads=config.search_threads)
+    embedder = query_embedder(threads=embed_threads or config.search_threads,
+                              device=config.gpu.device)
     if config.index is None:
         from ragraph.runtime.retrieval.corpus import ensure_default_index
 
         loaded = ensure_default_index(progress)
     else:
         loaded = load_index(Path(config.index), embedder.name, embedder.dim)
-    engine = with_hot_cache(loaded.engine, config) if config.hot_cache else loaded.engine
-    return SearchService(engine, embedder, loaded.store, nprobe=config.nprobe)
+    return SearchService(on_gpu_paths(loaded.engine, config), embedder, loaded.store,
+                         nprobe=config.nprobe)
 
 
-def with_hot_cache(engine, config: RuntimeConfig):
-    """The engine with its hottest clusters resident on the accelerator (CUDA when present)."""
+def on_gpu_paths(engine, config: RuntimeConfig):
+    """The search engine with its hottest clusters resident on the accelerator when
+    `config.gpu` says the hot-cluster cache is on, else `engine` itself."""
     from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
     from ragraph.runtime.retrieval.tiered import TieredEngine
 
+    paths = config.gpu
+    if not paths.hot_cache:
+        return engine
     capacity = max(1, int(engine.nlist * config.hot_fraction))
-    return TieredEngine(engine, HotClusterCache(engine, HotCacheConfig(capacity=capacity)))
+    cache = HotClusterCache(engine, HotCacheConfig(capacity=capacity, device=paths.device))
+    return TieredEngine(engine, cache)
 
 
 @asynccontextmanager

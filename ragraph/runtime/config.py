@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragraph.errors import ConfigError
+from ragraph.runtime.devices import GpuPaths, cuda_available, gpu_paths
 from ragraph.runtime.threads import CoreSplit, default_split, usable_cores
 
 EXECUTORS = ("ragraph", "sequential", "stage-batched", "langgraph")
@@ -27,11 +28,14 @@ class RuntimeConfig:
     search_threads: int | None = None
     tau: float = 0.6
     budget_ms: float | None = None
-    # The accelerator tier (hot-cluster cache + TeleRAG prefetch). On a CPU-only machine the
-    # "accelerator" is torch on the same CPU: nothing to gain, so it is off unless asked for.
-    hot_cache: bool = False
+    # The accelerator tier (hot-cluster cache + TeleRAG prefetch); None: on exactly when a CUDA
+    # device is present (devices.py; on a CPU-only machine its "accelerator" is the same CPU).
+    hot_cache: bool | None = None
     hot_fraction: float = 0.2  # HedraRAG: the top 20% of clusters carried 69% of the work
     link_gb_per_s: float = 25.0  # host-to-accelerator bandwidth (PCIe 4.0 x16) for prefetch
+    # The simulated engine's timing: None = the shipped H100 / Llama-3.1-8B profile, "roofline"
+    # = the datasheet model alone, else a profile file (llm/profiled.py).
+    profile: str | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -58,12 +62,19 @@ class RuntimeConfig:
             raise ConfigError("budget_ms", f"must be positive, got {self.budget_ms}")
         if self.engine in ("openai",) and not self.url:
             raise ConfigError("url", f"the {self.engine} engine needs a server URL")
+        if self.profile is not None and self.engine != "sim":
+            raise ConfigError("profile", f"only the sim engine uses a GPU profile, not {self.engine}")
         if self.engine == "sglang" and not (self.url or self.model):
             raise ConfigError("model", "the sglang engine needs --model (in-process) or --url")
 
     @property
     def simulated(self) -> bool:
         return self.engine == "sim"
+
+    @property
+    def gpu(self) -> GpuPaths:
+        """Which retrieval paths run on the GPU on this machine, and why."""
+        return gpu_paths(self.hot_cache, cuda_available())
 
     @property
     def split(self) -> CoreSplit:

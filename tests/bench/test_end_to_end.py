@@ -49,6 +49,7 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     assert all(r.llm_tokens > 0 for r in rows)
     caption = caption_for(config, info, rows[0].engine, rows[0].simulated)
     assert "SIMULATED" in caption and "cores" in caption and "SYNTHETIC" in caption
+    assert "profile h100-llama-3.1-8b" in caption and "GPU paths: query embedder" in caption
     console = Console(record=True, width=200)
     report.print_all(console, rows, config.slo_s, "sim", caption, ["a note"])
     text = console.export_text()

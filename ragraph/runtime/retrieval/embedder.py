@@ -111,9 +111,12 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def query_embedder(threads: int | None = None) -> Embedder:
-    """The embedder for search queries: batch-invariant, so batching never changes a result."""
-    return Embedder(EmbedderConfig(threads=threads, precision="float64", packed=True))
+def query_embedder(threads: int | None = None, device: str = "cpu") -> Embedder:
+    """The embedder for search queries: batch-invariant, so batching never changes a result.
+    On a GPU as on the CPU it computes in float64 (the module doc): GPU float64 is fast enough for
+    queries (measured on an H100: 0.22 ms a query batched vs 0.15 ms in float32)."""
+    return Embedder(EmbedderConfig(threads=threads, device=device, precision="float64",
+                                   packed=True))
 
 
 def check_embedder(index_embedder: str, index_dim: int, embedder_name: str, dim: int) -> None:

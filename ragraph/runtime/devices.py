@@ -1,0 +1,48 @@
+"""Which retrieval paths run on the GPU, decided once per run from the machine and the flags.
+
+With a CUDA device the query embedder runs there (float64, so batching still never changes a
+query's vector: embedder.py) and the hot-cluster cache with TeleRAG prefetch is on (HedraRAG
+technique 3). Without one everything runs on the CPU and the cache is off: its "accelerator" would
+be torch on the same cores, with nothing to gain. `--hot-cache` forces it on there (for tests and
+comparisons), `--no-hot-cache` off anywhere. Output says which paths are on and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+
+@cache
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device (asked once: the answer does not change in a run)."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@dataclass(frozen=True)
+class GpuPaths:
+    cuda: bool  # a CUDA device is present
+    device: str  # where the query embedder and the cache's tiles run: "cuda" or "cpu"
+    hot_cache: bool  # the hot-cluster cache and prefetch
+    hot_cache_why: str  # the flag or default that decided it
+
+    def describe(self) -> str:
+        """One line for run and bench output."""
+        where = "cuda" if self.cuda else "cpu (no CUDA device)"
+        state = f"on, {self.device}" if self.hot_cache else "off"
+        return (f"GPU paths: query embedder {where}; hot-cluster cache + prefetch {state} "
+                f"({self.hot_cache_why})")
+
+
+def gpu_paths(hot_cache: bool | None, cuda: bool) -> GpuPaths:
+    """`hot_cache`: the flag (None: not given, on exactly when `cuda`)."""
+    device = "cuda" if cuda else "cpu"
+    if hot_cache is None:
+        why = "default with a CUDA device" if cuda else "no CUDA device; --hot-cache forces it"
+        return GpuPaths(cuda, device, cuda, why)
+    if hot_cache:
+        why = "--hot-cache" if cuda else "--hot-cache: torch on the CPU, nothing to gain"
+        return GpuPaths(cuda, device, True, why)
+    return GpuPaths(cuda, device, False, "--no-hot-cache")
