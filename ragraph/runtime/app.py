@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragraph.ir.graph import RAGraph
-from ragraph.runtime.catalog import Catalog
+from ragraph.runtime.catalog import Catalog, Workflows
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.app_clients import open_app_llm, uses_own_client
 from ragraph.runtime.executors.base import Services, arrive_all
@@ -129,7 +128,7 @@ def make_executor(config: RuntimeConfig, services: Services):
                                 max_generations=max(config.concurrency, 1), tau=config.tau,
                                 budget_ms=config.budget_ms,
                                 link_bytes_per_s=config.link_gb_per_s * 1e9)
-    return WavefrontExecutor(services, config.passes, scheduler)
+    return WavefrontExecutor(services, scheduler)
 
 
 @dataclass(frozen=True)
@@ -143,7 +142,7 @@ class RunResult:
 
 
 async def execute(
-    workflow: RAGraph | Mapping[str, RAGraph],
+    workflow: Workflows | Catalog,
     requests: Iterable[Request] | AsyncIterator[Request],
     config: RuntimeConfig,
     services: Services,
@@ -152,7 +151,8 @@ async def execute(
     """Run `requests` through `workflow` with the executor of `config` on shared `services`.
 
     `workflow` may be several workflows by name; each request then names its own
-    (`Request.workflow`), and all of them share the engines and the scheduler."""
+    (`Request.workflow`), and all of them share the engines and the scheduler. A workflow not
+    compiled yet is compiled here with `config.passes`, once."""
     outcomes: list[Outcome] = []
 
     def done(outcome: Outcome) -> None:
@@ -160,9 +160,8 @@ async def execute(
         if on_done is not None:
             on_done(outcome)
 
-    catalog = Catalog.of(workflow)
-    for graph in catalog.graphs.values():
-        graph.verify()
+    catalog = workflow if isinstance(workflow, Catalog) else Catalog.compile(workflow,
+                                                                             config.passes)
     executor = make_executor(config, services)
     arrivals = requests if hasattr(requests, "__aiter__") else arrive_all(requests)
     start = time.perf_counter()

@@ -1,46 +1,46 @@
-"""The workflows of one run, by name: a run may mix workflows (each request names its own)."""
+"""The workflows of one run, by name, each compiled once: a run may mix workflows (each request
+names its own). The wavefront scheduler runs the compiled graphs; the baselines run the graphs
+as written (`graphs`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ragraph.errors import ConfigError
 from ragraph.ir.graph import RAGraph
+from ragraph.passes.compiled import CompiledWorkflow
 from ragraph.runtime.request import Request
-from ragraph.runtime.scheduler.plan import ExecutionPlan
+
+Workflows = RAGraph | CompiledWorkflow | Mapping[str, RAGraph | CompiledWorkflow]
 
 
 @dataclass(frozen=True)
 class Catalog:
-    """Source graphs (what every executor walks) and, for the wavefront scheduler, their plans."""
-
-    graphs: Mapping[str, RAGraph]
+    workflows: Mapping[str, CompiledWorkflow]
     default: str
-    plans: Mapping[str, ExecutionPlan] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, workflows: RAGraph | Mapping[str, RAGraph]) -> Catalog:
-        if isinstance(workflows, RAGraph):
-            return cls({workflows.name: workflows}, workflows.name)
+    def compile(cls, workflows: Workflows, passes: str) -> Catalog:
+        """Compile every workflow with `passes` (a workflow already compiled is taken as is)."""
+        from ragraph.passes import compile as compile_workflow
+
+        if isinstance(workflows, RAGraph | CompiledWorkflow):
+            workflows = {workflows.name: workflows}
         if not workflows:
             raise ConfigError("workflows", "at least one workflow is needed")
-        return cls(dict(workflows), next(iter(workflows)))
+        compiled = {name: w if isinstance(w, CompiledWorkflow) else compile_workflow(w, passes)
+                    for name, w in workflows.items()}
+        return cls(compiled, next(iter(compiled)))
+
+    @property
+    def graphs(self) -> Mapping[str, RAGraph]:
+        """The workflows as written (what the baseline executors walk)."""
+        return {name: w.source for name, w in self.workflows.items()}
 
     def graph_for(self, request: Request) -> RAGraph:
         name = request.workflow or self.default
-        if name not in self.graphs:
-            known = ", ".join(sorted(self.graphs))
+        if name not in self.workflows:
+            known = ", ".join(sorted(self.workflows))
             raise ConfigError("workflow", f"unknown workflow {name!r} (this run has {known})")
-        return self.graphs[name]
-
-    def plan_for(self, graph: RAGraph) -> ExecutionPlan:
-        return self.plans.get(graph.name) or ExecutionPlan.unoptimized(graph)
-
-    def compiled(self, passes: str) -> Catalog:
-        """The same catalog with every workflow compiled by `passes` (for the wavefront)."""
-        from ragraph.passes import compile as compile_workflow
-
-        plans = {name: ExecutionPlan.from_compiled(compile_workflow(g, passes))
-                 for name, g in self.graphs.items()}
-        return Catalog(self.graphs, self.default, plans)
+        return self.workflows[name].source

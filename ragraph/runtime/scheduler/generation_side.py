@@ -1,24 +1,27 @@
-"""The generation side of the wavefront: engine streams per request, the cache-aware prefill
-order, and speculative instances that are adopted only when the committed prompt is identical."""
+"""The generation side of the wavefront: every request's generation chains as engine streams,
+the cache-aware prefill order, and speculative instances that are adopted only when the
+committed prompt is identical. Stream output comes back through the run's inbox."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import os
-from collections import Counter, deque
-from collections.abc import Callable
+from collections import deque
 from dataclasses import dataclass
 
-from ragraph.ir.nodes import Generate
-from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock
-from ragraph.runtime.generate import generated_text, generation_request
+from ragraph.runtime.generate import sampling_params
+from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
 from ragraph.runtime.scheduler.jobs import GenJob
+from ragraph.runtime.scheduler.program import GenerationChain
 
 RECENT_PROMPTS = 64
+
+Key = tuple[str, str]  # (request id, generation origin)
 
 
 @dataclass
@@ -34,157 +37,168 @@ class Counters:
     last_prefetch_error: str = ""
 
 
-@dataclass
-class GenerationHooks:
-    """What the generation side reports back to the run."""
-
-    finished: Callable[[RequestState], None]  # output applied: advance the request
-    failed: Callable[[RequestState, BaseException], None]
-    started: Callable[[RequestState, Generate], None]  # a real generation began (prefetch)
-    streamed: Callable[[GenJob], None]  # a token arrived (speculative retrieval)
-
-
 class GenerationSide:
     def __init__(self, services: Services, capacity: int, counters: Counters,
-                 hooks: GenerationHooks) -> None:
-        self.s, self.capacity, self.n, self.hooks = services, capacity, counters, hooks
-        self.running: dict[str, GenJob] = {}  # by request id
-        self.speculative: dict[str, GenJob] = {}
-        self.ready: list[RequestState] = []
-        self.waited: Counter[str] = Counter()
-        self.arrival: dict[str, int] = {}
+                 inbox: Inbox) -> None:
+        self.s, self.capacity, self.n, self.inbox = services, capacity, counters, inbox
+        self.jobs: dict[int, GenJob] = {}  # every job with a stream, by key
+        self.real: dict[Key, GenJob] = {}
+        self.speculative: dict[Key, GenJob] = {}
+        self.ready: list[GenJob] = []  # real jobs waiting for room in the engine
+        self.waited: dict[int, int] = {}
         self.seconds = policies.RunningMean()
         # Prompts recently sent to the engine, for estimating prefix-cache hits (RAGCache).
         self.recent: deque[str] = deque(maxlen=RECENT_PROMPTS)
-        # Engine ids must be unique while in flight: an aborted speculation may still be
-        # draining when the same node is submitted again, so every submission gets its own.
-        self.submissions = itertools.count()
+        self._keys = itertools.count()
 
     @property
     def load(self) -> int:
-        return len(self.running) + len(self.speculative)
+        return len(self.jobs)
 
-    def admit(self, state: RequestState) -> None:
-        self.arrival[state.rid] = len(self.arrival)
-
-    def start_ready(self) -> None:
-        """Settle speculations, then start ready generations in cache-aware order while there
-        is room in the engine."""
-        self._settle()
-        if not self.ready:
-            return
-        prompts: dict[str, str] = {}
-        for state in list(self.ready):
-            try:
-                node = state.graph.node(state.node)
-                prompts[state.rid] = effects.generation_prompt(node, state.variables)
-            except Exception as err:
-                self.ready.remove(state)
-                self.hooks.failed(state, err)
-        order = policies.order_prefills([self._candidate(s, prompts[s.rid]) for s in self.ready])
-        by_rid = {s.rid: s for s in self.ready}
-        chosen = order[:max(self.capacity - self.load, 0)]
-        for rid in chosen:
-            state = by_rid[rid]
-            try:
-                self.submit(state, state.graph.node(state.node), prompts[rid], False)
-            except Exception as err:  # the engine refused this request only
-                self.hooks.failed(state, err)
-        self.ready = [by_rid[r] for r in order[len(chosen):]]
-        for state in self.ready:
-            self.waited[state.rid] += 1
-
-    def _candidate(self, state: RequestState, prompt: str) -> policies.PrefillCandidate:
-        """Cached length estimated as the longest prefix shared with a recent prompt: what a
-        prefix-caching engine (SGLang's radix cache, llama.cpp's retained sequences) reuses."""
-        shared = max((len(os.path.commonprefix((prompt, p))) for p in self.recent), default=0)
-        return policies.PrefillCandidate(state.rid, cached_tokens=shared,
-                                         prompt_tokens=max(len(prompt), 1),
-                                         waited_cycles=self.waited[state.rid],
-                                         arrival=self.arrival[state.rid])
-
-    def submit(self, state: RequestState, node: Generate, prompt: str, speculative: bool) -> GenJob:
-        attempt = next(self.submissions)
-        stream = self.s.llm.submit(generation_request(state.rid, node, prompt, attempt))
-        job = GenJob(state, node, prompt, stream, clock(), speculative=speculative)
-        self.recent.append(prompt)
-        (self.speculative if speculative else self.running)[state.rid] = job
-        job.task = asyncio.create_task(self._drain(job))
-        if speculative:
-            self.n.speculations += 1
-        else:
-            self.hooks.started(state, node)
-        return job
-
-    def drop_speculation(self, rid: str, rolled_back: bool = True) -> None:
-        spec = self.speculative.pop(rid, None)
-        if spec is not None:
-            spec.stream.abort()
-            self.n.rollbacks += int(rolled_back)
-
-    def release(self, rid: str) -> None:
-        self.drop_speculation(rid, rolled_back=False)
-        self.arrival.pop(rid, None)
-        self.waited.pop(rid, None)
-
-    def _settle(self) -> None:
-        """Ready generations with a speculative instance adopt it or roll it back first: they
-        already hold an engine slot, so they never wait for room."""
-        waiting = []
-        for state in self.ready:
-            spec = self.speculative.pop(state.rid, None)
-            if spec is None or not self._adopt(spec, state, state.graph.node(state.node)):
-                waiting.append(state)
-        self.ready = waiting
-
-    def _adopt(self, spec: GenJob, state: RequestState, node: Generate) -> bool:
-        try:
-            prompt = effects.generation_prompt(node, state.variables)
-        except Exception:
-            prompt = None  # the committed values cannot render it: the normal path reports why
-        if spec.node.id != node.id or spec.prompt != prompt or spec.error is not None:
-            spec.stream.abort()
+    def verify(self, state: RequestState, chain: GenerationChain, prompt: str) -> bool:
+        """Speculation's commit point: adopt `chain`'s speculative instance when it started on
+        the prompt the committed values render (equal prompts give equal greedy outputs), else
+        roll it back. True when adopted."""
+        spec = self.speculative.pop((state.rid, chain.origin), None)
+        if spec is None:
+            return False
+        if spec.prompt != prompt or spec.failed:
+            self._abort(spec)
             self.n.rollbacks += 1
             return False
         self.n.hits += 1
         spec.speculative = False
+        self.real[(state.rid, chain.origin)] = spec
         if spec.tokens and state.first_token_at is None:
             state.first_token_at = clock()
-        self.running[state.rid] = spec
-        if spec.result is not None:  # it already finished while the search was completing
-            self._done(spec)
         return True
 
+    def start(self, state: RequestState, chain: GenerationChain, prompt: str) -> GenJob:
+        """The real generation of `chain`: the instance its verify point adopted, else a new
+        one queued for the engine."""
+        adopted = self.real.get((state.rid, chain.origin))
+        if adopted is not None:
+            return adopted
+        job = GenJob(next(self._keys), state, clock(), chain=chain, prompt=prompt)
+        self.real[(state.rid, chain.origin)] = job
+        self.ready.append(job)
+        self.waited[job.key] = 0
+        return job
+
+    def speculate(self, state: RequestState, chain: GenerationChain, prompt: str) -> None:
+        """Start `chain` early on a partial value; it stays speculative until `start` adopts it."""
+        key = (state.rid, chain.origin)
+        if key in self.real:
+            return
+        old = self.speculative.pop(key, None)
+        if old is not None:
+            self._abort(old)
+            self.n.rollbacks += 1
+        job = GenJob(next(self._keys), state, clock(), chain=chain, prompt=prompt,
+                     speculative=True)
+        self._submit(job)
+        self.speculative[key] = job
+        self.n.speculations += 1
+
+    def drop_speculation(self, rid: str, origin: str, rolled_back: bool = True) -> None:
+        spec = self.speculative.pop((rid, origin), None)
+        if spec is not None:
+            self._abort(spec)
+            self.n.rollbacks += int(rolled_back)
+
+    def start_ready(self) -> list[GenJob]:
+        """Submit waiting generations in cache-aware order while the engine has room; the jobs
+        that started (a prefetch may start with them)."""
+        if not self.ready:
+            return []
+        order = policies.order_prefills([self._candidate(j) for j in self.ready])
+        by_key = {str(j.key): j for j in self.ready}
+        room = max(self.capacity - self.load, 0)
+        chosen = [by_key[k] for k in order[:room]]
+        self.ready = [by_key[k] for k in order[room:]]
+        for job in self.ready:
+            self.waited[job.key] += 1
+        for job in chosen:
+            self.waited.pop(job.key, None)
+            self._submit(job)
+        return chosen
+
+    def _candidate(self, job: GenJob) -> policies.PrefillCandidate:
+        """Cached length estimated as the longest prefix shared with a recent prompt: what a
+        prefix-caching engine (SGLang's radix cache, llama.cpp's prefix store) reuses."""
+        shared = max((len(os.path.commonprefix((job.prompt, p))) for p in self.recent), default=0)
+        return policies.PrefillCandidate(str(job.key), cached_tokens=shared,
+                                         prompt_tokens=max(len(job.prompt), 1),
+                                         waited_cycles=self.waited.get(job.key, 0),
+                                         arrival=job.key)
+
+    def _submit(self, job: GenJob) -> None:
+        chain = job.chain
+        assert chain is not None  # every job has its chain
+        request = GenerationRequest(rid=f"{job.state.rid}/{chain.origin}/{job.key}",
+                                    prompt=job.prompt, params=sampling_params(chain.sampling))
+        self.jobs[job.key] = job
+        try:
+            job.stream = self.s.llm.submit(request)
+        except Exception as err:  # the engine refused this request only
+            self.inbox.put(Generated(job.key, None, err))
+            return
+        job.started = clock()
+        self.recent.append(job.prompt)
+        job.task = asyncio.create_task(self._drain(job))
+
     async def _drain(self, job: GenJob) -> None:
+        assert job.stream is not None
         try:
             async for event in job.stream:
-                job.tokens += 1
-                job.text += event.text
-                if not job.speculative and job.state.first_token_at is None:
-                    job.state.first_token_at = clock()
-                self.hooks.streamed(job)
-            job.result = await job.stream.result(raise_on_error=False)
+                self.inbox.put(Token(job.key, event))
+            result = await job.stream.result(raise_on_error=False)
+            self.inbox.put(Generated(job.key, result))
         except Exception as err:  # the engine failed this request only
-            job.error = err
-        if job.speculative and job.result and job.result.finish_reason == "abort":
-            return
-        self._done(job)
+            self.inbox.put(Generated(job.key, None, err))
 
-    def _done(self, job: GenJob) -> None:
-        if job.speculative:
-            return  # adopted later (or aborted); its result waits on the job
-        self.running.pop(job.state.rid, None)
-        end = clock()
-        self.seconds.add(end - job.started)
-        tracer = self.s.tracer
-        tracer.add_span(job.state.rid, f"generate {job.node.id}", job.started, end, engine=False)
-        tracer.add_span("llm", f"{job.state.rid} {job.node.id}", job.started, end)
-        try:
-            if job.error is not None:
-                raise job.error
-            text = generated_text(job.result)
-            effects.apply_generation(job.node, job.state.variables, text, text.min_prob)
-        except Exception as err:
-            self.hooks.failed(job.state, err)
-            return
-        self.hooks.finished(job.state)
+    def token(self, event: Token) -> GenJob | None:
+        job = self.jobs.get(event.key)
+        if job is None:
+            return None
+        job.tokens += 1
+        job.text += event.event.text
+        if not job.speculative and job.state.first_token_at is None:
+            job.state.first_token_at = clock()
+        return job
+
+    def ended(self, event: Generated) -> GenJob | None:
+        """A generation ended: the job (None when nobody waits for it any more)."""
+        job = self.jobs.pop(event.key, None)
+        if job is None:
+            return None
+        job.result, job.error = event.result, event.error or job.error
+        if job.speculative and job.result is not None and job.result.finish_reason == "abort":
+            return None
+        if not job.speculative:
+            self.seconds.add(clock() - job.started)
+            self._trace(job)
+        return job
+
+    def finished(self, job: GenJob) -> None:
+        """The job's output was applied: forget it."""
+        self.real.pop((job.state.rid, job.origin), None)
+
+    def _trace(self, job: GenJob) -> None:
+        end, rid = clock(), job.state.rid
+        self.s.tracer.add_span(rid, f"generate {job.origin}", job.started, end, engine=False)
+        self.s.tracer.add_span("llm", f"{rid} {job.origin}", job.started, end)
+
+    def _abort(self, job: GenJob) -> None:
+        if job.stream is not None:
+            job.stream.abort()
+
+    def release(self, rid: str) -> None:
+        for key in [k for k in self.speculative if k[0] == rid]:
+            self.drop_speculation(*key, rolled_back=False)
+        for key in [k for k in self.real if k[0] == rid]:
+            job = self.real.pop(key)
+            if job in self.ready:
+                self.ready.remove(job)
+            self._abort(job)
+            self.jobs.pop(job.key, None)

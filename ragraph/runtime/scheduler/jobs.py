@@ -1,32 +1,66 @@
-"""The scheduler's in-flight work: one job per running retrieval or generation of a request."""
+"""The scheduler's in-flight work: one job per running retrieval or generation chain of a
+request. A job records the stages its side has reached; a unit of the chain that waits for a
+stage (probe, search-steps, decode, ...) completes when the job reaches it."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
-from ragraph.ir.nodes import Generate, Retrieve
 from ragraph.ir.values import Passages
 from ragraph.runtime.llm.protocol import GenerationResult
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.protocol import TopK
 from ragraph.runtime.scheduler.policies import topk_drift
+from ragraph.runtime.scheduler.program import GenerationChain, RetrievalChain
 from ragraph.runtime.scheduler.search_worker import Prepared, ScanItem, ScanResult
 
 
+class Stage(Enum):
+    EMBEDDED = "embedded"
+    PROBED = "probed"
+    ORDERED = "ordered"  # the cluster order from the request's local cache
+    SEARCHED = "searched"
+    PREFILLED = "prefilled"  # the first token arrived (or the generation ended without one)
+    DECODED = "decoded"
+
+
 @dataclass
-class GenJob:
+class Job:
+    key: int
+    state: RequestState
+    started: float
+    reached: set[Stage] = field(default_factory=set)
+    awaiting: tuple[str, Stage] | None = None  # the unit waiting for a stage of this job
+
+    def reach(self, stage: Stage) -> str | None:
+        """Record `stage`; the unit that was waiting for it, if any (it completes now)."""
+        self.reached.add(stage)
+        if self.awaiting is not None and self.awaiting[1] in self.reached:
+            uid, self.awaiting = self.awaiting[0], None
+            return uid
+        return None
+
+    def wait(self, uid: str, stage: Stage) -> bool:
+        """`uid` needs `stage`: True when it is already reached, else it waits for it."""
+        if stage in self.reached:
+            return True
+        self.awaiting = (uid, stage)
+        return False
+
+
+@dataclass
+class GenJob(Job):
     """A generation in the LLM engine. A speculative one started on a retrieval's partial top-k
     and is adopted only if the committed prompt is identical to `prompt`."""
 
-    state: RequestState
-    node: Generate
-    prompt: str
-    stream: GenerationStream
-    started: float
+    chain: GenerationChain | None = None
+    prompt: str = ""
+    stream: GenerationStream | None = None
     speculative: bool = False
     result: GenerationResult | None = None
     error: BaseException | None = None
@@ -35,43 +69,55 @@ class GenJob:
     text: str = ""  # the text streamed so far (speculative retrieval reads it)
     warmed: bool = False
 
+    @property
+    def origin(self) -> str:
+        assert self.chain is not None  # set at construction
+        return self.chain.origin
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or (self.result is not None
+                                          and self.result.finish_reason == "error")
+
 
 @dataclass
-class RetJob:
+class RetJob(Job):
     """A retrieval in the search engine, advanced one budgeted step per cycle."""
 
-    key: int
-    state: RequestState
-    node: Retrieve
-    query: str
-    stepwise: bool
-    order: str
-    started: float
+    chain: RetrievalChain | None = None
+    query: str = ""
     warm_only: bool = False  # speculative retrieval: only warms the request's locality history
     vector: np.ndarray | None = None
     probe: np.ndarray | None = None
     remaining: tuple[int, ...] = ()
     partials: list[TopK] = field(default_factory=list)
     partial_passages: Passages | None = None
+    passages: Passages | None = None
     drift: float = 1.0
     steps: int = 0
-    spec: GenJob | None = None
     in_flight: bool = False
     waited: int = 0  # search steps in a row that gave it no cluster
 
     @property
+    def origin(self) -> str:
+        assert self.chain is not None  # set at construction
+        return self.chain.origin
+
+    @property
     def ready(self) -> bool:
-        """Embedded and probed, and not in the running search cycle."""
-        return self.vector is not None and not self.in_flight
+        """Embedded and probed, not finished, and not in the running search cycle."""
+        return (self.vector is not None and not self.in_flight
+                and Stage.SEARCHED not in self.reached)
 
     def take(self, prepared: Prepared) -> None:
         self.vector, self.probe, self.remaining = prepared.vector, prepared.probe, prepared.order
 
     def scan_item(self, want_partial: bool) -> ScanItem:
-        return ScanItem(key=self.key, k=self.node.topk, stepwise=self.stepwise,
-                        vector=self.vector, probe=self.probe, remaining=self.remaining,
-                        partials=tuple(self.partials), want_partial=want_partial,
-                        waited=self.waited)
+        assert self.chain is not None and self.vector is not None and self.probe is not None
+        return ScanItem(key=self.key, k=self.chain.topk,
+                        stepwise=self.chain.stepwise, vector=self.vector, probe=self.probe,
+                        remaining=self.remaining, partials=tuple(self.partials),
+                        want_partial=want_partial, waited=self.waited)
 
     def absorb(self, result: ScanResult) -> None:
         """Take one cycle's result (on the scheduler thread)."""
@@ -84,3 +130,5 @@ class RetJob:
             before = self.partial_passages.ids if self.partial_passages else ()
             self.drift = topk_drift(before, result.partial_passages.ids)
             self.partial_passages = result.partial_passages
+        if result.passages is not None:
+            self.passages = result.passages

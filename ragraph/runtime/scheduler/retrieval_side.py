@@ -10,15 +10,15 @@ import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from ragraph.ir.nodes import Retrieve
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.cost import CostModel
 from ragraph.runtime.retrieval.locality import History
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.generation_side import Counters
+from ragraph.runtime.scheduler.inbox import Inbox, Prepared, StepDone
 from ragraph.runtime.scheduler.jobs import RetJob
-from ragraph.runtime.scheduler.plan import ExecutionPlan
+from ragraph.runtime.scheduler.program import RetrievalChain
 from ragraph.runtime.scheduler.search_worker import (
     CycleResult,
     Query,
@@ -26,8 +26,7 @@ from ragraph.runtime.scheduler.search_worker import (
     prepare,
     run_cycle,
 )
-
-Failure = tuple[RetJob, BaseException]
+from ragraph.runtime.scheduler.search_worker import Prepared as Prepared_
 
 # Queries embedded per batch. MiniLM on one core here: 31 ms a query alone, 15 ms in fours, 11 ms
 # in sixteens, 12 ms in sixty-fours. Past 16 a batch saves nothing and only holds its first
@@ -36,12 +35,10 @@ EMBED_BATCH = 16
 
 
 class RetrievalSide:
-    def __init__(self, services: Services, cost: CostModel, counters: Counters,
-                 plan_of: Callable[[RequestState], ExecutionPlan], initial_beta_ms: float,
-                 budget_ms: float | None, wake: Callable[[], None],
+    def __init__(self, services: Services, cost: CostModel, counters: Counters, inbox: Inbox,
+                 initial_beta_ms: float, budget_ms: float | None,
                  may_speculate: Callable[[], bool]) -> None:
-        self.s, self.cost, self.n, self.plan_of = services, cost, counters, plan_of
-        self.wake = wake
+        self.s, self.cost, self.n, self.inbox = services, cost, counters, inbox
         # Partial top-k passages are looked up only while a speculation could start on them.
         self.may_speculate = may_speculate
         self.jobs: dict[int, RetJob] = {}
@@ -52,7 +49,6 @@ class RetrievalSide:
         # core: side by side on 2 cores they slowed each other (17 ms a query embedded instead
         # of 8, scans at 6M vectors/s instead of 8.5M).
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="ragraph-search")
-        self.unprepared: list[Failure] = []  # queries that failed to embed, reported by collect
         self.history: dict[str, History] = {}
         self.future: asyncio.Future | None = None
         self.beta = policies.RunningMean(value=initial_beta_ms)
@@ -65,14 +61,14 @@ class RetrievalSide:
     def busy_with_real_work(self) -> bool:
         return any(not j.warm_only for j in self.jobs.values())
 
-    def start(self, state: RequestState, node: Retrieve, query: str, warm_only: bool = False) -> None:
-        rplan = self.plan_of(state).retrieval(node.id)
+    def start(self, state: RequestState, chain: RetrievalChain, query: str,
+              warm_only: bool = False) -> RetJob:
         self._next_key += 1
-        job = RetJob(key=self._next_key, state=state, node=node, query=query,
-                     stepwise=rplan.stepwise, order=rplan.order, started=clock(),
+        job = RetJob(key=self._next_key, state=state, started=clock(), chain=chain, query=query,
                      warm_only=warm_only)
         self.jobs[job.key] = job
         self.to_prepare.append(job)
+        return job
 
     def _start_preparing(self, backlog_ms: float) -> None:
         """Embed the queries that arrived since the last batch, in one batch, once a full batch
@@ -84,11 +80,12 @@ class RetrievalSide:
         if len(self.to_prepare) < EMBED_BATCH and backlog_ms > self._budget_ms(backlog_ms):
             return
         jobs, self.to_prepare = self.to_prepare[:EMBED_BATCH], self.to_prepare[EMBED_BATCH:]
-        queries = [Query(j.query, j.node.nprobe, j.order,
+        queries = [Query(j.query, j.chain.nprobe, j.chain.order,  # type: ignore[union-attr]
                          self.history.get(j.state.rid, History())) for j in jobs]
         self.preparing = asyncio.get_running_loop().run_in_executor(
             self.worker, prepare, self.s.search, queries, self.s.search_threads)
-        self.preparing.add_done_callback(lambda f: self._prepared(jobs, f))
+        keys = tuple(j.key for j in jobs)
+        self.preparing.add_done_callback(self.inbox.done_callback(lambda f: Prepared(keys, f)))
 
     def _backlog_ms(self) -> float:
         """Predicted scan time of the embedded retrievals not finished yet (at the mean cluster
@@ -97,28 +94,32 @@ class RetrievalSide:
                        if j.vector is not None and not j.warm_only)
         return clusters * self.cost.mean_cluster_ms
 
-    def _prepared(self, jobs: list[RetJob], future: asyncio.Future) -> None:
+    def prepared(self, event: Prepared) -> list[tuple[RetJob, Prepared_ | BaseException]]:
+        """A batch was embedded and probed: each job of a request still running, with its
+        outcome (a query that failed to embed fails only its own request)."""
         self.preparing = None
-        if future.cancelled():  # the run is closing
-            return
-        error = future.exception()
-        outcomes = [error] * len(jobs) if error is not None else future.result()
-        for job, outcome in zip(jobs, outcomes, strict=True):
-            if self.jobs.get(job.key) is not job:
+        if event.future.cancelled():  # the run is closing
+            return []
+        error = event.future.exception()
+        outcomes = [error] * len(event.keys) if error is not None else event.future.result()
+        out = []
+        for key, outcome in zip(event.keys, outcomes, strict=True):
+            job = self.jobs.get(key)
+            if job is None:
                 continue  # the request finished meanwhile
-            if isinstance(outcome, BaseException):  # this query failed; the others go on
-                self.jobs.pop(job.key)
-                self.unprepared.append((job, outcome))
+            if isinstance(outcome, BaseException):
+                self.jobs.pop(key)
             else:
                 job.take(outcome)
-        self.wake()
+            out.append((job, outcome))
+        return out
 
     def close(self) -> None:
         self.worker.shutdown(wait=True, cancel_futures=True)
 
     def release(self, state: RequestState) -> None:
-        """Forget a finished request (jobs in flight are dropped when their cycle returns)."""
-        for key in [k for k, j in self.jobs.items() if j.state is state and not j.in_flight]:
+        """Forget a finished request (its jobs' results are dropped when they come back)."""
+        for key in [k for k, j in self.jobs.items() if j.state is state]:
             self.jobs.pop(key)
         self.to_prepare = [j for j in self.to_prepare if j.state is not state]
         self.history.pop(state.rid, None)
@@ -139,8 +140,8 @@ class RetrievalSide:
             # retrievals: whole searches in the first step held 64 retrievals for 0.8 s.
             self.t_r.add(sum(self.cost.clusters_ms(j.remaining) for j in jobs) / len(jobs))
         spare = self.may_speculate()
-        items = [j.scan_item(spare and not j.warm_only and
-                             self.plan_of(j.state).retrieval(j.node.id).speculate_into is not None)
+        items = [j.scan_item(spare and not j.warm_only
+                             and j.chain.speculate_into is not None)  # type: ignore[union-attr]
                  for j in jobs]
         for j in jobs:
             j.in_flight = True
@@ -148,29 +149,25 @@ class RetrievalSide:
         self.future = asyncio.get_running_loop().run_in_executor(
             self.worker, run_cycle, self.s.search, items, self._budget_ms(backlog),
             self.cost)
-        self.future.add_done_callback(lambda _: self.wake())
+        self.future.add_done_callback(self.inbox.done_callback(StepDone))
 
-    def collect(self, active: Callable[[RequestState], bool]
-                ) -> list[tuple[RetJob, ScanResult | BaseException]]:
-        """Queries that failed to embed, and the finished cycle's results for requests still
-        active (none while it is running)."""
-        failed, self.unprepared = self.unprepared, []
-        out: list[tuple[RetJob, ScanResult | BaseException]] = list(failed)
-        if self.future is None or not self.future.done():
-            return out
-        future, self.future = self.future, None
+    def collect(self, event: StepDone) -> list[tuple[RetJob, ScanResult | BaseException]]:
+        """A search cycle ended: each job it carried, with its result or its error."""
+        self.future = None
+        if event.future.cancelled():  # the run is closing
+            return []
+        out: list[tuple[RetJob, ScanResult | BaseException]] = []
         try:
-            cycle: CycleResult = future.result()
+            cycle: CycleResult = event.future.result()
         except Exception as err:  # the whole step failed: each request it carried fails
             carried = [j for j in self.jobs.values() if j.in_flight]
             for job in carried:
                 self.jobs.pop(job.key)
-            return out + [(job, err) for job in carried]
+            return [(job, err) for job in carried]
         self._account(cycle)
         for result in cycle.results:
             job = self.jobs.get(result.key)
-            if job is None or not active(job.state):
-                self.jobs.pop(result.key, None)
+            if job is None:
                 continue
             job.in_flight = False
             if result.error is not None:
@@ -190,7 +187,7 @@ class RetrievalSide:
             result.final.ids, job.probe, self.s.search.engine.cluster_of)
         self.t_r.add(self.cost.clusters_ms(job.probe.tolist()))
         if not job.warm_only:
-            self.s.tracer.add_span(rid, f"retrieve {job.node.id}", job.started, clock(),
+            self.s.tracer.add_span(rid, f"retrieve {job.origin}", job.started, clock(),
                                    engine=False)
 
     def _budget_ms(self, backlog_ms: float) -> float:

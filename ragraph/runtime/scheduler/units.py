@@ -1,0 +1,329 @@
+"""What each unit of a compiled graph does when a request reaches it, and how the engines'
+reports complete units.
+
+A unit either completes at once (start, fork, join, verify, commit, finish) or hands work to an
+engine's side and waits for a stage of that work (embed-query starts a retrieval job; probe,
+cache-lookup and search-steps wait for its stages; prefill starts a generation job and waits
+for its first token; decode waits for its end). Each executed unit is a span on the request's
+trace track, named `unit <id>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable
+
+from ragraph.ir.control import choose_edge
+from ragraph.ir.nodes import END, START, Generate, Node, Retrieve
+from ragraph.ir.overlap import Fork, Join, SpecVerify
+from ragraph.ir.stages import (
+    CacheLookup,
+    DecodeChunk,
+    EmbedQuery,
+    Finish,
+    Prefill,
+    Probe,
+    RetrieveCommit,
+    SearchSteps,
+)
+from ragraph.ir.values import Passages
+from ragraph.runtime import effects
+from ragraph.runtime.executors.base import Services, clock, describe_failure
+from ragraph.runtime.generate import generated_text
+from ragraph.runtime.request import RequestState
+from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler.generation_side import GenerationSide
+from ragraph.runtime.scheduler.inbox import Generated, Inbox, PrefetchDone, Token
+from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob, Stage
+from ragraph.runtime.scheduler.program import GenerationChain, Program, RetrievalChain
+from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
+from ragraph.runtime.scheduler.search_worker import ScanResult
+from ragraph.runtime.scheduler.walk import Walk
+
+# The stage of its chain's job a waiting unit completes on.
+WAITS_FOR: dict[type, Stage] = {Probe: Stage.PROBED, CacheLookup: Stage.ORDERED,
+                                SearchSteps: Stage.SEARCHED, Retrieve: Stage.SEARCHED,
+                                DecodeChunk: Stage.DECODED, Generate: Stage.DECODED}
+INSTANT = (Fork, Join)
+
+
+class Units:
+    def __init__(self, services: Services, config, gen: GenerationSide, ret: RetrievalSide,
+                 inbox: Inbox, retire: Callable[[RequestState], None],
+                 has_room: Callable[[], bool]) -> None:
+        self.s, self.cfg, self.gen, self.ret, self.inbox = services, config, gen, ret, inbox
+        self._retire, self._has_room = retire, has_room
+        self.walks: dict[str, Walk] = {}
+        self.rjobs: dict[tuple[str, str], RetJob] = {}  # the real retrieval of each chain
+        self.gjobs: dict[int, GenJob] = {}  # generation jobs units wait on, by key
+        self.entered: dict[tuple[str, str], float] = {}
+        self.executed = 0
+        self.cache = getattr(services.search.engine, "cache", None)
+
+    # -- walking ---------------------------------------------------------------------------------
+
+    def begin(self, program: Program, state: RequestState) -> None:
+        walk = Walk(program, state)
+        self.walks[state.rid] = walk
+        self._enter(walk, START)
+
+    def _enter(self, walk: Walk, uid: str) -> None:
+        if walk.state.rid not in self.walks:
+            return  # the request failed meanwhile
+        if uid == END:
+            self._close(walk)
+            return
+        self.entered[(walk.state.rid, uid)] = clock()
+        node = walk.program.unit(uid)
+        try:
+            done = self._start(walk, uid, node)
+        except Exception as err:  # this request's error; the others go on
+            self._fail(walk.state, err)
+            return
+        if done:
+            self._complete(walk, uid)
+
+    def _complete(self, walk: Walk, uid: str) -> None:
+        rid = walk.state.rid
+        if rid not in self.walks:
+            return
+        start = self.entered.pop((rid, uid), clock())
+        self.s.tracer.add_span(rid, f"unit {uid}", start, clock(), engine=False,
+                               kind=walk.program.unit(uid).kind)
+        self.executed += 1
+        try:
+            nxt = walk.completed(uid)
+        except Exception as err:
+            self._fail(walk.state, err)
+            return
+        for u in nxt:
+            self._enter(walk, u)
+
+    def _close(self, walk: Walk) -> None:
+        self.walks.pop(walk.state.rid, None)
+        self._forget(walk.state.rid)
+        self._retire(walk.state)
+
+    def _fail(self, state: RequestState, err: BaseException) -> None:
+        if state.rid in self.walks:
+            state.error = describe_failure(err)
+            self._close(self.walks[state.rid])
+
+    def _forget(self, rid: str) -> None:
+        for key in [k for k in self.rjobs if k[0] == rid]:
+            del self.rjobs[key]
+        for key in [k for k, j in self.gjobs.items() if j.state.rid == rid]:
+            del self.gjobs[key]
+        self.entered = {k: v for k, v in self.entered.items() if k[0] != rid}
+        if self.cache is not None:
+            self.cache.release(rid)
+
+    # -- starting a unit -------------------------------------------------------------------------
+
+    def _start(self, walk: Walk, uid: str, node: Node) -> bool:
+        """Start `node`; True when it completed at once."""
+        state, program = walk.state, walk.program
+        if isinstance(node, INSTANT) or node.kind == "start":
+            return True
+        if isinstance(node, SpecVerify):
+            return self._verify(walk, node)
+        if isinstance(node, EmbedQuery | Retrieve):
+            chain = program.retrievals[program.origin(uid)]
+            job = self.ret.start(state, chain, effects.retrieval_query_of(chain.query,
+                                                                          state.variables))
+            self.rjobs[(state.rid, chain.origin)] = job
+            return job.wait(uid, WAITS_FOR.get(type(node), Stage.EMBEDDED))
+        if isinstance(node, Prefill | Generate):
+            return self._start_generation(walk, uid, node)
+        if isinstance(node, RetrieveCommit):
+            self._commit(state, program.retrievals[node.origin])
+            return True
+        if isinstance(node, Finish):
+            self._finish(state, program.generations[node.origin])
+            return True
+        job = self._job_of(walk, uid)
+        return job.wait(uid, WAITS_FOR[type(node)])
+
+    def _job_of(self, walk: Walk, uid: str) -> Job:
+        origin, rid = walk.program.origin(uid), walk.state.rid
+        if origin in walk.program.retrievals:
+            return self.rjobs[(rid, origin)]
+        return self.gen.real[(rid, origin)]
+
+    def _start_generation(self, walk: Walk, uid: str, node: Prefill | Generate) -> bool:
+        state, program = walk.state, walk.program
+        chain = program.generations[program.origin(uid)]
+        prompt = effects.generation_prompt_of(chain.prompt, state.variables)
+        job = self.gen.start(state, chain, prompt)
+        self.gjobs[job.key] = job
+        if chain.prefetch is not None:
+            self._prefetch(state, chain)
+        return job.wait(uid, Stage.DECODED if isinstance(node, Generate) else Stage.PREFILLED)
+
+    def _verify(self, walk: Walk, node: SpecVerify) -> bool:
+        """Speculation's commit point. A generation's instance is adopted when the committed
+        prompt equals the one it started with, else rolled back (the prefill that follows then
+        starts it afresh); a speculative retrieval only warmed the cluster order, so its
+        retrieval always runs from its first step."""
+        chain = walk.program.generations.get(node.origin)
+        if chain is not None:
+            prompt = effects.generation_prompt_of(chain.prompt, walk.state.variables)
+            self.gen.verify(walk.state, chain, prompt)
+        return True
+
+    def _commit(self, state: RequestState, chain: RetrievalChain) -> None:
+        job = self.rjobs.pop((state.rid, chain.origin))
+        self._apply_retrieval(state, chain, job.passages)
+
+    def _apply_retrieval(self, state: RequestState, chain: RetrievalChain,
+                         passages: Passages | None) -> None:
+        assert passages is not None  # the search-steps unit completed
+        effects.apply_retrieval_to(chain.output, state.variables, passages)
+        state.retrievals.append(passages)
+
+    def _finish(self, state: RequestState, chain: GenerationChain) -> None:
+        job = self.gen.real[(state.rid, chain.origin)]
+        self.gjobs.pop(job.key, None)
+        self.gen.finished(job)
+        if job.error is not None:
+            raise job.error
+        assert job.result is not None  # the decode unit completed
+        text = generated_text(job.result)  # raises the engine's error for this request
+        effects.apply_generation_to(chain.output, chain.append, state.variables, text,
+                                    text.min_prob)
+
+    # -- engine reports --------------------------------------------------------------------------
+
+    def _reached(self, job: Job, stage: Stage) -> None:
+        uid = job.reach(stage)
+        walk = self.walks.get(job.state.rid)
+        if uid is None or walk is None:
+            return
+        node = walk.program.unit(uid)
+        try:
+            if isinstance(node, Retrieve):
+                self.rjobs.pop((job.state.rid, node.id), None)
+                self._apply_retrieval(job.state, walk.program.retrievals[node.id],
+                                      job.passages)  # type: ignore[attr-defined]
+            elif isinstance(node, Generate):
+                self._finish(job.state, walk.program.generations[node.id])
+        except Exception as err:
+            self._fail(job.state, err)
+            return
+        self._complete(walk, uid)
+
+    def token(self, event: Token) -> None:
+        job = self.gen.token(event)
+        if job is None:
+            return
+        if job.tokens == 1:
+            self._reached(job, Stage.PREFILLED)
+        chain = job.chain
+        if chain is not None and chain.warm and job.tokens % chain.chunk == 0:
+            self._warm(job)  # a decode repetition ended: speculative retrieval may start
+
+    def generated(self, event: Generated) -> None:
+        job = self.gen.ended(event)
+        if job is None:
+            return
+        failed = job.error is not None or (job.result is not None
+                                           and job.result.finish_reason == "error")
+        if failed and not job.speculative:
+            self._fail(job.state, job.error or RuntimeError(job.result.error))  # type: ignore[union-attr]
+            return
+        self._reached(job, Stage.PREFILLED)
+        self._reached(job, Stage.DECODED)
+
+    def prepared(self, outcomes) -> None:  # noqa: ANN001 - (RetJob, Prepared | error) pairs
+        for job, outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                if not job.warm_only:
+                    self._fail(job.state, outcome)
+                continue
+            for stage in (Stage.EMBEDDED, Stage.PROBED, Stage.ORDERED):
+                self._reached(job, stage)
+
+    def searched(self, results: list[tuple[RetJob, ScanResult | BaseException]]) -> None:
+        for job, result in results:
+            if isinstance(result, BaseException):
+                if not job.warm_only:
+                    self._fail(job.state, result)
+            elif result.passages is not None and not job.warm_only:
+                self._reached(job, Stage.SEARCHED)
+            elif result.partial_passages is not None and not job.warm_only:
+                self._speculate(job)
+
+    # -- speculation and prefetch ----------------------------------------------------------------
+
+    def _speculate(self, job: RetJob) -> None:
+        """Start the next generation on this retrieval's partial top-k, when the engine has room
+        and the request would go there next."""
+        walk = self.walks.get(job.state.rid)
+        chain = job.chain
+        if walk is None or chain is None or chain.speculate_into is None:
+            return
+        target = walk.program.generations[chain.speculate_into]
+        key = (job.state.rid, target.origin)
+        if key in self.gen.speculative and job.drift == 0.0:
+            return  # the partial top-k did not change: keep the running speculation
+        self.gen.drop_speculation(*key)
+        if job.drift > self.cfg.spec_max_drift or not self._has_room():
+            return
+        state = job.state
+        variables = dict(state.variables)
+        variables[chain.output] = job.partial_passages  # type: ignore[assignment]
+        try:
+            edge = choose_edge(walk.program.graph, walk.program.last[chain.origin], variables,
+                               Counter(state.loop_counts))
+            if walk.program.origin(edge.dst) != target.origin:
+                return
+            prompt = effects.generation_prompt_of(target.prompt, variables)
+        except Exception:
+            return  # the prediction needs values not known yet: no speculation
+        self.gen.speculate(state, target, prompt)
+
+    def _warm(self, job: GenJob) -> None:
+        """Speculative retrieval: search with the partial text to order the real search's
+        clusters (it only feeds the locality history; the real search stays exact)."""
+        walk = self.walks.get(job.state.rid)
+        chain = job.chain
+        if walk is None or chain is None or job.warmed or job.speculative:
+            return
+        job.warmed = True
+        if self.ret.busy_with_real_work or not self._has_room():
+            return  # warming would only delay real retrievals or the engine's real work
+        target = walk.program.retrievals[chain.warm]  # type: ignore[index]
+        variables = {**job.state.variables, chain.output: job.text}
+        try:
+            query = effects.retrieval_query_of(target.query, variables)
+        except Exception:
+            return  # the warm query needs values not known yet: nothing to warm
+        if query:
+            self.ret.start(job.state, target, query, warm_only=True)
+
+    def _prefetch(self, state: RequestState, chain: GenerationChain) -> None:
+        """TeleRAG lookahead: while a generation that produces a retrieval query runs, load the
+        clusters nearest to the text already known, within what the link moves meanwhile."""
+        plan = chain.prefetch
+        if self.cache is None or plan is None:
+            return
+        known = "\n".join(str(state.variables[v]) for v in plan.known if v in state.variables)
+        if not known.strip():
+            return
+        budget = policies.prefetch_budget_bytes(self.cfg.link_bytes_per_s,
+                                                self.gen.seconds.value or 0.5)
+        search, cache, owner = self.s.search, self.cache, state.rid
+
+        def load() -> None:
+            cache.prefetch(search.embed(known), budget, owner)
+
+        future = asyncio.get_running_loop().run_in_executor(None, load)
+        future.add_done_callback(self.inbox.done_callback(PrefetchDone))
+
+    def prefetched(self, event: PrefetchDone) -> None:
+        """A failed prefetch costs only speed (searches still run on the CPU tier): counted."""
+        error = None if event.future.cancelled() else event.future.exception()
+        if error is not None:
+            self.gen.n.prefetch_errors += 1
+            self.gen.n.last_prefetch_error = repr(error)

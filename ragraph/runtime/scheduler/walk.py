@@ -1,0 +1,73 @@
+"""Where a request is in its program: which units it runs now, and which come next.
+
+Outside a rewired region a request runs one unit at a time and follows the control edge
+`choose_edge` picks. Entering a Fork starts a region: each member starts once its DATA
+predecessors completed in this traversal, so independent work overlaps; the Join starts when
+every DATA predecessor is done, and the request then follows the Join's control edges. A pure
+state machine over the request's variables: the scheduler reports completions, the walk
+answers with the units to start.
+
+The request's `path` stays the one a user reads, in original nodes and in the -O0 order: a
+chain's origin is recorded when its first unit is entered, and a region's origins are recorded
+in control order when its Join is reached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ragraph.ir.control import choose_edge
+from ragraph.ir.nodes import END
+from ragraph.ir.overlap import Fork
+from ragraph.runtime.request import RequestState
+from ragraph.runtime.scheduler.program import Program, Region
+
+
+@dataclass
+class RegionRun:
+    region: Region
+    started: set[str] = field(default_factory=set)
+    done: set[str] = field(default_factory=set)
+
+    def ready(self) -> list[str]:
+        out = [m for m in self.region.members if m not in self.started
+               and self.region.data_preds[m] <= self.done]
+        join = self.region.join
+        if join not in self.started and self.region.data_preds[join] <= self.done:
+            out.append(join)
+        self.started.update(out)
+        return out
+
+
+@dataclass
+class Walk:
+    program: Program
+    state: RequestState
+    region: RegionRun | None = None
+
+    def completed(self, uid: str) -> list[str]:
+        """`uid` completed: the units to start now (END when the request is done)."""
+        if isinstance(self.program.unit(uid), Fork):
+            region = self.program.regions[uid]
+            self.region = RegionRun(region, started={uid}, done={uid})
+            return self._enter_all(self.region.ready())
+        if self.region is not None and uid != self.region.region.join:
+            self.region.done.add(uid)
+            return self._enter_all(self.region.ready())
+        if self.region is not None:  # the join: the region is over
+            for member in self.region.region.members:
+                self._record(member)
+            self.region = None
+        edge = choose_edge(self.program.graph, uid, self.state.variables, self.state.loop_counts)
+        return self._enter_all([edge.dst])
+
+    def _enter_all(self, uids: list[str]) -> list[str]:
+        for uid in uids:
+            self.state.node = uid
+            if self.region is None:
+                self._record(uid)
+        return uids
+
+    def _record(self, uid: str) -> None:
+        if uid == END or uid in self.program.heads:
+            self.state.path.append(self.program.origin(uid))
