@@ -28,7 +28,8 @@ from ragraph.bench.questions import load_questions
 from ragraph.bench.realbase import ensure_real_base
 from ragraph.bench.results import Target, write_csv
 from ragraph.bench.session import Workbench, load_graphs, run_cells
-from ragraph.runtime.app import open_search, sim_config
+from ragraph.runtime.app import open_search
+from ragraph.runtime.llm.sim import SimConfig
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulate
 async def run(config: BenchConfig, console: Console) -> BenchReport:
     started = time.perf_counter()
     if config.engine == "sim":
-        sim_config(config.runtime())  # a bad --profile fails before the index is built
+        SimConfig.from_run(config.runtime())  # a bad --profile fails before the index is built
     with progress_bars(console) as bar:
         info, notes = prepare_index(config, bench_cache(), bar)
         runtime = config.runtime(info.directory)

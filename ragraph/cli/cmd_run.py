@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from pathlib import Path
 
 from rich.console import Console
@@ -68,22 +67,16 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise ConfigError("--limit", f"must be positive, got {args.limit}")
     config = config_from(args)
-    workflow = load(args.file)
-    from ragraph.passes import compile as compile_workflow
+    from ragraph.runtime.catalog import Catalog
 
-    compile_workflow(workflow, config.passes)  # a bad spec fails before any model loads
+    # Compiled once, here: a bad spec fails before any model loads, and the run uses this.
+    catalog = Catalog.compile(load(args.file), config.passes)
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if args.question is not None:
         from ragraph.cli.run_single import run_question
 
-        return asyncio.run(run_question(workflow, args.question, config, args, console, err))
+        return asyncio.run(run_question(catalog, args.question, config, args, console, err))
     from ragraph.cli.run_batch import run_file
 
-    return asyncio.run(run_file(workflow, config, args, console, err))
-
-
-def write_jsonl(path: Path, rows) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return asyncio.run(run_file(catalog, config, args, console, err))

@@ -4,6 +4,8 @@ one output line per input line (a failed request carries its error), and a summa
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -11,22 +13,21 @@ from rich.table import Table
 
 from ragraph.cli.run_input import BadLine, read_requests
 from ragraph.cli.run_single import engine_label, open_run
-from ragraph.ir.graph import RAGraph
 from ragraph.runtime.app import RunResult
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.trace import Tracer
 
 
-async def run_file(workflow: RAGraph, config: RuntimeConfig, args: argparse.Namespace,
+async def run_file(catalog: Catalog, config: RuntimeConfig, args: argparse.Namespace,
                    console: Console, err: Console) -> int:
-    from ragraph.cli.cmd_run import write_jsonl
     from ragraph.runtime.app import execute, open_services
 
     items = read_requests(args.input, args.limit)
     requests = [r for r in items if not isinstance(r, BadLine)]
     bad = [r for r in items if isinstance(r, BadLine)]
-    err.print(f"[dim]{len(requests)} requests · workflow {workflow.name} · executor "
+    err.print(f"[dim]{len(requests)} requests · workflow {catalog.default} · executor "
               f"{config.executor} {config.passes} · engine {engine_label(config)} · "
               f"{config.describe_threads()}\n{config.gpu.describe()}[/dim]")
     search = await open_run(config, err)
@@ -35,7 +36,7 @@ async def run_file(workflow: RAGraph, config: RuntimeConfig, args: argparse.Name
     with Progress(*columns, console=err, transient=True) as bar:
         task = bar.add_task("run", total=len(requests))
         async with open_services(config, search, tracer) as services:
-            result = await execute(workflow, requests, config, services,
+            result = await execute(catalog, requests, config, services,
                                    on_done=lambda _: bar.advance(task))
     by_id = {o.rid: o for o in result.outcomes}
     rows = [b.to_json() if isinstance(b, BadLine) else by_id[b.id].to_json() for b in items]
@@ -88,3 +89,9 @@ def _quality(outcomes: tuple[Outcome, ...]) -> list[tuple[str, str]]:
     f1 = sum(f1_score(a, g) for a, g in answers) / len(answers)
     acc = sum(substring_match(a, g) for a, g in answers) / len(answers)
     return [("EM / F1 / substring-EM", f"{em:.1%} / {f1:.1%} / {acc:.1%} (n={len(answers)})")]
+
+
+def write_jsonl(path: Path, rows) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")

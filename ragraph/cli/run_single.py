@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from ragraph.ir.graph import RAGraph
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.request import Request
@@ -18,10 +18,10 @@ def engine_label(config: RuntimeConfig) -> str:
     """The engine, and for the simulated one where its step times come from (a bad --profile
     file fails here, before any model loads)."""
     if config.simulated:
-        from ragraph.runtime.app import sim_config
+        from ragraph.runtime.llm.sim import SimConfig
 
         return (f"sim (SIMULATED GPU engine, text synthetic; step times: "
-                f"{sim_config(config).cost.label})")
+                f"{SimConfig.from_run(config).cost.label})")
     if config.engine == "llamacpp":
         return f"llamacpp ({config.model or 'Gemma-3-270M Q4_K_M, embedded'}, real)"
     return f"{config.engine} ({config.url or config.model}, real)"
@@ -40,17 +40,17 @@ async def open_run(config: RuntimeConfig, err: Console):
         return open_search(config, bar)
 
 
-async def run_question(workflow: RAGraph, question: str, config: RuntimeConfig,
+async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
                        args: argparse.Namespace, console: Console, err: Console) -> int:
     from ragraph.runtime.app import execute, open_services
 
-    err.print(f"[dim]workflow {workflow.name} · executor {config.executor} {config.passes} · "
+    err.print(f"[dim]workflow {catalog.default} · executor {config.executor} {config.passes} · "
               f"engine {engine_label(config)} · {config.describe_threads()}\n"
               f"{config.gpu.describe()}[/dim]")
     search = await open_run(config, err)
     tracer = Tracer()
     async with open_services(config, search, tracer) as services:
-        result = await execute(workflow, [Request(id="q1", question=question)], config, services)
+        result = await execute(catalog, [Request(id="q1", question=question)], config, services)
     outcome = result.outcomes[0]
     if args.trace:
         tracer.write(args.trace)

@@ -20,35 +20,9 @@ from ragraph.runtime.trace import Tracer
 
 
 def create_llm(config: RuntimeConfig):
-    from ragraph.runtime.llm.registry import create_engine
+    from ragraph.runtime.llm.registry import engine_for
 
-    if config.engine == "llamacpp":
-        from ragraph.runtime.llm.llamacpp import LlamaCppConfig
-
-        return create_engine("llamacpp", LlamaCppConfig(
-            model_path=config.model, n_threads=config.gen_threads,
-            max_running=min(64, max(config.concurrency * 2, 8)),
-        ))
-    if config.engine == "openai":
-        from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
-
-        return create_engine("openai", OpenAIHttpConfig(base_url=config.url or "",
-                                                         model=config.model or "default"))
-    if config.engine == "sglang":
-        from ragraph.runtime.llm.sglang import SGLangConfig
-
-        mode = "http" if config.url else "engine"
-        return create_engine("sglang", SGLangConfig(mode=mode, model_path=config.model or "",
-                                                    base_url=config.url or SGLangConfig.base_url))
-    return create_engine("sim", sim_config(config))
-
-
-def sim_config(config: RuntimeConfig):
-    """The simulated engine on the profile of `config.profile` (a bad file fails here)."""
-    from ragraph.runtime.llm.profiled import cost_model_for
-    from ragraph.runtime.llm.sim import SimConfig
-
-    return SimConfig(cost=cost_model_for(config.profile))
+    return engine_for(config)
 
 
 def open_search(config: RuntimeConfig, progress=None,

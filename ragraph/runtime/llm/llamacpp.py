@@ -23,6 +23,7 @@ import asyncio
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ragraph.errors import ConfigError, EngineError
 from ragraph.runtime.llm.base import EngineBase
@@ -38,6 +39,9 @@ from ragraph.runtime.llm.llamacpp_worker import (
 )
 from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.llm.stream import GenerationStream
+
+if TYPE_CHECKING:
+    from ragraph.runtime.config import RuntimeConfig
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,12 @@ class LlamaCppConfig:
             raise ConfigError("max_running", "must not exceed n_batch (each needs a batch slot)")
         if self.max_running + self.prefix_slots > 256:
             raise ConfigError("max_running", "max_running + prefix_slots must be <= 256 (llama.cpp sequence ids)")
+
+    @classmethod
+    def from_run(cls, run: RuntimeConfig) -> LlamaCppConfig:
+        # Room for a speculative instance beside each request's real generation.
+        return cls(model_path=run.model, n_threads=run.gen_threads or 1,
+                   max_running=min(64, max(run.concurrency * 2, 8)))
 
 
 def default_model_path() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -18,6 +18,9 @@ from ragraph.runtime.llm.httpbase import HttpStreamingEngine, StreamState
 from ragraph.runtime.llm.protocol import GenerationRequest, TokenEvent
 from ragraph.runtime.llm.sse import iter_events
 from ragraph.runtime.llm.stream import GenerationStream
+
+if TYPE_CHECKING:
+    from ragraph.runtime.config import RuntimeConfig
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,10 @@ class OpenAIHttpConfig:
             raise ConfigError("context_length", "must be >= 0 (0 = unknown)")
         if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
             raise ConfigError("timeout_s", "timeouts must be > 0")
+
+    @classmethod
+    def from_run(cls, run: RuntimeConfig) -> OpenAIHttpConfig:
+        return cls(base_url=run.url or "", model=run.model or "default")
 
 
 def completion_payload(request: GenerationRequest, config: OpenAIHttpConfig) -> dict[str, Any]:

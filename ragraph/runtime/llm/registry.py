@@ -1,4 +1,6 @@
-"""`create_engine(kind, config)`: the one place that maps an engine kind to its class.
+"""The one place that maps an engine kind to its classes: `create_engine(kind, config)` for a
+typed engine config, `engine_for(run)` for a run's settings (each config class reads what it
+needs from the run with `from_run`).
 
 Engine modules are imported only when their kind is chosen, so that a machine without
 llama-cpp-python (or sglang) can still use the other engines.
@@ -6,45 +8,59 @@ llama-cpp-python (or sglang) can still use the other engines.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.llm.protocol import LLMEngine
 
-ENGINE_KINDS: tuple[str, ...] = ("llamacpp", "openai", "sglang", "sim")
+if TYPE_CHECKING:
+    from ragraph.runtime.config import RuntimeConfig
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    module: str
+    config: str  # the typed config class
+    engine: str  # the engine class; "SGLang" picks by the config's mode
+
+    def load(self) -> tuple[type, Any]:
+        module = import_module(f"ragraph.runtime.llm.{self.module}")
+        return getattr(module, self.config), module
+
+
+KINDS: dict[str, EngineKind] = {
+    "llamacpp": EngineKind("llamacpp", "LlamaCppConfig", "LlamaCppEngine"),
+    "openai": EngineKind("openai_http", "OpenAIHttpConfig", "OpenAIHttpEngine"),
+    "sglang": EngineKind("sglang", "SGLangConfig", "SGLang"),
+    "sim": EngineKind("sim", "SimConfig", "SimEngine"),
+}
+ENGINE_KINDS: tuple[str, ...] = tuple(KINDS)
 
 
 def create_engine(kind: str, config: Any = None) -> LLMEngine:
-    """A new, not yet started engine of `kind` with its typed config (None = defaults).
-
-    kinds: "llamacpp" (LlamaCppConfig), "openai" (OpenAIHttpConfig), "sglang" (SGLangConfig;
-    mode "engine" in-process or "http" native server), "sim" (SimConfig).
-    """
-    if kind == "llamacpp":
-        from ragraph.runtime.llm.llamacpp import LlamaCppConfig, LlamaCppEngine  # noqa: PLC0415
-
-        return LlamaCppEngine(_typed(config, LlamaCppConfig, kind))
-    if kind == "openai":
-        from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine  # noqa: PLC0415
-
-        return OpenAIHttpEngine(_typed(config, OpenAIHttpConfig, kind))
-    if kind == "sglang":
-        from ragraph.runtime.llm.sglang import SGLangConfig, SGLangEngine, SGLangHttpEngine  # noqa: PLC0415
-
-        if config is None:
-            raise ConfigError("config", "the sglang engine needs an SGLangConfig (model_path or base_url)")
-        cfg = _typed(config, SGLangConfig, kind)
-        return SGLangEngine(cfg) if cfg.mode == "engine" else SGLangHttpEngine(cfg)
-    if kind == "sim":
-        from ragraph.runtime.llm.sim import SimConfig, SimEngine  # noqa: PLC0415
-
-        return SimEngine(_typed(config, SimConfig, kind))
-    raise ConfigError("kind", f"unknown engine kind {kind!r}; choose one of {', '.join(ENGINE_KINDS)}")
-
-
-def _typed(config: Any, cls: type, kind: str) -> Any:
+    """A new, not yet started engine of `kind` with its typed config (None = defaults; the
+    sglang engine needs one: a model path or a server URL)."""
+    if kind not in KINDS:
+        raise ConfigError("kind", f"unknown engine kind {kind!r}; choose one of "
+                          f"{', '.join(ENGINE_KINDS)}")
+    spec = KINDS[kind]
+    config_cls, module = spec.load()
     if config is None:
-        return cls()
-    if not isinstance(config, cls):
-        raise ConfigError("config", f"the {kind} engine takes a {cls.__name__}, got {type(config).__name__}")
-    return config
+        if kind == "sglang":
+            raise ConfigError("config", "the sglang engine needs an SGLangConfig (model_path "
+                              "or base_url)")
+        config = config_cls()
+    if not isinstance(config, config_cls):
+        raise ConfigError("config", f"the {kind} engine takes a {config_cls.__name__}, got "
+                          f"{type(config).__name__}")
+    if spec.engine == "SGLang":
+        return (module.SGLangEngine if config.mode == "engine" else module.SGLangHttpEngine)(config)
+    return getattr(module, spec.engine)(config)
+
+
+def engine_for(run: RuntimeConfig) -> LLMEngine:
+    """The engine a run's settings name, configured from them."""
+    config_cls, _ = KINDS[run.engine].load()
+    return create_engine(run.engine, config_cls.from_run(run))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragraph.errors import ConfigError, EngineError
 from ragraph.runtime.llm.base import EngineBase
@@ -18,6 +18,9 @@ from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.llm.sglang_map import ChunkFolder, generate_kwargs, generate_payload
 from ragraph.runtime.llm.sse import iter_events
 from ragraph.runtime.llm.stream import GenerationStream
+
+if TYPE_CHECKING:
+    from ragraph.runtime.config import RuntimeConfig
 
 INSTALL_HINT = "install the GPU extra: pip install 'ragraph[gpu]' (needs a CUDA GPU)"
 
@@ -62,6 +65,12 @@ class SGLangConfig:
         if self.incremental_output:
             kwargs["incremental_streaming_output"] = True
         return kwargs
+
+    @classmethod
+    def from_run(cls, run: RuntimeConfig) -> SGLangConfig:
+        """In-process with --model, a server's native API with --url."""
+        mode = "http" if run.url else "engine"
+        return cls(mode=mode, model_path=run.model or "", base_url=run.url or cls.base_url)
 
 
 def import_sglang() -> Any:

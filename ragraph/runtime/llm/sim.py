@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.llm.base import EngineBase, length_problem
@@ -27,6 +28,9 @@ from ragraph.runtime.llm.protocol import (
 from ragraph.runtime.llm.simtext import BlockPrefixCache, OutputPlan, plan_output, tokenize
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.textout import OutputText
+
+if TYPE_CHECKING:
+    from ragraph.runtime.config import RuntimeConfig
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,13 @@ class SimConfig:
             raise ConfigError("output_lengths", "must be a non-empty tuple of lengths >= 1")
         if self.prefix_cache_tokens < 0:
             raise ConfigError("prefix_cache_tokens", "must be >= 0")
+
+    @classmethod
+    def from_run(cls, run: RuntimeConfig) -> SimConfig:
+        """The simulated engine on the run's profile (a bad file fails here)."""
+        from ragraph.runtime.llm.profiled import cost_model_for  # noqa: PLC0415
+
+        return cls(cost=cost_model_for(run.profile))
 
 
 @dataclass
