@@ -6,8 +6,10 @@ same functions applied to an original node."""
 from __future__ import annotations
 
 from ragraph.ir.nodes import Generate, Retrieve
+from ragraph.ir.stages import PromptLayout
 from ragraph.ir.template import Template
-from ragraph.ir.values import GeneratedText, Passages, Value
+from ragraph.ir.values import GeneratedText, Passages, Value, render_value
+from ragraph.runtime.llm.protocol import PromptSegments
 
 
 def generation_prompt_of(prompt: Template, variables: dict[str, Value]) -> str:
@@ -21,6 +23,20 @@ def apply_generation_to(output: str, append: bool, variables: dict[str, Value], 
     if append and str(variables.get(output, "")).strip():
         value = f"{str(variables[output]).rstrip()}\n{value}"
     variables[output] = GeneratedText(value, min_prob)
+
+
+def prompt_segments(prompt: Template, layout: PromptLayout, variables: dict[str, Value]
+                    ) -> PromptSegments | None:
+    """Where the static prefix and the documents of a rendered prompt end (prefix-layout);
+    None when the prompt carries no documents."""
+    if not layout.docs:
+        return None
+    offset, docs_end = 0, 0
+    for seg in prompt.segments():
+        offset += len(seg) if isinstance(seg, str) else len(render_value(variables[seg.name]))
+        if not isinstance(seg, str) and seg.name in layout.docs:
+            docs_end = offset
+    return PromptSegments(min(len(layout.static), docs_end), docs_end)
 
 
 def retrieval_query_of(query: Template, variables: dict[str, Value]) -> str:

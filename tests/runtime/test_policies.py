@@ -91,3 +91,13 @@ def test_an_engine_without_timers_is_never_called_the_bottleneck():
     assert not p.engine_is_bottleneck(None, tau=0.6)
     assert p.engine_is_bottleneck(0.95, tau=0.6)
     assert not p.engine_is_bottleneck(0.4, tau=0.6)
+
+
+def test_prefills_sharing_their_documents_go_back_to_back():
+    cands = [p.PrefillCandidate("a", 0, 100, 0, 0, group="docs-1"),
+             p.PrefillCandidate("b", 0, 100, 0, 1, group="docs-2"),
+             p.PrefillCandidate("c", 0, 100, 0, 2, group="docs-1"),
+             p.PrefillCandidate("d", 0, 100, 0, 3)]
+    assert p.order_prefills(cands) == ["a", "c", "b", "d"]
+    ungrouped = [p.PrefillCandidate(c.rid, 0, 100, 0, c.arrival) for c in cands]
+    assert p.order_prefills(ungrouped) == ["a", "b", "c", "d"]

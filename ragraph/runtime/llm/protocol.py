@@ -58,6 +58,21 @@ class SamplingParams:
 
 
 @dataclass(frozen=True)
+class PromptSegments:
+    """Where a RAG prompt's parts end, in characters of the prompt text: [static instruction]
+    [retrieved documents][the rest]. Requests whose prompts agree up to `docs_end` can share
+    the documents' KV (RAGCache); up to `static_end`, every request of the workflow can."""
+
+    static_end: int
+    docs_end: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.static_end <= self.docs_end:
+            raise ConfigError("layout", f"needs 0 <= static_end <= docs_end, got "
+                              f"{self.static_end}, {self.docs_end}")
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """One completion: exactly one of `prompt` (text) or `prompt_ids` (token ids).
 
@@ -69,6 +84,7 @@ class GenerationRequest:
     prompt: str | None = None
     prompt_ids: tuple[int, ...] | None = None
     params: SamplingParams = SamplingParams()
+    layout: PromptSegments | None = None  # (prefix-layout) where the documents sit in `prompt`
 
     def __post_init__(self) -> None:
         if isinstance(self.prompt_ids, list):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.generate import sampling_params
-from ragraph.runtime.llm.protocol import GenerationRequest
+from ragraph.runtime.llm.protocol import GenerationRequest, PromptSegments
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
@@ -73,19 +73,21 @@ class GenerationSide:
             state.first_token_at = clock()
         return True
 
-    def start(self, state: RequestState, chain: GenerationChain, prompt: str) -> GenJob:
+    def start(self, state: RequestState, chain: GenerationChain, prompt: str,
+              layout: PromptSegments | None = None) -> GenJob:
         """The real generation of `chain`: the instance its verify point adopted, else a new
         one queued for the engine."""
         adopted = self.real.get((state.rid, chain.origin))
         if adopted is not None:
             return adopted
-        job = GenJob(next(self._keys), state, clock(), chain=chain, prompt=prompt)
+        job = GenJob(next(self._keys), state, clock(), chain=chain, prompt=prompt, layout=layout)
         self.real[(state.rid, chain.origin)] = job
         self.ready.append(job)
         self.waited[job.key] = 0
         return job
 
-    def speculate(self, state: RequestState, chain: GenerationChain, prompt: str) -> None:
+    def speculate(self, state: RequestState, chain: GenerationChain, prompt: str,
+                  layout: PromptSegments | None = None) -> None:
         """Start `chain` early on a partial value; it stays speculative until `start` adopts it."""
         key = (state.rid, chain.origin)
         if key in self.real:
@@ -94,7 +96,7 @@ class GenerationSide:
         if old is not None:
             self._abort(old)
             self.n.rollbacks += 1
-        job = GenJob(next(self._keys), state, clock(), chain=chain, prompt=prompt,
+        job = GenJob(next(self._keys), state, clock(), chain=chain, prompt=prompt, layout=layout,
                      speculative=True)
         self._submit(job)
         self.speculative[key] = job
@@ -127,16 +129,18 @@ class GenerationSide:
         """Cached length estimated as the longest prefix shared with a recent prompt: what a
         prefix-caching engine (SGLang's radix cache, llama.cpp's prefix store) reuses."""
         shared = max((len(os.path.commonprefix((job.prompt, p))) for p in self.recent), default=0)
+        group = job.prompt[:job.layout.docs_end] if job.layout else None
         return policies.PrefillCandidate(str(job.key), cached_tokens=shared,
                                          prompt_tokens=max(len(job.prompt), 1),
                                          waited_cycles=self.waited.get(job.key, 0),
-                                         arrival=job.key)
+                                         arrival=job.key, group=group)
 
     def _submit(self, job: GenJob) -> None:
         chain = job.chain
         assert chain is not None  # every job has its chain
         request = GenerationRequest(rid=f"{job.state.rid}/{chain.origin}/{job.key}",
-                                    prompt=job.prompt, params=sampling_params(chain.sampling))
+                                    prompt=job.prompt, params=sampling_params(chain.sampling),
+                                    layout=job.layout)
         self.jobs[job.key] = job
         try:
             job.stream = self.s.llm.submit(request)

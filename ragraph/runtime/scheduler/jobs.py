@@ -11,7 +11,7 @@ from enum import Enum
 import numpy as np
 
 from ragraph.ir.values import Passages
-from ragraph.runtime.llm.protocol import GenerationResult
+from ragraph.runtime.llm.protocol import GenerationResult, PromptSegments
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.protocol import TopK
@@ -60,6 +60,7 @@ class GenJob(Job):
 
     chain: GenerationChain | None = None
     prompt: str = ""
+    layout: PromptSegments | None = None  # (prefix-layout) the engine request's segments
     stream: GenerationStream | None = None
     speculative: bool = False
     result: GenerationResult | None = None

@@ -124,11 +124,30 @@ class PrefillCandidate:
     prompt_tokens: int
     waited_cycles: int
     arrival: int  # admission order, for stable FIFO among equals
+    group: str | None = None  # prompts with the same leading documents (prefix-layout)
 
 
 def order_prefills(ready: Sequence[PrefillCandidate], starvation_window: int = 32) -> list[str]:
     """RAGCache's cache-aware order: highest cached/computed ratio first, except that a request
-    that waited `starvation_window` cycles or more goes first (oldest first)."""
+    that waited `starvation_window` cycles or more goes first (oldest first); requests whose
+    prompts share their leading documents then go back to back, where the first of them
+    stands, so the second reuses the KV the first computes."""
+    order = _by_ratio(ready, starvation_window)
+    group_of = {c.rid: c.group for c in ready}
+    out: list[str] = []
+    placed: set[str] = set()
+    for rid in order:
+        if rid in placed:
+            continue
+        group = group_of[rid]
+        same = [r for r in order if r not in placed and group is not None and group_of[r] == group]
+        for r in same or [rid]:
+            out.append(r)
+            placed.add(r)
+    return out
+
+
+def _by_ratio(ready: Sequence[PrefillCandidate], starvation_window: int) -> list[str]:
     starving = sorted((c for c in ready if c.waited_cycles >= starvation_window),
                       key=lambda c: c.arrival)
     rest = [c for c in ready if c.waited_cycles < starvation_window]

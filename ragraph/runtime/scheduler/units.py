@@ -155,7 +155,8 @@ class Units:
         state, program = walk.state, walk.program
         chain = program.generations[program.origin(uid)]
         prompt = effects.generation_prompt_of(chain.prompt, state.variables)
-        job = self.gen.start(state, chain, prompt)
+        segments = effects.prompt_segments(chain.prompt, chain.layout, state.variables)
+        job = self.gen.start(state, chain, prompt, segments)
         self.gjobs[job.key] = job
         if chain.prefetch is not None:
             self._prefetch(state, chain)
@@ -279,9 +280,10 @@ class Units:
             if walk.program.origin(edge.dst) != target.origin:
                 return
             prompt = effects.generation_prompt_of(target.prompt, variables)
+            segments = effects.prompt_segments(target.prompt, target.layout, variables)
         except Exception:
             return  # the prediction needs values not known yet: no speculation
-        self.gen.speculate(state, target, prompt)
+        self.gen.speculate(state, target, prompt, segments)
 
     def _warm(self, job: GenJob) -> None:
         """Speculative retrieval: search with the partial text to order the real search's
@@ -313,10 +315,13 @@ class Units:
             return
         budget = policies.prefetch_budget_bytes(self.cfg.link_bytes_per_s,
                                                 self.gen.seconds.value or 0.5)
-        search, cache, owner = self.s.search, self.cache, state.rid
+        search, cache, owner, tracer, start = self.s.search, self.cache, state.rid, self.s.tracer, clock()
 
         def load() -> None:
             cache.prefetch(search.embed(known), budget, owner)
+            # The prefetch unit: off the control path, it runs beside the generation.
+            tracer.add_span(owner, f"unit {plan.id}", start, clock(), engine=False,
+                            kind=plan.kind)
 
         future = asyncio.get_running_loop().run_in_executor(None, load)
         future.add_done_callback(self.inbox.done_callback(PrefetchDone))
