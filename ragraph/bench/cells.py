@@ -36,6 +36,19 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """One executor run of a cell: its label in the tables, the executor and its passes."""
+
+    label: str
+    executor: str
+    passes: str
+
+
+def plain(executors: Sequence[str], passes: str) -> list[Variant]:
+    return [Variant(e, e, passes) for e in executors]
+
+
+@dataclass(frozen=True)
 class Job:
     """The requests of one workflow within a cell, with their arrival offsets."""
 
@@ -79,14 +92,15 @@ class CellResult:
 
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
-                   executors: Sequence[str], on_done: Callable[[Outcome], None]) -> list[CellResult]:
+                   variants: Sequence[Variant], on_done: Callable[[Outcome], None]
+                   ) -> list[CellResult]:
     search = replace(search, nprobe=cell.nprobe)
     results, answers = [], {}
-    for executor in executors:
-        config = replace(runtime, executor=executor, nprobe=cell.nprobe,
+    for v in variants:
+        config = replace(runtime, executor=v.executor, passes=v.passes, nprobe=cell.nprobe,
                          concurrency=cell.concurrency or runtime.concurrency)
-        result, answers[executor] = await _run_executor(cell, jobs, config, search, on_done)
-        results.append(result)
+        result, answers[v.label] = await _run_executor(cell, jobs, config, search, on_done)
+        results.append(replace(result, executor=v.label))
     return [replace(r, agree=agreement(answers[r.executor], answers.get("ragraph")))
             for r in results]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ragraph.bench.cells import Variant, plain
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import EXECUTORS, RuntimeConfig
 from ragraph.runtime.threads import default_split
@@ -49,6 +50,8 @@ class BenchConfig:
     passes: str = "-O2"
     plots: bool = True
     quick: bool = False
+    # Each pass's worth instead of the executors side by side (`bench.ablation`).
+    ablation: bool = False
     hot_cache: bool | None = None  # None: on exactly when a CUDA device is present
     profile: str | None = None  # sim: None = the shipped H100 profile (RuntimeConfig.profile)
 
@@ -92,6 +95,12 @@ class BenchConfig:
                              search_threads=self.search_threads, hot_cache=self.hot_cache,
                              profile=self.profile)
 
+    def variants(self) -> list[Variant]:
+        """The runs of every cell: each executor, or the pass ablation of ragraph."""
+        from ragraph.bench.ablation import ablation
+
+        return ablation() if self.ablation else plain(self.executors, self.passes)
+
     @property
     def workloads(self) -> tuple[str, ...]:
         mixed = ("mix",) if self.mix and len(self.workflows) > 1 else ()
@@ -116,3 +125,8 @@ def llamacpp_preset(config: BenchConfig) -> BenchConfig:
     return replace(config, workflows=LLAMACPP_WORKFLOWS, executors=LLAMACPP_EXECUTORS,
                    concurrencies=(8, 16), rates=(), offline_requests=32, scale=0, nprobes=(32,),
                    mix=False, plots=False)
+
+
+def ablation_preset(config: BenchConfig) -> BenchConfig:
+    """One workload's offline runs under every pass combination of `bench.ablation`."""
+    return replace(config, ablation=True, rates=(), mix=False, plots=False)

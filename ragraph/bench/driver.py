@@ -107,7 +107,8 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
         rows = await run_cells(bench, cell_progress, cell_done)
     caption = caption_for(config, info, rows[0].engine, rows[0].simulated) if rows else ""
     notes += list(questions.notes) + _notes(config, rows)
-    found = report.print_all(console, rows, config.slo_s, config.engine, caption, notes)
+    found = report.print_all(console, rows, config.slo_s, config.engine, caption, notes,
+                             config.ablation)
     csv_path = config.out / "bench.csv"
     write_csv(csv_path, rows, {"caption": caption})
     written = plots.latency_vs_rate(rows, config.out, caption, config.slo_s) if config.plots else []

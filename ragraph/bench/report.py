@@ -127,9 +127,33 @@ def targets_table(targets: Sequence[R.Target], shares: dict[tuple[str, int], flo
     return table
 
 
+def ablation_table(rows: Sequence[CellResult], caption: str) -> Table:
+    """Each pass's contribution, per cell: alone over -O0, and what -O2 loses without it."""
+    from ragraph.bench.ablation import contributions
+
+    table = Table(title="What each pass is worth (offline; throughput and p95 ratios: higher "
+                  "is better)", caption=caption)
+    for col in ("workload", "conc", "pass", "alone vs -O0: thr", "p95", "in -O2: thr", "p95",
+                "dropping it from -O2 also drops"):
+        table.add_column(col, justify="left" if col in ("workload", "pass") else "right")
+    for _, group in groupby(rows, key=_cell_key):
+        cell = list(group)
+        for i, c in enumerate(contributions(cell)):
+            table.add_row(cell[0].cell.workload if i == 0 else "",
+                          str(cell[0].cell.concurrency) if i == 0 else "", c.name,
+                          _x(c.alone_thr), _x(c.alone_p95), _x(c.marginal_thr),
+                          _x(c.marginal_p95), ", ".join(c.also_dropped))
+    return table
+
+
 def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine: str,
-              caption: str, notes: Sequence[str]) -> list[R.Target]:
+              caption: str, notes: Sequence[str], ablation: bool = False) -> list[R.Target]:
     console.print(cells_table(rows, caption))
+    if ablation:
+        console.print(ablation_table(rows, caption))
+        for note in notes:
+            console.print(f"note: {note}", highlight=False)
+        return []
     points = R.slo_points(rows, slo_s)
     found = R.targets(points, engine, rows)
     if engine == "sim":

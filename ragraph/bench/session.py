@@ -100,8 +100,9 @@ async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, see
 async def _cell(bench: Workbench, cell: Cell, count: int, seed: int,
                 progress: CellProgress) -> list[CellResult]:
     jobs = make_jobs(bench, cell.workload, cell.rate, count, seed)
-    tick = progress(cell, count * len(bench.config.executors))
-    return await run_cell(cell, jobs, bench.runtime, bench.search, bench.config.executors, tick)
+    variants = bench.config.variants()
+    tick = progress(cell, count * len(variants))
+    return await run_cell(cell, jobs, bench.runtime, bench.search, variants, tick)
 
 
 def load_graphs(config: BenchConfig) -> dict[str, RAGraph]:

@@ -1,9 +1,9 @@
-"""`ragraph bench`: the three executors side by side on a scaled benchmark index.
+"""`ragraph bench`: ragraph and its baselines side by side on a scaled benchmark index.
 
     ragraph bench --engine sim --workflows oneshot,multistep,irg --quick
     ragraph bench --engine sim --scale 4000000 --nprobe 32,128          # the full run, with plots
-    ragraph bench --engine llamacpp --workflows hyde,irg --concurrency 8 --scale 0 \
-        --gen-threads 1 --search-threads 1
+    ragraph bench --engine llamacpp                 # HyDE, IRG, oneshot, multistep vs LangGraph
+    ragraph bench --ablation --engine sim --workflows irg --quick       # what each pass is worth
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="sim (simulated Llama-3.1-8B on an H100, timed from a measured profile; "
                    "default) or the real llama.cpp engine")
     p.add_argument("--model", help="GGUF path for --engine llamacpp (default: embedded Gemma)")
+    p.add_argument("--ablation", action="store_true",
+                   help="what each pass is worth: -O0, each pass alone, -O2 without each pass "
+                   "and -O2, offline, on one workload (--workflows)")
     p.add_argument("--quick", action="store_true",
                    help="small index and few requests (under 10 minutes on 2 cores)")
     p.add_argument("--scale", type=int, help="synthetic padding vectors (2,000,000; quick 400,000)")
@@ -71,7 +74,7 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 
 
 def config_from(args: argparse.Namespace):
-    from ragraph.bench.config import BenchConfig, llamacpp_preset, quick
+    from ragraph.bench.config import BenchConfig, ablation_preset, llamacpp_preset, quick
 
     config = BenchConfig(
         workflow_dir=REPO / "workflows", engine=args.engine, model=args.model,
@@ -85,6 +88,8 @@ def config_from(args: argparse.Namespace):
         config = llamacpp_preset(config)
     if args.quick:
         config = quick(config)
+    if args.ablation:
+        config = ablation_preset(config)
     overrides = {
         "workflows": _names(args.workflows), "executors": _names(args.executors),
         "concurrencies": numbers(args.concurrency, "--concurrency", int),

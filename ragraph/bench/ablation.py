@@ -1,0 +1,65 @@
+"""What each pass is worth: the same workload under -O0, each pass alone, -O2 without each pass,
+and -O2, in one run (HedraRAG's ablation figures are the anchor).
+
+A pass that needs another (reorder, speculate and prefix-layout need split-stages) runs "alone"
+with what it needs; -O2 without split-stages also drops the passes that need it (said in the
+table)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ragraph.bench.cells import CellResult, Variant
+from ragraph.passes import CANONICAL_ORDER, PASSES
+
+
+def ablation() -> list[Variant]:
+    out = [Variant("-O0", "ragraph", "-O0")]
+    for name in CANONICAL_ORDER:
+        out.append(Variant(f"only {name}", "ragraph", ",".join(_with_requirements(name))))
+    for name in CANONICAL_ORDER:
+        keep = [q for q in CANONICAL_ORDER if q not in _dropped_with(name)]
+        out.append(Variant(f"-O2 -{name}", "ragraph", ",".join(keep) or "-O0"))
+    out.append(Variant("-O2", "ragraph", "-O2"))
+    return out
+
+
+def _with_requirements(name: str) -> list[str]:
+    wanted = {name, *PASSES[name].requires}
+    return [q for q in CANONICAL_ORDER if q in wanted]
+
+
+def _dropped_with(name: str) -> set[str]:
+    return {name} | {q for q in CANONICAL_ORDER if name in PASSES[q].requires}
+
+
+@dataclass(frozen=True)
+class Contribution:
+    name: str
+    alone_thr: float | None  # (only pass) / -O0 throughput
+    alone_p95: float | None  # -O0 p95 / (only pass) p95: > 1 is lower latency
+    marginal_thr: float | None  # -O2 / (-O2 without the pass)
+    marginal_p95: float | None
+    also_dropped: tuple[str, ...]
+
+
+def contributions(rows: Sequence[CellResult]) -> list[Contribution]:
+    """Per pass, from the offline runs of one cell (labels as `ablation()` makes them)."""
+    by = {r.executor: r for r in rows}
+
+    def ratio(a: str, b: str, field: str, inverse: bool = False) -> float | None:
+        if a not in by or b not in by:
+            return None
+        x, y = getattr(by[a], field), getattr(by[b], field)
+        num, den = (y, x) if inverse else (x, y)
+        return num / den if den else None
+
+    out = []
+    for name in CANONICAL_ORDER:
+        alone, without = f"only {name}", f"-O2 -{name}"
+        out.append(Contribution(
+            name, ratio(alone, "-O0", "throughput_rps"), ratio(alone, "-O0", "p95_s", True),
+            ratio("-O2", without, "throughput_rps"), ratio("-O2", without, "p95_s", True),
+            tuple(sorted(_dropped_with(name) - {name}))))
+    return out

@@ -1,0 +1,37 @@
+"""The pass ablation: which pass combinations run, and each pass's contribution."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ragraph.bench.ablation import ablation, contributions
+from ragraph.bench.cells import Cell, CellResult
+from ragraph.passes import CANONICAL_ORDER, parse_spec
+
+
+def test_ablation_runs_O0_each_pass_alone_O2_without_each_pass_and_O2():
+    variants = {v.label: v.passes for v in ablation()}
+    assert len(variants) == 2 + 2 * len(CANONICAL_ORDER)
+    assert variants["-O0"] == "-O0" and variants["-O2"] == "-O2"
+    assert variants["only rewire"] == "rewire"
+    assert variants["only reorder"] == "split-stages,reorder"  # what it needs comes along
+    assert variants["-O2 -reorder"] == "split-stages,speculate,rewire,prefetch,prefix-layout"
+    assert variants["-O2 -split-stages"] == "rewire,prefetch"  # its dependents go with it
+    for spec in variants.values():
+        parse_spec(spec)  # every combination is a valid pipeline
+
+
+def test_contributions_are_ratios_between_the_runs():
+    base = CellResult(Cell("irg", 32, None), "-O0", "sim", True, 10, 0, 1.0, 1.0, 1.0, 2.0, 1.0,
+                      None, 0, None, 0.0)
+    rows = [base, replace(base, executor="only reorder", throughput_rps=1.5, p95_s=1.0),
+            replace(base, executor="-O2", throughput_rps=3.0, p95_s=0.5),
+            replace(base, executor="-O2 -reorder", throughput_rps=2.0, p95_s=1.0)]
+    found = {c.name: c for c in contributions(rows)}
+    reorder = found["reorder"]
+    assert reorder.alone_thr == pytest.approx(1.5) and reorder.alone_p95 == pytest.approx(2.0)
+    assert reorder.marginal_thr == pytest.approx(1.5) and reorder.marginal_p95 == pytest.approx(2.0)
+    assert found["rewire"].alone_thr is None  # not run: no ratio
+    assert "reorder" in found["split-stages"].also_dropped
