@@ -2,14 +2,13 @@
 
 `sequential -O0`, `stage-batched -O0`, `ragraph -O0` and `ragraph -O2` must give identical answers.
 
-On llama.cpp a sequence's logits depend on what else is in the batch and the KV cache: ggml's CPU
-matmuls take different kernel paths for different row counts (a lone decode, a 16-sequence decode
-batch, a prefill chunk), and the unified KV cache lays other sequences' masked cells into the
-attention rows, so activations differ in the last bits and greedy decoding flips at near-ties
-(measured in tests/llm: in a batch of 16, 3 of 16 sequences equal their solo run over 32 tokens).
-So the exactness test runs the engine batch-invariant (one sequence at a time, no retained KV):
-then every executor must agree on every answer, exactly. A second test runs the engine batched, as
-in production, and reports the measured agreement rate with that cause, without hiding it.
+On llama.cpp a sequence's logits depend on how its tokens are batched: ggml's CPU kernels take
+different paths for different row counts (a lone decode, a batch of decodes, prefill chunks of
+other sizes) and a batch's attention rows are padded to its longest sequence, so greedy decoding
+can flip at near-ties (see the engine's module docstring). So the exactness test runs the engine
+batch-invariant (one sequence at a time, no retained KV): then every executor must agree on every
+answer, exactly. A second test runs the engine batched, as in production, and holds the measured
+agreement rate to a floor.
 
 Generations are capped at a few tokens (the same cap for every executor) to keep the real model
 affordable on 2 cores; prompts, control flow and retrieval are the workflows' own.
@@ -138,7 +137,8 @@ def test_batched_llamacpp_agreement_is_measured(loop, search, capsys):
     with capsys.disabled():
         print(f"\nbatched llama.cpp, hyde: ragraph -O2 agrees with sequential -O0 on {same:.0%} "
               f"of {len(reference)} answers (batch-dependent float rounding, see docstring)")
-    assert len(got) == len(reference)
+    # Rounding flips a greedy answer only at near-ties: measured 100% of 20 (6-token answers).
+    assert same >= 0.75
 
 
 class CappedApp:
