@@ -37,11 +37,13 @@ class Cell:
 
 @dataclass(frozen=True)
 class Variant:
-    """One executor run of a cell: its label in the tables, the executor and its passes."""
+    """One executor run of a cell: its label in the tables, the executor and its passes, and
+    any other run setting it changes (RuntimeConfig field, value)."""
 
     label: str
     executor: str
     passes: str
+    settings: tuple[tuple[str, object], ...] = ()
 
 
 def plain(executors: Sequence[str], passes: str) -> list[Variant]:
@@ -98,7 +100,7 @@ async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, sear
     results, answers = [], {}
     for v in variants:
         config = replace(runtime, executor=v.executor, passes=v.passes, nprobe=cell.nprobe,
-                         concurrency=cell.concurrency or runtime.concurrency)
+                         concurrency=cell.concurrency or runtime.concurrency, **dict(v.settings))
         result, answers[v.label] = await _run_executor(cell, jobs, config, search, on_done)
         results.append(replace(result, executor=v.label))
     return [replace(r, agree=agreement(answers[r.executor], answers.get("ragraph")))

@@ -16,6 +16,7 @@ EXECUTOR_ORDER = ("ragraph", "sequential", "stage-batched")
 # On the embedded engine the baseline users compare with is a real LangGraph app (issue 14).
 LLAMACPP_EXECUTORS = ("ragraph", "langgraph")
 LLAMACPP_WORKFLOWS = ("hyde", "irg", "oneshot", "multistep")
+NO_REUSE = "ragraph, no prefix store"
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,16 @@ class BenchConfig:
                              profile=self.profile)
 
     def variants(self) -> list[Variant]:
-        """The runs of every cell: each executor, or the pass ablation of ragraph."""
+        """The runs of every cell: each executor, or the pass ablation of ragraph. On llama.cpp
+        ragraph also runs without its prefix store: what document-prefix reuse is worth."""
         from ragraph.bench.ablation import ablation
 
-        return ablation() if self.ablation else plain(self.executors, self.passes)
+        if self.ablation:
+            return ablation()
+        out = plain(self.executors, self.passes)
+        if self.engine == "llamacpp" and "ragraph" in self.executors:
+            out.insert(1, Variant(NO_REUSE, "ragraph", self.passes, (("prefix_reuse", False),)))
+        return out
 
     @property
     def workloads(self) -> tuple[str, ...]:

@@ -146,6 +146,24 @@ def ablation_table(rows: Sequence[CellResult], caption: str) -> Table:
     return table
 
 
+def reuse_lines(rows: Sequence[CellResult]) -> list[str]:
+    """What the llama.cpp prefix store is worth, per cell: ragraph with and without it."""
+    from ragraph.bench.config import NO_REUSE
+
+    out = []
+    for _, group in groupby(rows, key=_cell_key):
+        by = {r.executor: r for r in group}
+        on, off = by.get("ragraph"), by.get(NO_REUSE)
+        if on is None or off is None or not off.throughput_rps:
+            continue
+        gain = on.throughput_rps / off.throughput_rps - 1
+        out.append(f"prefix reuse, {on.cell.workload} at {on.cell.concurrency} in flight: "
+                   f"{on.cached_tokens:,} prompt tokens reused ({off.cached_tokens:,} without the "
+                   f"store), {on.throughput_rps:.2f} vs {off.throughput_rps:.2f} req/s "
+                   f"({gain:+.0%})")
+    return out
+
+
 def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine: str,
               caption: str, notes: Sequence[str], ablation: bool = False) -> list[R.Target]:
     console.print(cells_table(rows, caption))
@@ -163,6 +181,8 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
                                         R.offline_busy(rows), caption))
     else:
         console.print(time_split_table(rows, caption))
+        for line in reuse_lines(rows):
+            console.print(line, highlight=False)
         if found:
             console.print(engine_targets_table(found, rows, caption))
     for note in notes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -104,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     from ragraph.bench.driver import run as run_bench
 
     config = config_from(args)
-    console = Console(highlight=False)
+    # Logs and CI keep the tables readable: rich would fold them to 80 columns off a terminal.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     if config.data is None:
         console.print(f"note: {args.data} not found: Wikipedia passages and built-in questions only")
     report = asyncio.run(run_bench(config, console))

@@ -36,6 +36,9 @@ class RuntimeConfig:
     # The simulated engine's timing: None = the shipped H100 / Llama-3.1-8B profile, "roofline"
     # = the datasheet model alone, else a profile file (llm/profiled.py).
     profile: str | None = None
+    # llama.cpp: keep finished sequences' KV to reuse shared prompt prefixes (documents, the
+    # instruction, an earlier round's prompt); off only to measure what it is worth.
+    prefix_reuse: bool = True
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:

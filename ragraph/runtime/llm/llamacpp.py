@@ -85,7 +85,8 @@ class LlamaCppConfig:
     def from_run(cls, run: RuntimeConfig) -> LlamaCppConfig:
         # Room for a speculative instance beside each request's real generation.
         return cls(model_path=run.model, n_threads=run.gen_threads or 1,
-                   max_running=min(64, max(run.concurrency * 2, 8)))
+                   max_running=min(64, max(run.concurrency * 2, 8)),
+                   prefix_slots=cls.prefix_slots if run.prefix_reuse else 0)
 
 
 def default_model_path() -> str:
