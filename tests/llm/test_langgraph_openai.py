@@ -1,0 +1,39 @@
+"""The LangGraph baseline against an OpenAI-compatible server, through the official `openai`
+client (a real llama.cpp server on loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from ragraph import dsl
+from ragraph.runtime.app import execute, open_services
+from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.request import Request
+from tests.runtime import fakes
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_the_langgraph_app_calls_an_http_server_with_the_openai_client(llama_server):
+    pytest.importorskip("langgraph")
+    pytest.importorskip("openai")
+    graph = dsl.load(ROOT / "workflows" / "oneshot.rag")
+    config = RuntimeConfig(engine="openai", url=llama_server, executor="langgraph",
+                           concurrency=2)
+    questions = ["Who designed the Eiffel Tower?", "What is the capital of Italy?"]
+
+    async def main():
+        async with open_services(config, fakes.random_search()) as services:
+            result = await execute(graph, [Request(f"q{i}", q) for i, q in enumerate(questions)],
+                                   config, services)
+            return result, services.app_llm.counters()
+
+    result, used = asyncio.run(main())
+    assert [o.error for o in result.outcomes] == [None, None]
+    assert all(o.answer is not None and o.path == ("search", "answer", "END")
+               for o in result.outcomes)
+    assert used.requests == 2 and used.prompt_tokens > 0 and used.completion_tokens > 0
