@@ -61,12 +61,30 @@ class InputDecl:
 
 
 @dataclass(frozen=True)
+class Binding:
+    """`item in over` inside a map's brackets."""
+
+    item: Name
+    over: Name
+
+
+@dataclass(frozen=True)
+class Bound:
+    """`[N]` after a list output; `value` None when the brackets are empty (an error)."""
+
+    span: Span
+    value: Value | None
+
+
+@dataclass(frozen=True)
 class GenerateDecl:
     id: Name
     output: Name
     append: bool
     options: tuple[Option, ...]
     prompt: Text
+    each: tuple[Binding, ...] = ()
+    bound: Bound | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +93,18 @@ class RetrieveDecl:
     output: Name
     options: tuple[Option, ...]
     query: Text | Name
+    each: tuple[Binding, ...] = ()
+
+
+@dataclass(frozen=True)
+class MergeDecl:
+    """`merge id -> output (options): method(input)`."""
+
+    id: Name
+    output: Name
+    options: tuple[Option, ...]
+    method: Name
+    input: Name
 
 
 @dataclass(frozen=True)
@@ -100,7 +130,8 @@ class FlowDecl:
     lines: tuple[FlowLine, ...]
 
 
-Decl = WorkflowDecl | InputDecl | GenerateDecl | RetrieveDecl | FlowDecl
+Decl = WorkflowDecl | InputDecl | GenerateDecl | RetrieveDecl | MergeDecl | FlowDecl
+NodeDecl = GenerateDecl | RetrieveDecl | MergeDecl
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from ragraph.ir import expr as ex
 from ragraph.ir.template import Template
 
 # Words that start a declaration: a node with such an id could not begin a flow line.
-DECL_KEYWORDS = frozenset({"workflow", "input", "generate", "retrieve", "flow"})
+DECL_KEYWORDS = frozenset({"workflow", "input", "generate", "retrieve", "merge", "flow"})
 ENDPOINTS = {"start": START, "end": END}
 
 
@@ -30,18 +30,22 @@ def check_node_id(name: ast.Name) -> None:
         raise WorkflowError(f"{name.text!r} is a keyword and cannot name a node", span=name.span)
 
 
-def check_holes(template: Template, where: ast.Text | ast.Name, defined: set[str]) -> None:
-    """Every `{hole}` names a variable some input or node defines."""
-    for hole in template.holes:
-        if hole.name not in defined:
-            span = where.at(hole.offset + 1) if isinstance(where, ast.Text) else where.span
-            raise undefined(hole.name, span, defined)
+def hole_spans(template: Template, where: ast.Text | ast.Name) -> list[tuple[str, Span]]:
+    """Each `{hole}` of a template with where it is written."""
+    return [(hole.name, where.at(hole.offset + 1) if isinstance(where, ast.Text) else where.span)
+            for hole in template.holes]
 
 
-def check_condition_vars(expr: ex.Expr, text: ast.Text, defined: set[str]) -> None:
-    for var in ex.var_offsets(expr):
-        if var.name not in defined:
-            raise undefined(var.name, text.at(var.offset), defined)
+def var_spans(expr: ex.Expr, text: ast.Text) -> list[tuple[str, Span]]:
+    """Each variable of a condition with where it is written."""
+    return [(var.name, text.at(var.offset)) for var in ex.var_offsets(expr)]
+
+
+def check_defined(names: list[tuple[str, Span]], defined: set[str]) -> None:
+    """Every name is a variable some input or node defines."""
+    for name, span in names:
+        if name not in defined:
+            raise undefined(name, span, defined)
 
 
 def undefined(name: str, span: Span, defined: Iterable[str]) -> WorkflowError:

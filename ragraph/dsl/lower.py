@@ -8,20 +8,16 @@ errors point into the file through the spans set here.
 from __future__ import annotations
 
 from ragraph.dsl import ast
-from ragraph.dsl.checks import (
-    check_condition_vars,
-    check_holes,
-    check_node_id,
-    resolve_ref,
-)
-from ragraph.dsl.options import generate_options, retrieve_options
+from ragraph.dsl.checks import check_defined, check_node_id, hole_spans, resolve_ref, var_spans
+from ragraph.dsl.fanout import Scope, bound_of, check_bindings, check_merge, check_names
+from ragraph.dsl.options import generate_options, merge_options, retrieve_options
 from ragraph.errors import Span, WorkflowError
-from ragraph.ir import END, START, Condition, RAGraph, Template
+from ragraph.ir import END, START, Binding, Condition, RAGraph, Template
 from ragraph.ir.expr import ExprError
 from ragraph.ir.nodes import End, Start
 from ragraph.ir.template import TemplateError
 
-NodeDecl = ast.GenerateDecl | ast.RetrieveDecl
+NodeDecl = ast.NodeDecl
 
 
 def lower(module: ast.Module) -> RAGraph:
@@ -29,12 +25,13 @@ def lower(module: ast.Module) -> RAGraph:
     _add_inputs(graph, module)
     nodes = [d for d in module.decls if isinstance(d, NodeDecl)]
     node_ids = _node_ids(nodes)
-    templates = [_add_node(graph, decl) for decl in nodes]
-    defined = set(graph.inputs) | {decl.output.text for decl in nodes}
-    for decl, template in zip(nodes, templates, strict=True):
-        check_holes(template, decl.prompt if isinstance(decl, ast.GenerateDecl) else decl.query,
-                    defined)
-    _add_flow(graph, module, nodes, node_ids, defined)
+    scope = Scope.of(graph.inputs, nodes)
+    for decl in nodes:  # before any template: a bad item name would confuse their checks
+        if not isinstance(decl, ast.MergeDecl):
+            check_bindings(decl, scope)
+    for decl in nodes:
+        _add_node(graph, decl, scope)
+    _add_flow(graph, module, nodes, node_ids, scope)
     return graph
 
 
@@ -50,7 +47,7 @@ def _add_inputs(graph: RAGraph, module: ast.Module) -> None:
 
 
 def _add_flow(graph: RAGraph, module: ast.Module, nodes: list[NodeDecl],
-              node_ids: dict[str, Span], defined: set[str]) -> None:
+              node_ids: dict[str, Span], scope: Scope) -> None:
     flows = [d for d in module.decls if isinstance(d, ast.FlowDecl)]
     if len(flows) > 1:
         raise WorkflowError("a second `flow:` section", span=flows[1].keyword,
@@ -63,7 +60,7 @@ def _add_flow(graph: RAGraph, module: ast.Module, nodes: list[NodeDecl],
         _add_declaration_order(graph, nodes)
         return
     for line in flows[0].lines:
-        _add_line(graph, line, node_ids, defined)
+        _add_line(graph, line, node_ids, scope)
     _check_all_in_flow(graph, nodes)
 
 
@@ -86,18 +83,27 @@ def _node_ids(nodes: list[NodeDecl]) -> dict[str, Span]:
     return seen
 
 
-def _add_node(graph: RAGraph, decl: NodeDecl) -> Template:
-    """Add the node; returns the template it reads (prompt or query)."""
+def _add_node(graph: RAGraph, decl: NodeDecl, scope: Scope) -> None:
+    """Add the node, once the names its template reads are checked where they are written."""
+    if isinstance(decl, ast.MergeDecl):
+        method = check_merge(decl, scope)
+        graph.add_merge(decl.id.text, method, decl.input.text, decl.output.text,
+                        span=decl.id.span, **merge_options(decl.options, method))
+        return
+    where = decl.prompt if isinstance(decl, ast.GenerateDecl) else decl.query
+    template = (Template.variable(where.text) if isinstance(where, ast.Name)
+                else _template(where))
+    own = frozenset(b.item.text for b in decl.each)
+    check_names(hole_spans(template, where), scope, own)
+    check_defined(hole_spans(template, where), set(scope.defined | own))
+    each = tuple(Binding(b.item.text, b.over.text) for b in decl.each)
     if isinstance(decl, ast.GenerateDecl):
-        prompt = _template(decl.prompt)
-        graph.add_generation(decl.id.text, prompt, decl.output.text, append=decl.append,
-                             span=decl.id.span, **generate_options(decl.options))
-        return prompt
-    query = (Template.variable(decl.query.text) if isinstance(decl.query, ast.Name)
-             else _template(decl.query))
-    graph.add_retrieval(decl.id.text, query=query, output=decl.output.text, span=decl.id.span,
-                        **retrieve_options(decl.options))
-    return query
+        graph.add_generation(decl.id.text, template, decl.output.text, append=decl.append,
+                             items=bound_of(decl), each=each, span=decl.id.span,
+                             **generate_options(decl.options))
+    else:
+        graph.add_retrieval(decl.id.text, query=template, output=decl.output.text, each=each,
+                            span=decl.id.span, **retrieve_options(decl.options))
 
 
 def _template(text: ast.Text) -> Template:
@@ -108,7 +114,7 @@ def _template(text: ast.Text) -> Template:
 
 
 def _add_line(graph: RAGraph, line: ast.FlowLine, node_ids: dict[str, Span],
-              defined: set[str]) -> None:
+              scope: Scope) -> None:
     ids = [resolve_ref(ref, node_ids) for ref in line.refs]
     for i, (ref, nid) in enumerate(zip(line.refs, ids, strict=True)):
         _check_endpoint(ref, nid, first=i == 0, last=i == len(ids) - 1)
@@ -118,7 +124,7 @@ def _add_line(graph: RAGraph, line: ast.FlowLine, node_ids: dict[str, Span],
             "a condition or loop applies to one arrow", span=_guard_span(guard),
             hint=f"give `{line.refs[-2].text} -> {line.refs[-1].text}` a line of its own",
         )
-    condition = None if guard is None else _condition(guard, defined)
+    condition = None if guard is None else _condition(guard, scope)
     bound = None if guard is None else _loop_bound(guard)
     for i, arrow in enumerate(line.arrows):
         graph.add_edge(ids[i], ids[i + 1], when=condition, max_iters=bound, span=arrow)
@@ -139,7 +145,7 @@ def _guard_span(guard: ast.Guard) -> Span:
     return guard.loop  # type: ignore[return-value]  # a guard has a condition or a loop
 
 
-def _condition(guard: ast.Guard, defined: set[str]) -> Condition | None:
+def _condition(guard: ast.Guard, scope: Scope) -> Condition | None:
     if guard.condition is None:
         return None
     text = guard.condition
@@ -147,7 +153,9 @@ def _condition(guard: ast.Guard, defined: set[str]) -> Condition | None:
         condition = Condition.parse(text.value)
     except ExprError as err:
         raise WorkflowError(err.message, span=text.at(err.offset), hint=err.hint) from err
-    check_condition_vars(condition.expr, text, defined)  # type: ignore[arg-type]
+    names = var_spans(condition.expr, text)  # type: ignore[arg-type]
+    check_names(names, scope)
+    check_defined(names, set(scope.defined))
     return condition
 
 

@@ -1,6 +1,7 @@
 """Node options `(name = value, ...)`: known names, and values checked where they are written.
 
-Generation options are the fields of `Sampling`; retrieval options are `topk` and `nprobe`. Each
+Generation options are the fields of `Sampling`; retrieval options are `topk` and `nprobe`; merge
+options `k` and `topk`. Each
 value is validated on its own by the IR's own constructors, so the error points at that value and
 the rules live in one place (ragraph.ir.nodes).
 """
@@ -13,10 +14,11 @@ from typing import Any
 
 from ragraph.dsl import ast
 from ragraph.errors import WorkflowError
-from ragraph.ir import Retrieve, Sampling, Template
+from ragraph.ir import Merge, Retrieve, Sampling, Template
 
 GENERATE_OPTIONS = tuple(f.name for f in dataclasses.fields(Sampling))
 RETRIEVE_OPTIONS = ("topk", "nprobe")
+MERGE_OPTIONS = ("k", "topk")
 
 
 def generate_options(options: tuple[ast.Option, ...]) -> dict[str, Any]:
@@ -41,6 +43,17 @@ def retrieve_options(options: tuple[ast.Option, ...]) -> dict[str, Any]:
     for name, (value, opt) in values.items():
         try:
             Retrieve(id="option-check", query=probe, output="docs", **{name: value})
+        except WorkflowError as err:
+            raise WorkflowError(err.message, span=opt.value.span) from err
+    return {name: value for name, (value, _) in values.items()}
+
+
+def merge_options(options: tuple[ast.Option, ...], method: str) -> dict[str, Any]:
+    """`k` / `topk` keyword arguments for `RAGraph.add_merge` of a `method` merge."""
+    values = _by_name(options, MERGE_OPTIONS, "merge")
+    for name, (value, opt) in values.items():
+        try:
+            Merge(id="option-check", method=method, input="x", output="y", **{name: value})
         except WorkflowError as err:
             raise WorkflowError(err.message, span=opt.value.span) from err
     return {name: value for name, (value, _) in values.items()}

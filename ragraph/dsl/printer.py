@@ -16,7 +16,19 @@ from ragraph.dsl.checks import DECL_KEYWORDS, ENDPOINTS
 from ragraph.dsl.strings import encode_block, encode_string
 from ragraph.dsl.transformer import parser
 from ragraph.errors import WorkflowError
-from ragraph.ir import END, START, Edge, EdgeKind, Generate, RAGraph, Retrieve, Sampling
+from ragraph.ir import (
+    END,
+    START,
+    Binding,
+    Edge,
+    EdgeKind,
+    Generate,
+    Merge,
+    RAGraph,
+    Retrieve,
+    Sampling,
+)
+from ragraph.ir.fanout import RRF_K
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _INT = re.compile(r"[0-9]+\Z")
@@ -40,13 +52,20 @@ def to_rag(graph: RAGraph) -> str:
 def _node(graph: RAGraph, nid: str) -> str:
     node = graph.node(nid)
     if isinstance(node, Generate):
-        head = f"generate {_ref(nid)} -> {_name(node.output, 'variable')}"
+        head = f"generate {_ref(nid)}{_each(node.each)} -> {_name(node.output, 'variable')}"
+        head += f"[{node.items}]" if node.items else ""
         head += " +=" if node.append else ""
         head += _options(_sampling_options(node.sampling), nid)
         return head + ":" + _text(node.prompt.text, len(head) + 1) + "\n"
+    if isinstance(node, Merge):
+        opts = ([("k", node.k)] if node.k != RRF_K else []) + (
+            [("topk", node.topk)] if node.topk else [])
+        return (f"merge {_ref(nid)} -> {_name(node.output, 'variable')}{_options(opts, nid)}: "
+                f"{node.method}({_name(node.input, 'variable')})\n")
     if isinstance(node, Retrieve):
         opts = [("topk", node.topk)] + ([("nprobe", node.nprobe)] if node.nprobe else [])
-        head = f"retrieve {_ref(nid)} -> {_name(node.output, 'variable')}{_options(opts, nid)}:"
+        head = (f"retrieve {_ref(nid)}{_each(node.each)} -> {_name(node.output, 'variable')}"
+                f"{_options(opts, nid)}:")
         var = node.query.single_variable
         query = _name(var, "variable") if var else _text(node.query.text, 16).lstrip()
         return f"{head}\n{_INDENT}query = {query}\n"
@@ -54,6 +73,13 @@ def _node(graph: RAGraph, nid: str) -> str:
         f"node {nid!r} is a {node.kind} node, which has no .rag form", node=nid,
         hint="print the workflow before compiler passes run (.rag holds generate and retrieve)",
     )
+
+
+def _each(each: tuple[Binding, ...]) -> str:
+    if not each:
+        return ""
+    return "[" + ", ".join(f"{_name(b.item, 'item name')} in {_name(b.over, 'variable')}"
+                           for b in each) + "]"
 
 
 def _sampling_options(sampling: Sampling) -> list[tuple[str, object]]:

@@ -9,7 +9,7 @@ import functools
 import re
 from importlib import resources
 
-from lark import Lark, Token, Transformer
+from lark import Lark, Token, Transformer, v_args
 from lark.lexer import PatternStr
 
 from ragraph.dsl import ast
@@ -67,13 +67,37 @@ class ToAst(Transformer):
         return ast.InputDecl(self.name(name), default)
 
     def generate_decl(self, children: list) -> ast.GenerateDecl:
-        node, _arrow, output, append, options, prompt = children
+        node, each, _arrow, output, bound, append, options, prompt = children
         return ast.GenerateDecl(self.name(node), self.name(output), append is not None,
-                                options or (), prompt)
+                                options or (), prompt, each or (), bound)
 
     def retrieve_decl(self, children: list) -> ast.RetrieveDecl:
-        node, _arrow, output, options, query = children
-        return ast.RetrieveDecl(self.name(node), self.name(output), options or (), query)
+        node, each, _arrow, output, options, query = children
+        return ast.RetrieveDecl(self.name(node), self.name(output), options or (), query,
+                                each or ())
+
+    def merge_decl(self, children: list) -> ast.MergeDecl:
+        node, _arrow, output, options, method, source = children
+        return ast.MergeDecl(self.name(node), self.name(output), options or (),
+                             self.name(method), self.name(source))
+
+    # ----- fan-out -------------------------------------------------------------------------------
+
+    def each(self, children: list) -> tuple[ast.Binding, ...]:
+        return tuple(children)
+
+    def binding(self, children: list) -> ast.Binding:
+        item, _in, over = children
+        return ast.Binding(self.name(item), self.name(over))
+
+    @v_args(meta=True)
+    def bound(self, meta, children: list) -> ast.Bound:  # noqa: ANN001 - lark's Meta
+        (count,) = children
+        span = Span(meta.line, meta.column, meta.end_line, meta.end_column, file=self.file)
+        if count is None:
+            return ast.Bound(span, None)
+        self.check_length(count)
+        return ast.Bound(span, ast.Value(int(count), self.span(count)))
 
     def name_ref(self, children: list) -> ast.Name:
         return self.name(children[0])

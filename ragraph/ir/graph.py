@@ -19,12 +19,14 @@ import networkx as nx
 
 from ragraph.errors import Span, WorkflowError
 from ragraph.ir.edges import Condition, Edge, EdgeKind
+from ragraph.ir.fanout import RRF_K, Binding, bindings
 from ragraph.ir.nodes import (
     END,
     RESERVED_IDS,
     START,
     End,
     Generate,
+    Merge,
     Node,
     Retrieve,
     Sampling,
@@ -96,9 +98,13 @@ class RAGraph:
         output: str,
         *,
         append: bool = False,
+        items: int | None = None,
+        each: Mapping[str, str] | tuple[Binding, ...] | None = None,
         span: Span | None = None,
         **sampling: Any,
     ) -> Generate:
+        """`items=4`: the output is a list of at most 4 items (the text's lines). `each=
+        {"q": "queries"}`: a map, one generation per item of `queries` with `{q}` bound to it."""
         nid = self._new_id(id, span)
         template = _template(prompt, nid, span)
         if "stop" in sampling and isinstance(sampling["stop"], list | str):
@@ -110,7 +116,12 @@ class RAGraph:
             raise WorkflowError(f"generation {nid!r}: {err}", span=span, node=nid) from err
         except WorkflowError as err:
             raise WorkflowError(f"generation {nid!r}: {err.message}", span=span, node=nid) from err
-        node = Generate(id=nid, prompt=template, output=output, append=append, sampling=params, span=span)
+        try:
+            node = Generate(id=nid, prompt=template, output=output, append=append,
+                            sampling=params, items=items, each=bindings(each), span=span)
+        except WorkflowError as err:
+            raise WorkflowError(f"generation {nid!r}: {err.message}", span=span, node=nid,
+                                hint=err.hint) from err
         return self.add_node(node)  # type: ignore[return-value]
 
     def add_retrieval(
@@ -121,18 +132,42 @@ class RAGraph:
         output: str = "docs",
         *,
         nprobe: int | None = None,
+        each: Mapping[str, str] | tuple[Binding, ...] | None = None,
         span: Span | None = None,
     ) -> Retrieve:
-        """`query` is a variable name (`"hypo"`) or a template (`"{question} {answer}"`)."""
+        """`query` is a variable name (`"hypo"`) or a template (`"{question} {answer}"`).
+        `each={"q": "queries"}`: a map, one search per item of `queries` (`query="q"`)."""
         nid = self._new_id(id, span)
         if isinstance(query, str) and query.isidentifier():
             template = Template.variable(query)
         else:
             template = _template(query, nid, span)
         try:
-            node = Retrieve(id=nid, query=template, output=output, topk=topk, nprobe=nprobe, span=span)
+            node = Retrieve(id=nid, query=template, output=output, topk=topk, nprobe=nprobe,
+                            each=bindings(each), span=span)
         except WorkflowError as err:
             raise WorkflowError(f"retrieval {nid!r}: {err.message}", span=span, node=nid) from err
+        return self.add_node(node)  # type: ignore[return-value]
+
+    def add_merge(
+        self,
+        id: NodeRef,
+        method: str,
+        input: str,
+        output: str,
+        *,
+        k: int = RRF_K,
+        topk: int | None = None,
+        span: Span | None = None,
+    ) -> Merge:
+        """Combine the list `input` into `output`: "rrf" (reciprocal-rank fusion, constant `k`),
+        "dedup" (passages by id) or "concat"; `topk` keeps the first passages."""
+        nid = self._new_id(id, span)
+        try:
+            node = Merge(id=nid, method=method, input=input, output=output, k=k, topk=topk,
+                         span=span)
+        except WorkflowError as err:
+            raise WorkflowError(f"merge {nid!r}: {err.message}", span=span, node=nid) from err
         return self.add_node(node)  # type: ignore[return-value]
 
     def add_edge(

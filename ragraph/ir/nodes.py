@@ -7,10 +7,12 @@ drawing handle it without special cases.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ragraph.errors import Span, WorkflowError
+from ragraph.ir.fanout import MERGES, RRF_K, Binding, template_reads
 from ragraph.ir.template import Template
 
 START = "START"
@@ -43,6 +45,11 @@ class Node:
     def writes(self) -> frozenset[str]:
         """Request variables this node assigns."""
         return frozenset()
+
+    def output_type(self, types: Mapping[str, str]) -> str | None:
+        """The type of what it assigns ('text', 'passages', 'text list', ...), given the types
+        of the other variables; None for nodes the type check does not track."""
+        return None
 
     def check(self, graph: Any) -> None:
         """Kind-specific invariants (sub-stage chains, commit points); raise WorkflowError."""
@@ -91,7 +98,9 @@ class Sampling:
 @register_node
 @dataclass(frozen=True, kw_only=True)
 class Generate(Node):
-    """Render `prompt`, generate, assign the text to `output` (or append a line when `append`)."""
+    """Render `prompt`, generate, assign the text to `output` (or append a line when `append`).
+    `items`: the output is a list of at most that many items, the text's non-empty lines.
+    `each` (a map): one generation per item of the lists it binds, the output their list."""
 
     kind: ClassVar[str] = "generate"
     role: ClassVar[str] = "llm"
@@ -99,18 +108,37 @@ class Generate(Node):
     output: str
     append: bool = False
     sampling: Sampling = Sampling()
+    items: int | None = None
+    each: tuple[Binding, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.items is not None and (not isinstance(self.items, int)
+                                       or isinstance(self.items, bool) or not 1 <= self.items <= 64):
+            raise WorkflowError(f"a list output holds 1..64 items, got {self.items!r}",
+                                node=self.id, hint="bound it: `-> queries[4]` in .rag")
+        if self.items is not None and (self.each or self.append):
+            what = "a mapped generation" if self.each else "an appending generation"
+            raise WorkflowError(f"{what} cannot also split its output into a list", node=self.id)
+        if self.each and self.append:
+            raise WorkflowError("a mapped generation writes a list; it cannot append",
+                                node=self.id)
 
     def reads(self) -> frozenset[str]:
-        return self.prompt.variables | ({self.output} if self.append else frozenset())
+        return template_reads(self.prompt, self.each) | (
+            {self.output} if self.append else frozenset())
 
     def writes(self) -> frozenset[str]:
         return frozenset({self.output})
+
+    def output_type(self, types: Mapping[str, str]) -> str | None:
+        return "text list" if self.items or self.each else "text"
 
 
 @register_node
 @dataclass(frozen=True, kw_only=True)
 class Retrieve(Node):
-    """Render `query`, search the index, assign the top-k passages to `output`."""
+    """Render `query`, search the index, assign the top-k passages to `output`. `each` (a map):
+    one search per item of the lists it binds, the output the list of their top-k."""
 
     kind: ClassVar[str] = "retrieve"
     role: ClassVar[str] = "search"
@@ -118,6 +146,7 @@ class Retrieve(Node):
     output: str
     topk: int = 5
     nprobe: int | None = None
+    each: tuple[Binding, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.topk, int) or isinstance(self.topk, bool) or not 1 <= self.topk <= 1000:
@@ -128,7 +157,51 @@ class Retrieve(Node):
             raise WorkflowError(f"nprobe must be a positive integer, got {self.nprobe!r}", node=self.id)
 
     def reads(self) -> frozenset[str]:
-        return self.query.variables
+        return template_reads(self.query, self.each)
 
     def writes(self) -> frozenset[str]:
         return frozenset({self.output})
+
+    def output_type(self, types: Mapping[str, str]) -> str | None:
+        return "passages list" if self.each else "passages"
+
+
+@register_node
+@dataclass(frozen=True, kw_only=True)
+class Merge(Node):
+    """Combine the list `input` into one value assigned to `output` (see `fanout.merge`):
+    `rrf` fuses passage rankings with constant `k`, `dedup` keeps each passage once, `concat`
+    chains passages or joins text items by lines; `topk` keeps the first that many passages.
+    No engine work: it completes when reached."""
+
+    kind: ClassVar[str] = "merge"
+    role: ClassVar[str] = "merge"
+    method: str
+    input: str
+    output: str
+    k: int = RRF_K
+    topk: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in MERGES:
+            raise WorkflowError(f"unknown merge {self.method!r}; merges: {', '.join(MERGES)}",
+                                node=self.id)
+        if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
+            raise WorkflowError(f"k must be a positive integer, got {self.k!r}", node=self.id)
+        if self.k != RRF_K and self.method != "rrf":
+            raise WorkflowError(f"k is the constant of rrf; {self.method} has none", node=self.id)
+        if self.topk is not None and (not isinstance(self.topk, int)
+                                      or isinstance(self.topk, bool) or not 1 <= self.topk <= 1000):
+            raise WorkflowError(f"topk must be an integer in 1..1000, got {self.topk!r}",
+                                node=self.id)
+
+    def reads(self) -> frozenset[str]:
+        return frozenset({self.input})
+
+    def writes(self) -> frozenset[str]:
+        return frozenset({self.output})
+
+    def output_type(self, types: Mapping[str, str]) -> str | None:
+        if self.method == "concat" and types.get(self.input) == "text list":
+            return "text"
+        return "passages"

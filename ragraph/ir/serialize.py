@@ -117,5 +117,6 @@ def _decode(value: Any, hint: Any = None) -> Any:
         sub = typing.get_type_hints(hint)
         return hint(**{k: _decode(v, sub.get(k)) for k, v in value.items()})
     if isinstance(value, list):
-        return tuple(_decode(v) for v in value)
+        args = typing.get_args(hint) if typing.get_origin(hint) is tuple else ()
+        return tuple(_decode(v, args[0] if args else None) for v in value)
     return value

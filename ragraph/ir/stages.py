@@ -17,11 +17,13 @@ dependency. The overlap kinds (spec-verify, fork, join, prefetch) live in `ragra
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ragraph.errors import WorkflowError
 from ragraph.ir.edges import EdgeKind
+from ragraph.ir.fanout import Binding, template_reads
 from ragraph.ir.nodes import Node, Sampling, register_node
 from ragraph.ir.template import Template
 
@@ -79,17 +81,19 @@ def _chain_error(graph: Any, node: Node, what: str) -> WorkflowError:
 class EmbedQuery(SubStage):
     """Render `query` from the request's variables and embed it into slot qvec. `guarded`: a
     spec-verify node precedes it (speculative retrieval); then it reads that node's verdict and,
-    when the verdict adopted the speculative instance, reuses that instance's embedding."""
+    when the verdict adopted the speculative instance, reuses that instance's embedding.
+    `each` (a map): one query per branch; the chain's later steps run every branch."""
 
     kind: ClassVar[str] = "embed-query"
     follows: ClassVar[frozenset[str]] = frozenset({"spec-verify"})
     may_head: ClassVar[bool] = True
     query: Template
     guarded: bool = False
+    each: tuple[Binding, ...] = ()
 
     def reads(self) -> frozenset[str]:
         extra = {slot(self.origin, "verdict")} if self.guarded else set()
-        return self.query.variables | extra
+        return template_reads(self.query, self.each) | extra
 
     def writes(self) -> frozenset[str]:
         return frozenset({slot(self.origin, "qvec"), slot(self.origin, "qtext")})
@@ -164,7 +168,8 @@ class SearchSteps(SubStage):
 class RetrieveCommit(SubStage):
     """Assign the final top-k passages to `output` (the original retrieval's only visible effect).
     `cache` > 0 (reorder): also keep this retrieval's top-`cache` results, their clusters and its
-    probe list in the request's local result cache (the search keeps max(topk, cache) results)."""
+    probe list in the request's local result cache (the search keeps max(topk, cache) results).
+    `mapped`: the chain is a map; the output is the list of every branch's top-k."""
 
     kind: ClassVar[str] = "retrieve-commit"
     follows: ClassVar[frozenset[str]] = frozenset({"search-steps"})
@@ -172,12 +177,16 @@ class RetrieveCommit(SubStage):
     output: str
     topk: int = 5
     cache: int = 0
+    mapped: bool = False
 
     def reads(self) -> frozenset[str]:
         return frozenset({slot(self.origin, "topk")})
 
     def writes(self) -> frozenset[str]:
         return frozenset({self.output})
+
+    def output_type(self, types: Mapping[str, str]) -> str | None:
+        return "passages list" if self.mapped else "passages"
 
 
 # ----- generation chain --------------------------------------------------------------------------
@@ -203,7 +212,7 @@ NO_LAYOUT = PromptLayout()  # a prompt with no documents, or prefix-layout did n
 @dataclass(frozen=True, kw_only=True)
 class Prefill(SubStage):
     """Render `prompt`, submit it to the LLM engine with `sampling`, run its prefill. `layout`
-    (prefix-layout) tells the engine the document segments. `guarded`: see EmbedQuery."""
+    (prefix-layout) tells the engine the document segments. `guarded`, `each`: see EmbedQuery."""
 
     kind: ClassVar[str] = "prefill"
     follows: ClassVar[frozenset[str]] = frozenset({"spec-verify"})
@@ -212,10 +221,11 @@ class Prefill(SubStage):
     sampling: Sampling = Sampling()
     layout: PromptLayout = NO_LAYOUT
     guarded: bool = False
+    each: tuple[Binding, ...] = ()
 
     def reads(self) -> frozenset[str]:
         extra = {slot(self.origin, "verdict")} if self.guarded else set()
-        return self.prompt.variables | extra
+        return template_reads(self.prompt, self.each) | extra
 
     def writes(self) -> frozenset[str]:
         return frozenset({slot(self.origin, "kv")})
@@ -243,19 +253,25 @@ class DecodeChunk(SubStage):
 @dataclass(frozen=True, kw_only=True)
 class Finish(SubStage):
     """Assign the generated text to `output` (append a line when `append`), exactly as the
-    original Generate node does: the generation's only visible effect."""
+    original Generate node does: the generation's only visible effect. `items`: split the text
+    into a list of at most that many items; `mapped`: assign the list of every branch's text."""
 
     kind: ClassVar[str] = "finish"
     follows: ClassVar[frozenset[str]] = frozenset({"decode"})
     last: ClassVar[bool] = True
     output: str
     append: bool = False
+    items: int | None = None
+    mapped: bool = False
 
     def reads(self) -> frozenset[str]:
         return frozenset({slot(self.origin, "text")} | ({self.output} if self.append else set()))
 
     def writes(self) -> frozenset[str]:
         return frozenset({self.output})
+
+    def output_type(self, types: Mapping[str, str]) -> str | None:
+        return "text list" if self.items or self.mapped else "text"
 
 
 # Registers the overlap kinds (spec-verify, fork, join, prefetch) with every import of this module.

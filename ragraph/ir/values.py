@@ -55,7 +55,24 @@ class GeneratedText(str):
         return obj
 
 
-Value = str | int | float | bool | Passages
+@dataclass(frozen=True)
+class Items:
+    """A list value: the items of a list output (`-> queries[4]`), or one result per branch of a
+    map. Steps read it only by mapping over it or merging it (never rendered whole)."""
+
+    values: tuple[Value, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def __getitem__(self, i: int) -> Value:
+        return self.values[i]
+
+
+Value = str | int | float | bool | Passages | Items
 
 
 def format_passage(index: int, passage: Passage) -> str:
@@ -70,6 +87,8 @@ def format_passages(passages: Passages) -> str:
 def render_value(value: Value) -> str:
     if isinstance(value, Passages):
         return format_passages(value)
+    if isinstance(value, Items):  # the verifier keeps lists out of templates; a line each
+        return "\n".join(render_value(v) for v in value.values)
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -78,6 +97,8 @@ def render_value(value: Value) -> str:
 def type_name(value: Value) -> str:
     if isinstance(value, Passages):
         return "passages"
+    if isinstance(value, Items):
+        return "list"
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):

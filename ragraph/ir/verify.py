@@ -10,15 +10,18 @@ import networkx as nx
 from ragraph.errors import Span, WorkflowError
 from ragraph.ir.edges import Edge, EdgeKind
 from ragraph.ir.graph import RAGraph
-from ragraph.ir.nodes import END, START, Generate, Node, Retrieve
+from ragraph.ir.nodes import END, START, Generate, Merge, Node, Retrieve
 from ragraph.ir.values import Passages
 
 
 def verify(graph: RAGraph) -> None:
+    from ragraph.ir.verify_fanout import check_fanout
+
     _check_edges(graph)
     _check_reachability(graph)
     _check_loops(graph)
     _check_types(graph)
+    check_fanout(graph, variable_types(graph))
     _check_definitions(graph)
     for node in graph.nodes():
         node.check(graph)
@@ -104,24 +107,22 @@ def _check_loops(graph: RAGraph) -> None:
 
 
 def variable_types(graph: RAGraph) -> dict[str, str]:
-    """'text', 'number', 'bool' or 'passages' for every variable; conflicting writes are errors."""
+    """'text', 'number', 'bool', 'passages', 'text list' or 'passages list' for every variable;
+    conflicting writes are errors."""
     types: dict[str, str] = {}
     for inp in graph.inputs.values():
         types[inp.name] = _value_type(inp.default)
-    for node in graph.nodes():
-        for name, kind in _written_types(node):
-            if types.get(name, kind) != kind:
-                raise fail(graph, f"node {node.id!r} assigns {kind} to {name!r}, "
-                           f"which elsewhere holds {types[name]}", node)
-            types[name] = kind
+    # A merge's type follows its input's, which any other node may write: merges go last.
+    for node in sorted(graph.nodes(), key=lambda n: isinstance(n, Merge)):
+        kind = node.output_type(types)
+        if kind is None:
+            continue
+        (name,) = node.writes()
+        if types.get(name, kind) != kind:
+            raise fail(graph, f"node {node.id!r} assigns {kind} to {name!r}, "
+                       f"which elsewhere holds {types[name]}", node)
+        types[name] = kind
     return types
-
-
-def _written_types(node: Node) -> Iterable[tuple[str, str]]:
-    if isinstance(node, Retrieve):
-        yield node.output, "passages"
-    elif isinstance(node, Generate):
-        yield node.output, "text"
 
 
 def _value_type(value: object) -> str:
@@ -156,7 +157,7 @@ def _check_definitions(graph: RAGraph) -> None:
         for var in sorted(needed):
             if var not in defined_anywhere:
                 raise fail(graph, f"undefined variable {var!r} in node {node.id!r}", node,
-                           hint=_suggest(var, defined_anywhere))
+                           hint=_item_hint(graph, var) or _suggest(var, defined_anywhere))
             if var not in available[node.id][0]:
                 raise fail(graph, f"variable {var!r} may be unset when node {node.id!r} runs "
                            "(no assignment on some path from start)", node)
@@ -167,7 +168,7 @@ def _check_definitions(graph: RAGraph) -> None:
                 if var not in defined_anywhere:
                     raise fail(graph, f"undefined variable {var!r} in the condition of "
                                f"{edge.src} -> {edge.dst}", node, edge.span,
-                               hint=_suggest(var, defined_anywhere))
+                               hint=_item_hint(graph, var) or _suggest(var, defined_anywhere))
                 if var not in available[node.id][1]:
                     raise fail(graph, f"variable {var!r} may be unset when the condition of "
                                f"{edge.src} -> {edge.dst} is evaluated", node, edge.span)
@@ -192,6 +193,13 @@ def _must_defined(graph: RAGraph) -> dict[str, tuple[frozenset[str], frozenset[s
             if new_in != ins[node.id] or new_out != outs[node.id]:
                 ins[node.id], outs[node.id], changed = new_in, new_out, True
     return {nid: (ins[nid], outs[nid]) for nid in ins}
+
+
+def _item_hint(graph: RAGraph, name: str) -> str | None:
+    for node in graph.nodes():
+        if any(b.item == name for b in getattr(node, "each", ())):
+            return f"{name!r} is the item of map {node.id!r}; it exists only inside that step"
+    return None
 
 
 def _suggest(name: str, known: Iterable[str]) -> str | None:

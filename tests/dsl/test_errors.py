@@ -14,7 +14,7 @@ FLOW = "flow:\n    start -> a -> end\n"
 # (name, source, line, column, message fragment, hint fragment or None)
 CASES = [
     ("missing colon", HEAD + 'generate a -> answer "{question}"\n',
-     2, 22, """unexpected '"{question}"', expected '(', '+=' or ':'""", None),
+     2, 22, """unexpected '"{question}"', expected '(', '+=', ':' or '['""", None),
     ("unterminated string", HEAD + 'generate a -> answer: "{question}\n',
      2, 23, "unterminated string", "ends on the line it starts"),
     ("unterminated block", HEAD + 'generate a -> answer:\n    """\n    {question}\n',
@@ -90,6 +90,12 @@ CASES = [
 @pytest.mark.parametrize(("name", "source", "line", "col", "message", "hint"), CASES,
                          ids=[c[0] for c in CASES])
 def test_mistake_is_located(name, source, line, col, message, hint):
+    assert_located(source, line, col, message, hint)
+
+
+def assert_located(source: str, line: int, col: int, message: str, hint: str | None) -> None:
+    """`source` fails to parse with `message` (and `hint`) at wf.rag:line:col, shown with the
+    line and a caret."""
     with pytest.raises(WorkflowError) as caught:
         parse(source, file="wf.rag")
     err = caught.value
