@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ragraph.ir.edges import Edge, EdgeKind
+from ragraph.ir.fanout import Binding
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import Generate, Node, Retrieve
 from ragraph.ir.overlap import Prefetch
@@ -29,18 +30,20 @@ class Generation:
     last: str  # the node that assigns its output
     prompt: Template
     output: str
+    each: tuple[Binding, ...] = ()
 
 
 def generations(graph: RAGraph) -> list[Generation]:
     found = []
     for node in graph.nodes():
         if isinstance(node, Generate):
-            found.append(Generation(node.id, node.id, node.id, node.prompt, node.output))
+            found.append(Generation(node.id, node.id, node.id, node.prompt, node.output,
+                                    node.each))
         elif node.kind == "prefill":
             finish = step(graph, node.origin, "finish")  # type: ignore[attr-defined]
             if finish is not None:
                 found.append(Generation(node.origin, node.id, finish.id,  # type: ignore[attr-defined]
-                                        node.prompt, finish.output))  # type: ignore[attr-defined]
+                                        node.prompt, finish.output, node.each))  # type: ignore[attr-defined]
     return found
 
 
@@ -56,9 +59,9 @@ def query_readers(graph: RAGraph, gen: Generation) -> list[Node]:
             continue
         seen.add(nid)
         node = graph.node(nid)
-        query: Template | None = getattr(node, "query", None)
+        # reads(), not the query's holes: a map's query reads the list through its item.
         if isinstance(node, Retrieve) or node.kind == "embed-query":
-            if query is not None and gen.output in query.variables:
+            if gen.output in node.reads():
                 found.append(node)
         if gen.output in node.writes():
             continue
@@ -102,5 +105,7 @@ def _known(gen: Generation, head: Node, passages: frozenset[str], loop: bool) ->
     prompt variables; in a loop also gen's own output (the previous round's query)."""
     query: Template = head.query
     names = [h.name for h in query.holes] + [h.name for h in gen.prompt.holes]
-    keep = [n for n in dict.fromkeys(names) if n not in passages and (loop or n != gen.output)]
+    items = {b.item for b in (*getattr(head, "each", ()), *gen.each)}  # unset until the map runs
+    keep = [n for n in dict.fromkeys(names)
+            if n not in passages and n not in items and (loop or n != gen.output)]
     return tuple(keep)

@@ -1,8 +1,9 @@
 """A pure reference interpreter for compiled graphs, with every speculative edge declined.
 
 `walk(graph, inputs)` runs one request through any graph (-O0 or optimized) with fake engines
-(generation output = f(rendered prompt), retrieval = f(rendered query, topk)) and returns the
-effects on request variables, in order. Sub-stages do what the runtime does minus the engines:
+(generation output = f(rendered prompt), one to four lines; retrieval = f(rendered query, topk))
+and returns the effects on request variables, in order. A map renders one prompt or query per
+branch and assigns the list of results; a merge combines a list (`ir.fanout`). Sub-stages do what the runtime does minus the engines:
 embed-query renders the query, prefill renders the prompt, the chain's last step assigns the
 output; probe, cache-lookup, search-steps, decode, spec-verify (no speculative instance), fork and
 join change nothing visible. Side nodes (prefetch) are never visited.
@@ -23,15 +24,20 @@ from dataclasses import dataclass, field
 from ragraph.errors import WorkflowError
 from ragraph.ir.control import choose_edge
 from ragraph.ir.edges import EdgeKind
+from ragraph.ir.fanout import Binding, branch_states, merge, split_items
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START, Node
 from ragraph.ir.stages import slot
-from ragraph.ir.values import Passage, Passages, Value
+from ragraph.ir.template import Template
+from ragraph.ir.values import Items, Passage, Passages, Value
 from ragraph.passes.analysis import straight_next
 
 
 def fake_generate(prompt: str) -> str:
-    return "gen-" + hashlib.sha256(prompt.encode()).hexdigest()[:10]
+    """One to four lines (so list outputs have several items), a function of the prompt."""
+    digest = hashlib.sha256(prompt.encode()).hexdigest()
+    lines = 1 + int(digest[-1], 16) % 4
+    return "\n".join(f"gen-{digest[i * 10:i * 10 + 10]}" for i in range(lines))
 
 
 def fake_retrieve(query: str, topk: int) -> Passages:
@@ -61,7 +67,7 @@ class _Request:
     graph: RAGraph
     engines: FakeEngines
     state: dict[str, Value]
-    scratch: dict[str, str] = field(default_factory=dict)
+    scratch: dict[str, object] = field(default_factory=dict)
     effects: list[Effect] = field(default_factory=list)
 
     def assign(self, node: str, var: str, value: Value, source: str, append: bool) -> None:
@@ -71,27 +77,52 @@ class _Request:
         self.state[var] = value
         self.effects.append(Effect(node, var, value, source))
 
+    def render(self, template: Template, each: tuple[Binding, ...], node: str,
+               strip: bool) -> str | tuple[str, ...]:
+        """The rendered text, or one per branch for a map."""
+        def one(state: dict[str, Value]) -> str:
+            text = template.render(state)
+            return text.strip() if strip else text
+        if not each:
+            return one(self.state)
+        return tuple(one(s) for s in branch_states(each, self.state, node))
+
+    def generated(self, node: Node, prompt: str | tuple[str, ...]) -> Value:
+        if isinstance(prompt, tuple):
+            return Items(tuple(self.engines.generate(p) for p in prompt))
+        text = self.engines.generate(prompt)
+        items = getattr(node, "items", None)
+        return split_items(text, items) if items else text
+
+    def retrieved(self, query: str | tuple[str, ...], topk: int) -> Value:
+        if isinstance(query, tuple):
+            return Items(tuple(self.engines.retrieve(q, topk) for q in query))
+        return self.engines.retrieve(query, topk)
+
     def run(self, node: Node) -> None:
-        kind = node.kind
+        kind, n = node.kind, node  # `n` read through the fields its kind has
         origin = getattr(node, "origin", node.id)
         if kind == "generate":
-            prompt = node.prompt.render(self.state)  # type: ignore[attr-defined]
-            self.assign(origin, node.output, self.engines.generate(prompt), prompt,  # type: ignore[attr-defined]
-                        node.append)  # type: ignore[attr-defined]
+            prompt = self.render(n.prompt, n.each, node.id, strip=False)  # type: ignore[attr-defined]
+            self.assign(origin, n.output, self.generated(node, prompt), str(prompt),  # type: ignore[attr-defined]
+                        n.append)  # type: ignore[attr-defined]
         elif kind == "retrieve":
-            query = node.query.render(self.state).strip()  # type: ignore[attr-defined]
-            self.assign(origin, node.output, self.engines.retrieve(query, node.topk), query,  # type: ignore[attr-defined]
-                        False)
+            query = self.render(n.query, n.each, node.id, strip=True)  # type: ignore[attr-defined]
+            self.assign(origin, n.output, self.retrieved(query, n.topk), str(query), False)  # type: ignore[attr-defined]
+        elif kind == "merge":
+            value = merge(n.method, self.state[n.input], n.k, n.topk)  # type: ignore[attr-defined]
+            self.assign(origin, n.output, value, repr(self.state[n.input]), False)  # type: ignore[attr-defined]
         elif kind == "embed-query":
-            self.scratch[slot(origin, "qtext")] = node.query.render(self.state).strip()  # type: ignore[attr-defined]
+            self.scratch[slot(origin, "qtext")] = self.render(n.query, n.each, origin, strip=True)  # type: ignore[attr-defined]
         elif kind == "prefill":
-            self.scratch[slot(origin, "prompt")] = node.prompt.render(self.state)  # type: ignore[attr-defined]
+            self.scratch[slot(origin, "prompt")] = self.render(n.prompt, n.each, origin,  # type: ignore[attr-defined]
+                                                               strip=False)
         elif kind == "retrieve-commit":
             query = self.scratch[slot(origin, "qtext")]
-            self.assign(origin, node.output, self.engines.retrieve(query, node.topk), query, False)  # type: ignore[attr-defined]
+            self.assign(origin, n.output, self.retrieved(query, n.topk), str(query), False)  # type: ignore[attr-defined, arg-type]
         elif kind == "finish":
             prompt = self.scratch[slot(origin, "prompt")]
-            self.assign(origin, node.output, self.engines.generate(prompt), prompt, node.append)  # type: ignore[attr-defined]
+            self.assign(origin, n.output, self.generated(node, prompt), str(prompt), n.append)  # type: ignore[attr-defined, arg-type]
         elif kind not in _NO_VISIBLE_EFFECT:
             raise WorkflowError(f"the reference walker does not know node kind {kind!r}",
                                 node=node.id)

@@ -5,6 +5,12 @@
 - retrieval: a generation followed directly by a retrieval whose query reads its output gets a
   SPECULATIVE edge decode -> embed-query (embed and search the partial text, warming the cache).
 
+Fan-out: a map's retrieval followed by a merge and a generation reading the merged passages (RAG-
+Fusion's fused top-k) gets the same edge, the runtime rendering the prompt from the merge of every
+branch's partial top-k; the verify point compares the prompt the final fused passages render, so it
+stays exact. A mapped generation or retrieval is never speculated: the verify point checks one
+rendered prompt or query, a map renders one per branch.
+
 Either way a spec-verify node is inserted just before the speculated chain, with a COMMIT edge from
 the source's last step (where the final value is known) and a ROLLBACK edge to the chain's first
 step. The runtime policy (load threshold tau, semantic drift) decides whether to take an edge; a
@@ -51,13 +57,18 @@ class Speculate(Pass):
                field: str) -> bool:
         """Speculate the chain right after `last` (the source's output step) on its partial
         value, when that chain starts with `head_kind` and reads the source's output."""
+        source, var = last.origin, last.output  # type: ignore[attr-defined]
         nxt = next_original(graph, last.id, _TRANSPARENT)
+        if nxt is not None and partial_kind == "search-steps" and _merges(graph.node(nxt), var):
+            var = graph.node(nxt).output  # type: ignore[attr-defined]
+            nxt = next_original(graph, nxt, _TRANSPARENT)
         if nxt is None:
             return False
         head = graph.node(nxt)
-        source, var = last.origin, last.output  # type: ignore[attr-defined]
         inputs: Template | None = getattr(head, field, None)
         if head.kind != head_kind or inputs is None or var not in inputs.variables:
+            return False
+        if getattr(head, "each", ()):
             return False
         partial = step(graph, source, partial_kind)
         if partial is None:
@@ -71,3 +82,8 @@ class Speculate(Pass):
         graph.insert_edge(Edge(src=last.id, dst=verify.id, kind=EdgeKind.COMMIT))
         graph.insert_edge(Edge(src=verify.id, dst=head.id, kind=EdgeKind.ROLLBACK))
         return True
+
+
+def _merges(node: Node, var: str) -> bool:
+    """Whether `node` merges the list `var` (a map's output) into one value."""
+    return node.kind == "merge" and getattr(node, "input", None) == var

@@ -1,7 +1,9 @@
 """split-stages: each Retrieval becomes embed -> probe -> search-steps -> commit, each Generation
 prefill -> decode -> finish (HedraRAG sub-stage partitioning). The runtime repeats search-steps
 (clusters per step chosen by the time budget mb) and decode (`chunk` tokens per step), so sub-stages
-of many requests batch together; only the last step of a chain assigns the original output."""
+of many requests batch together; only the last step of a chain assigns the original output. A map
+keeps one chain: its head renders one query or prompt per branch and every later step runs all
+branches, so a map's searches share search steps and its generations share decode batches."""
 
 from __future__ import annotations
 
@@ -49,17 +51,20 @@ class SplitStages(Pass):
         ids = [fresh_id(graph, self.name, f"{r.id}.{s}") for s in ("embed", "probe", "search",
                                                                    "commit")]
         return [
-            EmbedQuery(id=ids[0], origin=r.id, query=r.query, span=r.span),
+            EmbedQuery(id=ids[0], origin=r.id, query=r.query, each=r.each, span=r.span),
             Probe(id=ids[1], origin=r.id, nprobe=r.nprobe, span=r.span),
             SearchSteps(id=ids[2], origin=r.id, topk=r.topk, span=r.span),
-            RetrieveCommit(id=ids[3], origin=r.id, output=r.output, topk=r.topk, span=r.span),
+            RetrieveCommit(id=ids[3], origin=r.id, output=r.output, topk=r.topk,
+                           mapped=bool(r.each), span=r.span),
         ]
 
     def _generation(self, graph: RAGraph, g: Generate) -> list[Node]:
         ids = [fresh_id(graph, self.name, f"{g.id}.{s}") for s in ("prefill", "decode", "finish")]
         return [
-            Prefill(id=ids[0], origin=g.id, prompt=g.prompt, sampling=g.sampling, span=g.span),
+            Prefill(id=ids[0], origin=g.id, prompt=g.prompt, sampling=g.sampling, each=g.each,
+                    span=g.span),
             DecodeChunk(id=ids[1], origin=g.id, chunk=min(self.chunk, g.sampling.max_tokens),
                         span=g.span),
-            Finish(id=ids[2], origin=g.id, output=g.output, append=g.append, span=g.span),
+            Finish(id=ids[2], origin=g.id, output=g.output, append=g.append, items=g.items,
+                   mapped=bool(g.each), span=g.span),
         ]

@@ -74,4 +74,43 @@ def selfrag() -> RAGraph:
     return g
 
 
-BUILDERS = {f.__name__: f for f in (hyde, multistep, parallel, selfrag)}
+def fusion() -> RAGraph:
+    """RAG-Fusion: rewrites, one retrieval per rewrite (a map), reciprocal-rank fusion, answer."""
+    g = RAGraph("fusion")
+    g.add_input("question")
+    g.add_generation("rewrite", prompt="Search queries for: {question}", output="queries",
+                     items=4)
+    g.add_retrieval("ret", topk=3, query="{q}", output="results", each={"q": "queries"})
+    g.add_merge("fuse", "rrf", input="results", output="docs", topk=4)
+    g.add_generation("answer", prompt=DOCS_FIRST, output="answer")
+    for a, b in ((START, "rewrite"), ("rewrite", "ret"), ("ret", "fuse"), ("fuse", "answer"),
+                 ("answer", END)):
+        g.add_edge(a, b)
+    return g
+
+
+def subquestions() -> RAGraph:
+    """Decompose, answer each sub-question from its own retrieval (two zipped maps), then
+    synthesize; a loop around the fan-out re-runs it on the partial answer."""
+    g = RAGraph("subquestions")
+    g.add_input("question")
+    g.add_input("draft", "")
+    g.add_generation("split", prompt="Sub-questions of: {question} {draft}", output="subqs",
+                     items=3)
+    g.add_retrieval("ret", topk=2, query="{sq} {question}", output="subdocs",
+                    each={"sq": "subqs"})
+    g.add_generation("solve", prompt="{d}\nQuestion: {sq}\nAnswer:", output="facts",
+                     each={"sq": "subqs", "d": "subdocs"})
+    g.add_merge("gather", "concat", input="facts", output="notes")
+    g.add_merge("pool", "dedup", input="subdocs", output="docs")
+    g.add_generation("answer", prompt=DOCS_FIRST + "\nNotes: {notes}", output="draft")
+    g.add_edge(START, "split")
+    for a, b in (("split", "ret"), ("ret", "solve"), ("solve", "gather"), ("gather", "pool"),
+                 ("pool", "answer")):
+        g.add_edge(a, b)
+    g.add_edge("answer", "split", when="len(draft) < 40", max_iters=1)
+    g.add_edge("answer", END)
+    return g
+
+
+BUILDERS = {f.__name__: f for f in (hyde, multistep, parallel, selfrag, fusion, subquestions)}
