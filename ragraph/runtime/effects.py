@@ -1,14 +1,18 @@
-"""What a Generate or Retrieve node does to a request's variables: the one definition every
+"""What a Generate, Retrieve or Merge node does to a request's variables: the one definition every
 executor uses, so the baselines and the wavefront scheduler cannot compute different answers.
 The `_of`/`_to` forms take the template or output of a compiled chain; the node forms are the
-same functions applied to an original node."""
+same functions applied to an original node. A map's branches render from `branches` and their
+results land as one list (`apply_branches_to`), in branch order whatever order they finished in."""
 
 from __future__ import annotations
 
-from ragraph.ir.nodes import Generate, Retrieve
+from collections.abc import Sequence
+
+from ragraph.ir.fanout import Binding, branch_states, merge, split_items
+from ragraph.ir.nodes import Generate, Merge, Retrieve
 from ragraph.ir.stages import PromptLayout
 from ragraph.ir.template import Template
-from ragraph.ir.values import GeneratedText, Passages, Value, render_value
+from ragraph.ir.values import GeneratedText, Items, Passages, Value, render_value
 from ragraph.runtime.llm.protocol import PromptSegments
 
 
@@ -17,12 +21,43 @@ def generation_prompt_of(prompt: Template, variables: dict[str, Value]) -> str:
 
 
 def apply_generation_to(output: str, append: bool, variables: dict[str, Value], text: str,
-                        min_prob: float) -> None:
-    """Assign the generated text (stripped of surrounding whitespace), or append it as a line."""
+                        min_prob: float, items: int | None = None) -> None:
+    """Assign the generated text (stripped of surrounding whitespace), append it as a line, or
+    split it into a list of at most `items` items."""
+    if items:
+        variables[output] = split_items(text, items, min_prob)
+        return
     value = text.strip()
     if append and str(variables.get(output, "")).strip():
         value = f"{str(variables[output]).rstrip()}\n{value}"
     variables[output] = GeneratedText(value, min_prob)
+
+
+def branches(each: tuple[Binding, ...], variables: dict[str, Value],
+             node: str) -> list[dict[str, Value]]:
+    """A map's variables, one map per branch (the item names bound); empty for an empty list."""
+    return branch_states(each, variables, node)
+
+
+def generated_value(text: GeneratedText) -> GeneratedText:
+    """One branch's generation as its list item (stripped, as a plain output would be)."""
+    return GeneratedText(text.strip(), text.min_prob)
+
+
+def apply_branches_to(output: str, variables: dict[str, Value], values: Sequence[Value]) -> None:
+    """Assign a map's results, in branch order."""
+    variables[output] = Items(tuple(values))
+
+
+def apply_merge(node: Merge, variables: dict[str, Value]) -> None:
+    variables[node.output] = merge(node.method, variables[node.input], node.k, node.topk)
+
+
+def retrieved(value: Value) -> list[Passages]:
+    """The passage lists a retrieval or merge produced (what a request's trace records)."""
+    if isinstance(value, Passages):
+        return [value]
+    return [v for v in value if isinstance(v, Passages)] if isinstance(value, Items) else []
 
 
 def prompt_segments(prompt: Template, layout: PromptLayout, variables: dict[str, Value]
@@ -48,7 +83,7 @@ def generation_prompt(node: Generate, variables: dict[str, Value]) -> str:
 
 
 def apply_generation(node: Generate, variables: dict[str, Value], text: str, min_prob: float) -> None:
-    apply_generation_to(node.output, node.append, variables, text, min_prob)
+    apply_generation_to(node.output, node.append, variables, text, min_prob, node.items)
 
 
 def retrieval_query(node: Retrieve, variables: dict[str, Value]) -> str:

@@ -22,10 +22,14 @@ def sampling_params(sampling: Sampling) -> SamplingParams:
     )
 
 
-def generation_request(rid: str, node: Generate, prompt: str, attempt: int = 0) -> GenerationRequest:
-    """Engine request ids are unique per (request, node, visit, attempt) so aborts hit one stream."""
+def generation_request(rid: str, node: Generate, prompt: str, attempt: int = 0,
+                       branch: int | None = None) -> GenerationRequest:
+    """Engine request ids are unique per (request, node, visit, attempt, map branch) so aborts
+    hit one stream."""
+    suffix = "" if branch is None else f".{branch}"
     return GenerationRequest(
-        rid=f"{rid}/{node.id}/{attempt}", prompt=prompt, params=sampling_params(node.sampling)
+        rid=f"{rid}/{node.id}/{attempt}{suffix}", prompt=prompt,
+        params=sampling_params(node.sampling),
     )
 
 

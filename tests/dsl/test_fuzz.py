@@ -18,7 +18,8 @@ SEED = 20250611
 # test within seconds.
 ROUND_TRIP_EVERY = 5
 # Characters that matter to the grammar, inserted to reach the error paths around them.
-SPECIAL = list('"{}()[]:#=,+-<>\\\'\n\t') + ['"""', "->", "loop", "max", "if", "flow:", "0"]
+SPECIAL = list('"{}()[]:#=,+-<>\\\'\n\t') + ['"""', "->", "loop", "max", "if", "flow:", "0",
+                                                 " in ", "merge", "rrf(", "[4]", "[q in queries]"]
 _TOKEN = re.compile(r'"""|->|\w+|\s+|[^\w\s]')
 
 

@@ -15,7 +15,8 @@ from tests.dsl.paths import GOLDEN, WORKFLOWS
 
 # RAGRAPH_UPDATE_GOLDEN=1 rewrites the expected listings from the current output.
 UPDATE = os.environ.get("RAGRAPH_UPDATE_GOLDEN") == "1"
-EXPECTED = {"adaptive", "flare", "hyde", "ircot", "irg", "multistep", "oneshot", "recomp", "selfrag"}
+EXPECTED = {"adaptive", "flare", "hyde", "ircot", "irg", "multistep", "oneshot", "ragfusion", "recomp",
+            "selfrag", "subquestions"}
 by_stem = pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.stem)
 
 
@@ -70,6 +71,7 @@ def test_loops_are_bounded_where_the_papers_iterate():
     assert loops["multistep"] and loops["ircot"] and loops["adaptive"]
     # FLARE regenerates a low-confidence sentence once; the answers here are one sentence long.
     assert not loops["oneshot"] and not loops["hyde"] and not loops["recomp"] and not loops["flare"]
+    assert not loops["ragfusion"] and not loops["subquestions"]  # fan-out, not iteration
     flare = load(next(p for p in WORKFLOWS if p.stem == "flare"))
     assert flare.node("lookahead").sampling.logprobs  # the confidence test reads its logprobs
     assert any("confidence(answer)" in e.condition.source for e in flare.edges() if e.condition)

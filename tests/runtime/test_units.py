@@ -24,7 +24,8 @@ from tests.workflows import routes
 from tests.workflows.scripted import ScriptedEngine
 
 ROOT = Path(__file__).resolve().parents[2]
-NAMES = ("adaptive", "flare", "hyde", "ircot", "irg", "multistep", "oneshot", "recomp", "selfrag")
+NAMES = ("adaptive", "flare", "hyde", "ircot", "irg", "multistep", "oneshot", "ragfusion", "recomp",
+         "selfrag", "subquestions")
 FAST = SimConfig(cost=GpuCostModel(weight_bytes=1e9, step_overhead_s=2e-4), mean_output_tokens=6)
 
 

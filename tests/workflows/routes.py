@@ -1,10 +1,12 @@
 """A script that drives every decision of workflows/ from the question text, and the questions
 that use it: each names the behaviour it asks for, so a test knows which route to expect.
 
-Words in a question:  lookup-no (no retrieval: Self-RAG "no", Adaptive-RAG "none"), several
+Words in a question:  lookup-no (no retrieval: Self-RAG "no", Adaptive-RAG "none"; no queries or
+sub-questions: an empty list), several
 (Adaptive-RAG "several"), muddled (a class the router does not know), irrelevant / unsupported
 (Self-RAG critiques "no"), unsure (FLARE: every token at probability 0.1), hops-N (N follow-ups
-or N reasoning sentences before the model says it is done; without it the model never is).
+or N reasoning sentences before the model says it is done; without it the model never is; N
+queries or sub-questions, at most 3).
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ def from_documents(question: str) -> str:
     return f"documents {question.split()[1]}"
 
 
+def _listing_cue(prompt: str) -> str:
+    """"Query" or "Sub-question" when the prompt awaits a list on the lines after its cue."""
+    last = prompt.rstrip("\n").rsplit("\n", 1)[-1] if prompt.endswith("\n") else ""
+    return {"Queries:": "Query", "Sub-questions:": "Sub-question"}.get(last, "")
+
+
 def _after_question(prompt: str) -> str:
     return prompt.rsplit("\nQuestion: ", 1)[-1]
 
@@ -41,6 +49,10 @@ def _after_question(prompt: str) -> str:
 def script(question: str, cue: str, prompt: str) -> Reply:
     """The reply to the prompt of one workflow node (see the module docstring)."""
     prob = 0.1 if "unsure" in question else 0.9
+    listing = _listing_cue(prompt)
+    if listing:  # a list output, one item a line: as many as the question's hops (none: none)
+        n = 0 if "lookup-no" in question else min(hops(question), 3)
+        return Reply("".join(f"{listing} {i} of {question}\n" for i in range(1, n + 1)))
     if cue == "Needs a lookup":
         return Reply(" no" if "lookup-no" in question else " yes")
     if cue == "Lookups":

@@ -25,7 +25,8 @@ from tests.workflows import routes
 from tests.workflows.scripted import ScriptedEngine
 
 ROOT = Path(__file__).resolve().parents[2]
-NAMES = ("adaptive", "flare", "hyde", "ircot", "irg", "multistep", "oneshot", "recomp", "selfrag")
+NAMES = ("adaptive", "flare", "hyde", "ircot", "irg", "multistep", "oneshot", "ragfusion", "recomp",
+         "selfrag", "subquestions")
 # A fast simulated GPU: timing never changes answers, only how long the test takes.
 FAST = SimConfig(cost=GpuCostModel(weight_bytes=1e9, step_overhead_s=2e-4), mean_output_tokens=6)
 VARIANTS = (("sequential", "-O0"), ("stage-batched", "-O0"), ("ragraph", "-O0"), ("ragraph", "-O2"),
@@ -58,7 +59,7 @@ def search():
     return fakes.random_search()
 
 
-def test_the_nine_workflows_are_here():
+def test_the_eleven_workflows_are_here():
     assert tuple(sorted(p.stem for p in (ROOT / "workflows").glob("*.rag"))) == NAMES
 
 

@@ -1,22 +1,37 @@
-"""Running one whole Generate or Retrieve node for one request (the baselines' unit of work)."""
+"""Running one whole Generate, Retrieve or Merge node for one request (the baselines' unit of
+work). A map runs its branches through `fan`: one after another, as an application's loop does
+(`one_after_another`), or all submitted at once so the engine batches them (`all_at_once`)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor as ThreadPool
+from typing import Any
 
 from ragraph.errors import WorkflowError
-from ragraph.ir.nodes import Generate, Node, Retrieve
-from ragraph.ir.values import Passages
+from ragraph.ir.nodes import Generate, Merge, Node, Retrieve
+from ragraph.ir.values import GeneratedText, Passages
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.generate import generated_text, generation_request
 from ragraph.runtime.request import RequestState
 
+Thunk = Callable[[], Awaitable[Any]]
+Fan = Callable[[Sequence[Thunk]], Awaitable[list]]
 
-async def run_generation(node: Generate, state: RequestState, services: Services) -> None:
-    prompt = effects.generation_prompt(node, state.variables)
-    request = generation_request(state.rid, node, prompt, attempt=len(state.path))
+
+async def one_after_another(thunks: Sequence[Thunk]) -> list:
+    return [await thunk() for thunk in thunks]
+
+
+async def all_at_once(thunks: Sequence[Thunk]) -> list:
+    return list(await asyncio.gather(*(thunk() for thunk in thunks)))
+
+
+async def _generate(node: Generate, state: RequestState, services: Services, prompt: str,
+                    branch: int | None = None) -> GeneratedText:
+    request = generation_request(state.rid, node, prompt, attempt=len(state.path), branch=branch)
     start = clock()
     stream = services.llm.submit(request)
     async for _ in stream:
@@ -24,10 +39,29 @@ async def run_generation(node: Generate, state: RequestState, services: Services
             state.first_token_at = clock()
     result = await stream.result()
     end = clock()
-    services.tracer.add_span(state.rid, f"generate {node.id}", start, end, engine=False)
-    services.tracer.add_span("llm", f"{state.rid} {node.id}", start, end)
-    text = generated_text(result)
-    effects.apply_generation(node, state.variables, text, text.min_prob)
+    label = node.id if branch is None else f"{node.id}[{branch}]"
+    services.tracer.add_span(state.rid, f"generate {label}", start, end, engine=False)
+    services.tracer.add_span("llm", f"{state.rid} {label}", start, end)
+    return generated_text(result)
+
+
+async def run_generation(node: Generate, state: RequestState, services: Services,
+                         fan: Fan = one_after_another) -> None:
+    if not node.each:
+        prompt = effects.generation_prompt(node, state.variables)
+        text = await _generate(node, state, services, prompt)
+        effects.apply_generation(node, state.variables, text, text.min_prob)
+        return
+    prompts = [effects.generation_prompt(node, v)
+               for v in effects.branches(node.each, state.variables, node.id)]
+    texts = await fan([_thunk(_generate, node, state, services, p, i)
+                       for i, p in enumerate(prompts)])
+    effects.apply_branches_to(node.output, state.variables,
+                              [effects.generated_value(t) for t in texts])
+
+
+def _thunk(fn: Callable[..., Awaitable[Any]], *args: Any) -> Thunk:
+    return lambda: fn(*args)
 
 
 def search_blocking(services: Services, node: Retrieve, query: str) -> Passages:
@@ -40,13 +74,25 @@ def search_blocking(services: Services, node: Retrieve, query: str) -> Passages:
 async def run_retrieval(
     node: Retrieve, state: RequestState, services: Services, pool: ThreadPool
 ) -> None:
-    query = effects.retrieval_query(node, state.variables)
+    """A map searches its branches one after another, as an application's loop does."""
     start = clock()
     loop = asyncio.get_running_loop()
-    passages = await loop.run_in_executor(pool, search_blocking, services, node, query)
+    if not node.each:
+        query = effects.retrieval_query(node, state.variables)
+        passages = await loop.run_in_executor(pool, search_blocking, services, node, query)
+        effects.apply_retrieval(node, state.variables, passages)
+    else:
+        found = [await loop.run_in_executor(pool, search_blocking, services, node,
+                                            effects.retrieval_query(node, v))
+                 for v in effects.branches(node.each, state.variables, node.id)]
+        effects.apply_branches_to(node.output, state.variables, found)
     services.tracer.add_span(state.rid, f"retrieve {node.id}", start, clock(), engine=False)
-    effects.apply_retrieval(node, state.variables, passages)
-    state.retrievals.append(passages)
+    state.retrievals.extend(effects.retrieved(state.variables[node.output]))
+
+
+def run_merge(node: Merge, state: RequestState) -> None:
+    effects.apply_merge(node, state.variables)
+    state.retrievals.extend(effects.retrieved(state.variables[node.output]))
 
 
 async def run_node(node: Node, state: RequestState, services: Services, pool: ThreadPool) -> None:
@@ -54,6 +100,8 @@ async def run_node(node: Node, state: RequestState, services: Services, pool: Th
         await run_generation(node, state, services)
     elif isinstance(node, Retrieve):
         await run_retrieval(node, state, services, pool)
+    elif isinstance(node, Merge):
+        run_merge(node, state)
     else:
         raise WorkflowError(f"the baseline executors run source graphs; got a {node.kind} node",
                             node=node.id)

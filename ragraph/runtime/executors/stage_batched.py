@@ -3,7 +3,8 @@
 A batch is every request that has arrived (up to `batch_size`). Each round runs the generation
 stage of every request waiting on a generation (the engine batches them), then the retrieval stage
 of every request waiting on a retrieval as one batched search; retrieval and generation alternate
-and never overlap.
+and never overlap. A map's branches join their stage's batch (every branch of every request in
+one engine batch or one search); merges take no engine and run as soon as they are reached.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ragraph.ir.nodes import END, Generate, Retrieve
+from ragraph.ir.nodes import END, Generate, Merge, Retrieve
 from ragraph.ir.values import Passages
 from ragraph.runtime import effects
 from ragraph.runtime.catalog import Catalog
@@ -27,7 +28,7 @@ from ragraph.runtime.executors.base import (
     describe_failure,
     finish,
 )
-from ragraph.runtime.executors.nodes import run_generation
+from ragraph.runtime.executors.nodes import all_at_once, run_generation, run_merge
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.retrieval.protocol import SearchTask
@@ -55,8 +56,11 @@ class StageBatchedExecutor:
     async def _run_batch(self, catalog: Catalog, batch, pool, on_done: OnDone) -> None:
         active = [_started(catalog, r, t) for r, t in batch]
         while active:
+            _merges(active)
             await self._stage(active, Generate, pool)
+            _merges(active)
             await self._stage(active, Retrieve, pool)
+            _merges(active)
             for state in [s for s in active if s.error or s.node == END]:
                 active.remove(state)
                 finish(state, on_done, clock())
@@ -68,7 +72,8 @@ class StageBatchedExecutor:
             return
         if kind is Generate:
             results = await asyncio.gather(
-                *(run_generation(s.graph.node(s.node), s, self.services) for s in ready),
+                *(run_generation(s.graph.node(s.node), s, self.services, all_at_once)
+                  for s in ready),
                 return_exceptions=True,
             )
         else:
@@ -93,50 +98,86 @@ def _started(catalog: Catalog, request: Request, arrived: float) -> RequestState
     return state
 
 
+def _merges(active: list[RequestState]) -> None:
+    """Run every merge the requests have reached (no engine work: they complete at once)."""
+    for state in active:
+        try:
+            while not state.error and isinstance(node := state.graph.node(state.node), Merge):
+                run_merge(node, state)
+                advance(state)
+        except Exception as err:  # attributed to this request
+            state.error = describe_failure(err)
+
+
 def search_batch(services: Services, states: list[RequestState]) -> list:
-    """One batched search for all waiting retrievals, as FlashRAG's `batch_search`: the queries
-    embedded in one batch, each probed alone (see search_service), then searched together in one
-    multi-threaded faiss call."""
+    """One batched search for all waiting retrievals (every branch of a map among them), as
+    FlashRAG's `batch_search`: the queries embedded in one batch, each probed alone (see
+    search_service), then searched together in one multi-threaded faiss call."""
     start = clock()
-    search = services.search
-    results: list = [attempt(_query_of, state) for state in states]
-    queried = [i for i, q in enumerate(results) if isinstance(q, str)]
-    nprobes = [states[i].graph.node(states[i].node).nprobe for i in queried]
-    # The search stage has the search cores to itself: its embedding uses them all.
-    probed = (search.embed_and_probe([results[i] for i in queried], nprobes,
-                                     services.search_threads) if queried else [])
-    tasks, owners = [], []
-    for i, got in zip(queried, probed, strict=True):
-        if isinstance(got, BaseException):  # this request's query failed; the batch goes on
-            results[i] = got
-        else:
-            tasks.append(SearchTask.of(*got))
-            owners.append(i)
-    for k, group in _by_k(states, owners).items():
-        step = search.step([tasks[j] for j in group], k)
-        for j, partial in zip(group, step.partials, strict=True):
-            i = owners[j]
-            try:
-                topk = search.finish(tasks[j].query, tasks[j].clusters, [partial], k)
-                passages: Passages = search.passages(topk)
-                node = states[i].graph.node(states[i].node)
-                effects.apply_retrieval(node, states[i].variables, passages)
-                states[i].retrievals.append(passages)
-                results[i] = passages
-            except Exception as err:
-                results[i] = err
-    services.tracer.add_span("search", f"batch x{len(states)}", start, clock())
+    results: list = [attempt(_queries_of, state) for state in states]
+    asks = [(i, q) for i, qs in enumerate(results) if isinstance(qs, list) for q in qs]
+    found = _search_all(services, [q for _, q in asks], [_node(states[i]) for i, _ in asks])
+    for i, state in enumerate(states):
+        if isinstance(results[i], BaseException):
+            continue
+        got = [f for (j, _), f in zip(asks, found, strict=True) if j == i]
+        error = next((g for g in got if isinstance(g, BaseException)), None)
+        results[i] = error or attempt(_apply, state, got)
+    services.tracer.add_span("search", f"batch x{len(asks)}", start, clock())
     return results
 
 
-def _query_of(state: RequestState) -> str:
-    return effects.retrieval_query(state.graph.node(state.node), state.variables)
+def _apply(state: RequestState, found: list[Passages]) -> Passages:
+    node = _node(state)
+    if node.each:
+        effects.apply_branches_to(node.output, state.variables, found)
+    else:
+        effects.apply_retrieval(node, state.variables, found[0])
+    state.retrievals.extend(found)
+    return found[-1] if found else Passages()
 
 
-def _by_k(states, owners) -> dict[int, list[int]]:
+def _search_all(services: Services, queries: list[str], nodes: list[Retrieve]) -> list:
+    """Passages (or the error) for each query, searched as one batch per top-k."""
+    search = services.search
+    out: list = [None] * len(queries)
+    # The search stage has the search cores to itself: its embedding uses them all.
+    probed = (search.embed_and_probe(queries, [n.nprobe for n in nodes], services.search_threads)
+              if queries else [])
+    tasks, owners = [], []
+    for i, got in enumerate(probed):
+        if isinstance(got, BaseException):  # this query failed; the batch goes on
+            out[i] = got
+        else:
+            tasks.append(SearchTask.of(*got))
+            owners.append(i)
+    for k, group in _by_k(nodes, owners).items():
+        step = search.step([tasks[j] for j in group], k)
+        for j, partial in zip(group, step.partials, strict=True):
+            out[owners[j]] = attempt(_passages, search, tasks[j], partial, k)
+    return out
+
+
+def _passages(search, task: SearchTask, partial, k: int) -> Passages:  # noqa: ANN001
+    return search.passages(search.finish(task.query, task.clusters, [partial], k))
+
+
+def _node(state: RequestState) -> Retrieve:
+    return state.graph.node(state.node)  # type: ignore[return-value]  # at its retrieval stage
+
+
+def _queries_of(state: RequestState) -> list[str]:
+    node = _node(state)
+    if not node.each:
+        return [effects.retrieval_query(node, state.variables)]
+    return [effects.retrieval_query(node, v)
+            for v in effects.branches(node.each, state.variables, node.id)]
+
+
+def _by_k(nodes: list[Retrieve], owners: list[int]) -> dict[int, list[int]]:
     groups: dict[int, list[int]] = {}
     for j, i in enumerate(owners):
-        groups.setdefault(states[i].graph.node(states[i].node).topk, []).append(j)
+        groups.setdefault(nodes[i].topk, []).append(j)
     return groups
 
 

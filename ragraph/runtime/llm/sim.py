@@ -129,7 +129,8 @@ class SimEngine(EngineBase):
         plan = plan_output(ids, p.max_new_tokens, seed=p.seed, greedy=p.greedy,
                            mean_output_tokens=self.config.mean_output_tokens,
                            output_lengths=self.config.output_lengths,
-                           vocab_size=self.config.vocab_size)
+                           vocab_size=self.config.vocab_size,
+                           line_breaks="\n" not in p.stop)
         self._pending.append(_Seq(stream, request, ids, plan, OutputText(p.stop)))
         self._wake.set()
 

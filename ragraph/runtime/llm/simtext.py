@@ -3,7 +3,9 @@
 The simulated engine must give the same output for the same prompt (greedy determinism, the
 baselines comparing answers) without a model. Output is words from a fixed vocabulary chosen by a
 generator seeded from a hash of the prompt tokens (plus the request seed when sampling); the
-output length comes from a seeded exponential distribution or is replayed from a trace.
+output length comes from a seeded exponential distribution or is replayed from a trace. A sequence
+that does not stop at a line break starts a new line every `LINE_WORDS` words, so a list output
+(one item a line) gets several items.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ _WORDS: tuple[str, ...] = tuple(
         "united then made year him between part three team season river war american"
     ).split()
 )
+
+
+LINE_WORDS = 4
 
 
 def token_id(piece: str, vocab_size: int) -> int:
@@ -59,6 +64,7 @@ def plan_output(
     mean_output_tokens: float,
     output_lengths: tuple[int, ...] | None,
     vocab_size: int,
+    line_breaks: bool = False,
 ) -> OutputPlan:
     digest = hashlib.sha256(b",".join(str(t).encode() for t in prompt_ids)).digest()
     key = int.from_bytes(digest[:8], "little")
@@ -70,7 +76,8 @@ def plan_output(
     else:
         natural = max(1, round(rng.expovariate(1.0 / mean_output_tokens)))
     n = min(natural, max_new_tokens)
-    pieces = tuple(" " + rng.choice(_WORDS) for _ in range(n))
+    pieces = tuple(("\n" if line_breaks and i % LINE_WORDS == LINE_WORDS - 1 else " ")
+                   + rng.choice(_WORDS) for i in range(n))
     return OutputPlan(
         pieces=pieces,
         token_ids=tuple(token_id(p, vocab_size) for p in pieces),

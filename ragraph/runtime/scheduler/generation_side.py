@@ -21,7 +21,7 @@ from ragraph.runtime.scheduler.program import GenerationChain
 
 RECENT_PROMPTS = 64
 
-Key = tuple[str, str]  # (request id, generation origin)
+Key = tuple[str, str, int]  # (request id, generation origin, map branch; 0 outside maps)
 
 
 @dataclass
@@ -35,6 +35,9 @@ class Counters:
     on_acc: int = 0
     prefetch_errors: int = 0
     last_prefetch_error: str = ""
+    fan_steps: int = 0  # search cycles that carried branches of a map
+    shared_steps: int = 0  # ... two or more branches of one map at once
+    branch_searches: int = 0  # branch retrievals those cycles advanced
 
 
 class GenerationSide:
@@ -59,7 +62,7 @@ class GenerationSide:
         """Speculation's commit point: adopt `chain`'s speculative instance when it started on
         the prompt the committed values render (equal prompts give equal greedy outputs), else
         roll it back. True when adopted."""
-        spec = self.speculative.pop((state.rid, chain.origin), None)
+        spec = self.speculative.pop((state.rid, chain.origin, 0), None)
         if spec is None:
             return False
         if spec.prompt != prompt or spec.failed:
@@ -68,20 +71,21 @@ class GenerationSide:
             return False
         self.n.hits += 1
         spec.speculative = False
-        self.real[(state.rid, chain.origin)] = spec
+        self.real[(state.rid, chain.origin, 0)] = spec
         if spec.tokens and state.first_token_at is None:
             state.first_token_at = clock()
         return True
 
     def start(self, state: RequestState, chain: GenerationChain, prompt: str,
-              layout: PromptSegments | None = None) -> GenJob:
-        """The real generation of `chain`: the instance its verify point adopted, else a new
-        one queued for the engine."""
-        adopted = self.real.get((state.rid, chain.origin))
+              layout: PromptSegments | None = None, branch: int = 0) -> GenJob:
+        """The real generation of `chain` (of one branch of a map): the instance its verify
+        point adopted, else a new one queued for the engine."""
+        adopted = self.real.get((state.rid, chain.origin, branch))
         if adopted is not None:
             return adopted
-        job = GenJob(next(self._keys), state, clock(), chain=chain, prompt=prompt, layout=layout)
-        self.real[(state.rid, chain.origin)] = job
+        job = GenJob(next(self._keys), state, clock(), chain=chain, prompt=prompt, layout=layout,
+                     branch=branch)
+        self.real[(state.rid, chain.origin, branch)] = job
         self.ready.append(job)
         self.waited[job.key] = 0
         return job
@@ -89,7 +93,7 @@ class GenerationSide:
     def speculate(self, state: RequestState, chain: GenerationChain, prompt: str,
                   layout: PromptSegments | None = None) -> None:
         """Start `chain` early on a partial value; it stays speculative until `start` adopts it."""
-        key = (state.rid, chain.origin)
+        key = (state.rid, chain.origin, 0)
         if key in self.real:
             return
         old = self.speculative.pop(key, None)
@@ -102,8 +106,9 @@ class GenerationSide:
         self.speculative[key] = job
         self.n.speculations += 1
 
-    def drop_speculation(self, rid: str, origin: str, rolled_back: bool = True) -> None:
-        spec = self.speculative.pop((rid, origin), None)
+    def drop_speculation(self, rid: str, origin: str, branch: int = 0,
+                         rolled_back: bool = True) -> None:
+        spec = self.speculative.pop((rid, origin, branch), None)
         if spec is not None:
             self._abort(spec)
             self.n.rollbacks += int(rolled_back)
@@ -186,7 +191,7 @@ class GenerationSide:
 
     def finished(self, job: GenJob) -> None:
         """The job's output was applied: forget it."""
-        self.real.pop((job.state.rid, job.origin), None)
+        self.real.pop((job.state.rid, job.origin, job.branch), None)
 
     def _trace(self, job: GenJob) -> None:
         end, rid = clock(), job.state.rid

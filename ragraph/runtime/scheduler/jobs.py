@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
@@ -36,10 +37,15 @@ class Job:
     started: float
     reached: set[Stage] = field(default_factory=set)
     awaiting: tuple[str, Stage] | None = None  # the unit waiting for a stage of this job
+    # A map's branch: units wait on its fanout.Fan (every branch), never on the branch alone.
+    fan: Any = None
+    branch: int = 0
 
     def reach(self, stage: Stage) -> str | None:
         """Record `stage`; the unit that was waiting for it, if any (it completes now)."""
         self.reached.add(stage)
+        if self.fan is not None:
+            return self.fan.branch_reached(stage)
         if self.awaiting is not None and self.awaiting[1] in self.reached:
             uid, self.awaiting = self.awaiting[0], None
             return uid

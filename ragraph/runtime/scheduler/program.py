@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ragraph.ir.edges import EdgeKind
+from ragraph.ir.fanout import Binding
 from ragraph.ir.graph import RAGraph
-from ragraph.ir.nodes import Generate, Node, Retrieve, Sampling
+from ragraph.ir.nodes import Generate, Merge, Node, Retrieve, Sampling
 from ragraph.ir.overlap import Fork, Join, Prefetch, SpecVerify
 from ragraph.ir.stages import (
     NO_LAYOUT,
@@ -30,7 +31,7 @@ from ragraph.ir.stages import (
     SearchSteps,
 )
 from ragraph.ir.template import Template
-from ragraph.passes.analysis import straight_next
+from ragraph.passes.analysis import next_original, straight_next
 from ragraph.passes.compiled import CompiledWorkflow
 
 RETRIEVAL_UNITS = (EmbedQuery, Probe, CacheLookup, SearchSteps, RetrieveCommit)
@@ -51,6 +52,8 @@ class RetrievalChain:
     order: str  # "probe" | "similarity" (a cache-lookup orders clusters by the local cache)
     keep: int  # results kept in the request's local cache at commit (reorder's `cache`)
     speculate_into: str | None  # the generation origin a partial top-k may start early
+    each: tuple[Binding, ...] = ()  # a map: one search per branch
+    via: Merge | None = None  # the merge between a map and the generation it may start early
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class GenerationChain:
     chunk: int  # decode tokens per repetition of the decode unit
     warm: str | None  # the retrieval origin a partial text may warm (speculative retrieval)
     prefetch: Prefetch | None  # TeleRAG: clusters to load while this generation runs
+    each: tuple[Binding, ...] = ()  # a map: one generation per branch
+    items: int | None = None  # a list output: the text split into at most this many items
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,7 @@ def lower(compiled: CompiledWorkflow) -> Program:
         elif Prefill in chain:
             generations[origin] = _generation_of_chain(graph, origin, chain)
     regions = {n.id: _region(graph, n) for n in graph.nodes() if isinstance(n, Fork)}
-    originals = [n for n in graph.nodes() if isinstance(n, Generate | Retrieve)]
+    originals = [n for n in graph.nodes() if isinstance(n, Generate | Retrieve | Merge)]
     heads = frozenset(n.id for n in originals) | {_head(c).id for c in by_origin.values()}
     last = {n.id: n.id for n in originals} | {
         origin: (chain.get(RetrieveCommit) or chain[Finish]).id for origin, chain in
@@ -151,7 +156,7 @@ def _prefetch_of(graph: RAGraph, uid: str) -> Prefetch | None:
 
 def _retrieval_of_node(graph: RAGraph, r: Retrieve) -> RetrievalChain:
     return RetrievalChain(r.id, r.query, r.output, r.topk, r.nprobe, stepwise=False,
-                          order="probe", keep=0, speculate_into=None)
+                          order="probe", keep=0, speculate_into=None, each=r.each)
 
 
 def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) -> RetrievalChain:
@@ -162,12 +167,22 @@ def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) ->
     order = "similarity" if CacheLookup in chain else "probe"
     return RetrievalChain(origin, embed.query, commit.output, commit.topk, probe.nprobe,
                           stepwise=True, order=order, keep=commit.cache,
-                          speculate_into=_speculative_target(graph, search.id))
+                          speculate_into=_speculative_target(graph, search.id),
+                          each=embed.each, via=_merge_after(graph, commit))
+
+
+def _merge_after(graph: RAGraph, commit: RetrieveCommit) -> Merge | None:
+    """The merge of a map's output right after its commit (speculate starts the generation
+    after it on the merge of the branches' partial top-ks)."""
+    nxt = next_original(graph, commit.id, frozenset({"fork", "join"}))
+    node = graph.node(nxt) if nxt is not None else None
+    return node if isinstance(node, Merge) and node.input == commit.output else None
 
 
 def _generation_of_node(graph: RAGraph, g: Generate) -> GenerationChain:
     return GenerationChain(g.id, g.prompt, g.sampling, g.output, g.append, NO_LAYOUT,
-                           chunk=g.sampling.max_tokens, warm=None, prefetch=None)
+                           chunk=g.sampling.max_tokens, warm=None, prefetch=None, each=g.each,
+                           items=g.items)
 
 
 def _generation_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) -> GenerationChain:
@@ -177,7 +192,8 @@ def _generation_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) -
     return GenerationChain(origin, prefill.prompt, prefill.sampling, finish.output,
                            finish.append, prefill.layout, decode.chunk,
                            warm=_speculative_target(graph, decode.id),
-                           prefetch=_prefetch_of(graph, prefill.id))
+                           prefetch=_prefetch_of(graph, prefill.id), each=prefill.each,
+                           items=finish.items)
 
 
 def _region(graph: RAGraph, fork: Fork) -> Region:

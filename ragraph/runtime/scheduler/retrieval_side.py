@@ -15,6 +15,7 @@ from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.cost import CostModel
 from ragraph.runtime.retrieval.locality import History
 from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler.fanout import count_shared
 from ragraph.runtime.scheduler.generation_side import Counters
 from ragraph.runtime.scheduler.inbox import Inbox, Prepared, StepDone
 from ragraph.runtime.scheduler.jobs import RetJob
@@ -165,6 +166,7 @@ class RetrievalSide:
                 self.jobs.pop(job.key)
             return [(job, err) for job in carried]
         self._account(cycle)
+        count_shared(self.n, [self.jobs.get(r.key) for r in cycle.results])
         for result in cycle.results:
             job = self.jobs.get(result.key)
             if job is None:

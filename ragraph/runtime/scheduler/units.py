@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ragraph.ir.control import choose_edge
-from ragraph.ir.nodes import END, START, Generate, Node, Retrieve
+from ragraph.ir.nodes import END, START, Generate, Merge, Node, Retrieve
 from ragraph.ir.overlap import Fork, Join, SpecVerify
 from ragraph.ir.stages import (
     CacheLookup,
@@ -32,7 +32,7 @@ from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock, describe_failure
 from ragraph.runtime.generate import generated_text
 from ragraph.runtime.request import RequestState
-from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler import fanout, policies
 from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, PrefetchDone, Token
 from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob, Stage
@@ -55,8 +55,9 @@ class Units:
         self.s, self.cfg, self.gen, self.ret, self.inbox = services, config, gen, ret, inbox
         self._retire, self._has_room = retire, has_room
         self.walks: dict[str, Walk] = {}
-        self.rjobs: dict[tuple[str, str], RetJob] = {}  # the real retrieval of each chain
+        self.rjobs: dict[tuple[str, str], RetJob | fanout.Fan] = {}  # each chain's retrieval
         self.gjobs: dict[int, GenJob] = {}  # generation jobs units wait on, by key
+        self.gfans: dict[tuple[str, str], fanout.Fan] = {}  # a mapped generation's branches
         self.entered: dict[tuple[str, str], float] = {}
         self.executed = 0
         self.cache = getattr(services.search.engine, "cache", None)
@@ -115,6 +116,8 @@ class Units:
             del self.rjobs[key]
         for key in [k for k, j in self.gjobs.items() if j.state.rid == rid]:
             del self.gjobs[key]
+        for fan in [k for k in self.gfans if k[0] == rid]:
+            del self.gfans[fan]
         self.entered = {k: v for k, v in self.entered.items() if k[0] != rid}
         if self.cache is not None:
             self.cache.release(rid)
@@ -126,13 +129,21 @@ class Units:
         state, program = walk.state, walk.program
         if isinstance(node, INSTANT) or node.kind == "start":
             return True
+        if isinstance(node, Merge):
+            effects.apply_merge(node, state.variables)
+            state.retrievals.extend(effects.retrieved(state.variables[node.output]))
+            return True
         if isinstance(node, SpecVerify):
             return self._verify(walk, node)
         if isinstance(node, EmbedQuery | Retrieve):
             chain = program.retrievals[program.origin(uid)]
-            job = self.ret.start(state, chain, effects.retrieval_query_of(chain.query,
-                                                                          state.variables))
+            job = fanout.start_retrievals(self.ret, state, chain) if chain.each else \
+                self.ret.start(state, chain, effects.retrieval_query_of(chain.query,
+                                                                        state.variables))
             self.rjobs[(state.rid, chain.origin)] = job
+            if isinstance(node, Retrieve) and job.wait(uid, Stage.SEARCHED):
+                self._commit(state, chain)  # a map over an empty list: nothing to search
+                return True
             return job.wait(uid, WAITS_FOR.get(type(node), Stage.EMBEDDED))
         if isinstance(node, Prefill | Generate):
             return self._start_generation(walk, uid, node)
@@ -149,17 +160,25 @@ class Units:
         origin, rid = walk.program.origin(uid), walk.state.rid
         if origin in walk.program.retrievals:
             return self.rjobs[(rid, origin)]
-        return self.gen.real[(rid, origin)]
+        return self.gfans.get((rid, origin)) or self.gen.real[(rid, origin, 0)]
 
     def _start_generation(self, walk: Walk, uid: str, node: Prefill | Generate) -> bool:
         state, program = walk.state, walk.program
         chain = program.generations[program.origin(uid)]
-        prompt = effects.generation_prompt_of(chain.prompt, state.variables)
-        segments = effects.prompt_segments(chain.prompt, chain.layout, state.variables)
-        job = self.gen.start(state, chain, prompt, segments)
-        self.gjobs[job.key] = job
+        if chain.each:
+            job: GenJob | fanout.Fan = fanout.start_generations(self.gen, state, chain)
+            self.gfans[(state.rid, chain.origin)] = job
+            self.gjobs.update((j.key, j) for j in job.jobs)  # type: ignore[misc]
+        else:
+            prompt = effects.generation_prompt_of(chain.prompt, state.variables)
+            segments = effects.prompt_segments(chain.prompt, chain.layout, state.variables)
+            job = self.gen.start(state, chain, prompt, segments)
+            self.gjobs[job.key] = job
         if chain.prefetch is not None:
             self._prefetch(state, chain)
+        if isinstance(node, Generate) and job.wait(uid, Stage.DECODED):
+            self._finish(state, chain)  # a map over an empty list: nothing to generate
+            return True
         return job.wait(uid, Stage.DECODED if isinstance(node, Generate) else Stage.PREFILLED)
 
     def _verify(self, walk: Walk, node: SpecVerify) -> bool:
@@ -181,10 +200,15 @@ class Units:
                          passages: Passages | None) -> None:
         assert passages is not None  # the search-steps unit completed
         effects.apply_retrieval_to(chain.output, state.variables, passages)
-        state.retrievals.append(passages)
+        state.retrievals.extend(effects.retrieved(passages))
 
     def _finish(self, state: RequestState, chain: GenerationChain) -> None:
-        job = self.gen.real[(state.rid, chain.origin)]
+        fan = self.gfans.pop((state.rid, chain.origin), None)
+        if fan is not None:
+            for done in fanout.finish_generations(self.gen, fan, state, chain):
+                self.gjobs.pop(done.key, None)
+            return
+        job = self.gen.real[(state.rid, chain.origin, 0)]
         self.gjobs.pop(job.key, None)
         self.gen.finished(job)
         if job.error is not None:
@@ -192,7 +216,7 @@ class Units:
         assert job.result is not None  # the decode unit completed
         text = generated_text(job.result)  # raises the engine's error for this request
         effects.apply_generation_to(chain.output, chain.append, state.variables, text,
-                                    text.min_prob)
+                                    text.min_prob, chain.items)
 
     # -- engine reports --------------------------------------------------------------------------
 
@@ -204,9 +228,9 @@ class Units:
         node = walk.program.unit(uid)
         try:
             if isinstance(node, Retrieve):
-                self.rjobs.pop((job.state.rid, node.id), None)
+                done = self.rjobs.pop((job.state.rid, node.id), job)
                 self._apply_retrieval(job.state, walk.program.retrievals[node.id],
-                                      job.passages)  # type: ignore[attr-defined]
+                                      done.passages)  # type: ignore[union-attr]
             elif isinstance(node, Generate):
                 self._finish(job.state, walk.program.generations[node.id])
         except Exception as err:
@@ -265,18 +289,19 @@ class Units:
         if walk is None or chain is None or chain.speculate_into is None:
             return
         target = walk.program.generations[chain.speculate_into]
-        key = (job.state.rid, target.origin)
+        key = (job.state.rid, target.origin, 0)
         if key in self.gen.speculative and job.drift == 0.0:
             return  # the partial top-k did not change: keep the running speculation
         self.gen.drop_speculation(*key)
         if job.drift > self.cfg.spec_max_drift or not self._has_room():
             return
         state = job.state
-        variables = dict(state.variables)
-        variables[chain.output] = job.partial_passages  # type: ignore[assignment]
         try:
-            edge = choose_edge(walk.program.graph, walk.program.last[chain.origin], variables,
-                               Counter(state.loop_counts))
+            partial = fanout.speculative_values(walk.program, job, state.variables)
+            if partial is None:
+                return  # a branch of the map has no partial top-k yet
+            variables, after = partial
+            edge = choose_edge(walk.program.graph, after, variables, Counter(state.loop_counts))
             if walk.program.origin(edge.dst) != target.origin:
                 return
             prompt = effects.generation_prompt_of(target.prompt, variables)

@@ -161,5 +161,7 @@ class _Run:
             vectors_on_accelerator=n.on_acc,
             extra={"beta_ms": self.ret.beta.value or 0.0, "t_r_ms": self.ret.t_r.value or 0.0,
                    "prefetch_errors": float(n.prefetch_errors),
-                   "units": float(self.units.executed)},
+                   "units": float(self.units.executed), "fan_steps": float(n.fan_steps),
+                   "shared_steps": float(n.shared_steps),
+                   "branch_searches": float(n.branch_searches)},
         )
