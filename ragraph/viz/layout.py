@@ -19,6 +19,7 @@ ID_FONT, SUB_FONT, LABEL_FONT = 13, 11, 11
 GLYPH = 0.62
 GAP_X, GAP_Y, MARGIN = 26, 14, 24
 LABEL_ROW_H, DUMMY_W = 16, 10
+BRANCH_W, BRANCH_H, BRANCH_GAP = 44, 20, 6  # one branch of a map, drawn inside its node
 SWEEPS = 4
 # How strongly a vertex keeps its wanted x when a row is packed: control nodes hold the line.
 WEIGHTS = {"node": 1.0, "side": 0.15, "dummy": 0.4}
@@ -59,7 +60,17 @@ def node_label(n: DrawNode) -> tuple[str, str]:
 def node_size(n: DrawNode) -> tuple[float, float]:
     title, sub = node_label(n)
     w = max(text_width(title, ID_FONT), text_width(sub, SUB_FONT)) + 28
+    if n.branches:  # a map: a row of its branches under the title (see svg.branch_boxes)
+        return max(w, n.branches * (BRANCH_W + BRANCH_GAP) + 12), 44.0 + BRANCH_H + 6
     return max(w, 64.0), (30.0 if not sub else 44.0)
+
+
+def branch_boxes(n: DrawNode, b: Box) -> list[Box]:
+    """The boxes of a map's branches, side by side along the bottom of its node box."""
+    step = BRANCH_W + BRANCH_GAP
+    left = b.x - (n.branches * step - BRANCH_GAP) / 2 + BRANCH_W / 2
+    y = b.y + b.h / 2 - BRANCH_H / 2 - 5
+    return [Box(left + i * step, y, BRANCH_W, BRANCH_H) for i in range(n.branches)]
 
 
 def layout(sc: Scene) -> Layout:

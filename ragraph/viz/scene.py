@@ -8,9 +8,11 @@ import json
 from dataclasses import dataclass
 
 from ragraph.ir.edges import Edge, EdgeKind
+from ragraph.ir.fanout import Binding
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.listing import node_fields, node_order
 from ragraph.ir.nodes import Node
+from ragraph.ir.verify_fanout import list_sources
 from ragraph.viz.style import (
     EdgeStyle,
     NodeStyle,
@@ -30,6 +32,10 @@ class DrawNode:
     subtitle: str  # kind, plus the variable the node writes
     fields: tuple[tuple[str, str], ...]
     style: NodeStyle
+    # A map (or a step of a map's chain): at most `branches` branches, side by side in HTML,
+    # each binding `item` (0: not a map).
+    branches: int = 0
+    item: str = ""
 
     @property
     def display_fields(self) -> list[tuple[str, str]]:
@@ -66,7 +72,9 @@ class Scene:
 
 def scene(graph: RAGraph, title: str | None = None, source: RAGraph | None = None) -> Scene:
     """`source`, the graph before the passes, lets sub-stages take their origin's colours."""
-    nodes = tuple(_draw_node(graph.node(nid), _origin_role(graph.node(nid), source))
+    maps = multiplicities(graph, source)
+    nodes = tuple(_draw_node(graph.node(nid), _origin_role(graph.node(nid), source),
+                             maps.get(getattr(graph.node(nid), "origin", nid)))
                   for nid in node_order(graph))
     # Edges grouped by source in node order, each source's edges in declaration order: the order
     # conditions are tried in, which is what a reader of the drawing needs.
@@ -85,14 +93,30 @@ def _origin_role(node: Node, source: RAGraph | None) -> str | None:
     return source.node(origin).role if origin in source else None
 
 
-def _draw_node(node: Node, origin_role: str | None) -> DrawNode:
+def multiplicities(graph: RAGraph, source: RAGraph | None) -> dict[str, tuple[int, Binding]]:
+    """Each map (by original node id): its bound on branches and its first binding. The bound is
+    the item count of the list output its lists were split from (`list_sources`)."""
+    sources = {**list_sources(graph), **list_sources(source or graph)}
+    found: dict[str, tuple[int, Binding]] = {}
+    for node in graph.nodes():
+        each = getattr(node, "each", ())
+        bounds = [sources[b.over].bound for b in each if b.over in sources]
+        if each and bounds:
+            found[getattr(node, "origin", node.id)] = (min(bounds), each[0])
+    return found
+
+
+def _draw_node(node: Node, origin_role: str | None,
+               fan: tuple[int, Binding] | None = None) -> DrawNode:
     # Pass-private slots (`%x.kv`) are runtime scratch; the subtitle names user variables only.
     writes = sorted(w for w in node.writes() if not w.startswith("%"))
-    subtitle = node.kind + (f" \u2192 {', '.join(writes)}" if writes else "")
+    times = f" \u00d7\u2264{fan[0]}" if fan else ""
+    subtitle = node.kind + times + (f" \u2192 {', '.join(writes)}" if writes else "")
     style = substage_style(origin_role) if node.role == "substage" else node_style(node.role)
     return DrawNode(
         id=node.id, kind=node.kind, role=node.role, side=not node.in_control_flow,
         subtitle=subtitle, fields=tuple(node_fields(node)), style=style,
+        branches=fan[0] if fan else 0, item=fan[1].item if fan else "",
     )
 
 

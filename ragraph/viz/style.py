@@ -41,6 +41,7 @@ NODE_STYLES: dict[str, NodeStyle] = {
         "parallelogram", "#ffedd5", "#c2410c", "#0f172a", "prefetch node (side work)",
     ),
     "speculative": NodeStyle("hexagon", "#fce7f3", "#be185d", "#0f172a", "speculation point"),
+    "merge": NodeStyle("box", "#ccfbf1", "#0f766e", "#0f172a", "merge (one value from a list)"),
 }
 FALLBACK_NODE = NodeStyle("box", "#f3f4f6", "#4b5563", "#0f172a", "other node")
 

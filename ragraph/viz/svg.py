@@ -6,7 +6,16 @@ from __future__ import annotations
 from html import escape
 from itertools import pairwise
 
-from ragraph.viz.layout import ID_FONT, LABEL_FONT, SUB_FONT, Box, EdgePath, Layout, node_label
+from ragraph.viz.layout import (
+    ID_FONT,
+    LABEL_FONT,
+    SUB_FONT,
+    Box,
+    EdgePath,
+    Layout,
+    branch_boxes,
+    node_label,
+)
 from ragraph.viz.scene import DrawEdge, DrawNode, Scene, shorten
 from ragraph.viz.style import EdgeStyle, NodeStyle, legend_edges
 
@@ -80,11 +89,21 @@ def _rect(x: float, y: float, w: float, h: float, r: float, paint: str) -> str:
 def _node(n: DrawNode, b: Box) -> str:
     title, sub = node_label(n)
     st = n.style
-    texts = [_text(b.x, b.y + (-4 if sub else 4.5), title, ID_FONT, st.text, bold=True)]
+    top = b.y - (b.h - 44) / 2 if n.branches else b.y  # a map's title sits above its branches
+    texts = [_text(b.x, top + (-4 if sub else 4.5), title, ID_FONT, st.text, bold=True)]
     if sub:
-        texts.append(_text(b.x, b.y + 12, sub, SUB_FONT, st.text))
+        texts.append(_text(b.x, top + 12, sub, SUB_FONT, st.text))
     return (f'<g class="node role-{escape(n.role)}"><title>{escape(n.tooltip)}</title>'
-            f"{shape(st.shape, b, st)}{''.join(texts)}</g>")
+            f"{shape(st.shape, b, st)}{''.join(texts)}{_branches(n, b)}</g>")
+
+
+def _branches(n: DrawNode, b: Box) -> str:
+    """A map's branches side by side inside its node, each named by its item (`q[1]`...)."""
+    parts = []
+    for i, box in enumerate(branch_boxes(n, b), start=1):
+        parts.append(f'<g class="branch">{shape("roundbox", box, n.style)}'
+                     f"{_text(box.x, box.y + 4, f'{n.item}[{i}]', SUB_FONT, n.style.text)}</g>")
+    return "".join(parts)
 
 
 def _text(x: float, y: float, text: str, size: int, color: str, bold: bool = False) -> str:

@@ -48,6 +48,8 @@ def _node_text(n: DrawNode) -> Text:
     text = Text(f"{_MARKS[st.shape]} ", style=st.stroke)
     text.append(n.id, style=f"bold {st.stroke}")
     text.append(f"  {n.kind}", style="dim" if n.role == "control" else "")
+    if n.branches:
+        text.append(f"  map \u00d7\u2264{n.branches} ({n.item} ...)", style="bold")
     if n.side:
         text.append("  (side)", style="dim")
     return text

@@ -89,5 +89,19 @@ def optimized() -> RAGraph:
     return g
 
 
+def fusion() -> RAGraph:
+    """A map (one retrieval per generated query) and a merge."""
+    g = RAGraph("fusion")
+    g.add_input("question")
+    g.add_generation("rewrite", prompt="Queries for: {question}", output="queries", items=3)
+    g.add_retrieval("search", topk=4, query="q", output="results", each={"q": "queries"})
+    g.add_merge("fuse", "rrf", input="results", output="docs", topk=4)
+    g.add_generation("answer", prompt="{docs}\nQuestion: {question}\nAnswer:", output="answer")
+    for a, b in ((START, "rewrite"), ("rewrite", "search"), ("search", "fuse"),
+                 ("fuse", "answer"), ("answer", END)):
+        g.add_edge(a, b)
+    return g
+
+
 def all_graphs() -> list[RAGraph]:
-    return [hyde(), multistep(), optimized()]
+    return [hyde(), multistep(), optimized(), fusion()]
