@@ -54,10 +54,11 @@ def apply_merge(node: Merge, variables: dict[str, Value]) -> None:
 
 
 def retrieved(value: Value) -> list[Passages]:
-    """The passage lists a retrieval or merge produced (what a request's trace records)."""
+    """What a retrieval or merge adds to a request's record of retrieved passages (its last entry
+    is the outcome's `passages`): a map's every passage, each once, in branch order."""
     if isinstance(value, Passages):
         return [value]
-    return [v for v in value if isinstance(v, Passages)] if isinstance(value, Items) else []
+    return [merge("dedup", value)] if isinstance(value, Items) else []  # type: ignore[list-item]
 
 
 def prompt_segments(prompt: Template, layout: PromptLayout, variables: dict[str, Value]

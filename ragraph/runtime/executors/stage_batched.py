@@ -133,7 +133,7 @@ def _apply(state: RequestState, found: list[Passages]) -> Passages:
         effects.apply_branches_to(node.output, state.variables, found)
     else:
         effects.apply_retrieval(node, state.variables, found[0])
-    state.retrievals.extend(found)
+    state.retrievals.extend(effects.retrieved(state.variables[node.output]))
     return found[-1] if found else Passages()
 
 
