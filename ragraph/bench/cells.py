@@ -91,6 +91,12 @@ class CellResult:
     decode_steps: int = 0  # batched decode passes (completion tokens / steps = mean batch)
     # Share of this executor's answers equal to ragraph's on the same requests (None: ragraph).
     agree: float | None = None
+    # Fan-out (ragraph): search steps, those that carried branches of a map, and those where two
+    # or more branches of one map searched side by side; branch retrievals they advanced.
+    search_steps: int = 0
+    fan_steps: int = 0
+    shared_steps: int = 0
+    branch_searches: int = 0
 
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
@@ -152,6 +158,10 @@ def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: l
         speculations=speculations,
         speculation_hit_rate=hits / speculations if speculations else None,
         synthetic_share=synthetic_share(outcomes),
+        search_steps=sum(s.search_steps for s in stats),
+        fan_steps=int(sum(s.extra.get("fan_steps", 0) for s in stats)),
+        shared_steps=int(sum(s.extra.get("shared_steps", 0) for s in stats)),
+        branch_searches=int(sum(s.extra.get("branch_searches", 0) for s in stats)),
     )
 
 

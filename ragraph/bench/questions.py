@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ragraph.runtime.request import Request
 
-MULTI_HOP = frozenset({"multistep", "irg", "ircot"})
+# Workflows that decompose or fan out a question read multi-hop questions.
+MULTI_HOP = frozenset({"multistep", "irg", "ircot", "ragfusion", "subquestions"})
 NQ_FILE = "nq-open-dev.jsonl"
 MULTI_HOP_FILES = ("hotpotqa_train.json", "musique_train.json")
 FALLBACK = (

@@ -164,6 +164,21 @@ def reuse_lines(rows: Sequence[CellResult]) -> list[str]:
     return out
 
 
+def fanout_lines(rows: Sequence[CellResult]) -> list[str]:
+    """How the branches of maps shared search steps, for each cell where ragraph ran maps."""
+    out = []
+    for r in rows:
+        if r.executor != "ragraph" or not r.fan_steps:
+            continue
+        out.append(f"fan-out, {r.cell.workload} ({_load(r)}, {r.cell.concurrency} in flight): "
+                   f"{r.branch_searches:,} branch retrievals advanced in {r.fan_steps:,} of "
+                   f"{r.search_steps:,} search steps; in {r.shared_steps:,} of them two or more "
+                   f"branches of one map searched side by side ({r.branch_searches / r.fan_steps:.1f}"
+                   " branch steps per step); stage-batched searches each batch's branches in one "
+                   "call, the thread pool one branch after another")
+    return out
+
+
 def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine: str,
               caption: str, notes: Sequence[str], ablation: bool = False) -> list[R.Target]:
     console.print(cells_table(rows, caption))
@@ -172,6 +187,8 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
         for note in notes:
             console.print(f"note: {note}", highlight=False)
         return []
+    for line in fanout_lines(rows):
+        console.print(line, highlight=False)
     points = R.slo_points(rows, slo_s)
     found = R.targets(points, engine, rows)
     if engine == "sim":

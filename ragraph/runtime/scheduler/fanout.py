@@ -16,7 +16,7 @@ from ragraph.ir.values import Items, Passages, Value
 from ragraph.runtime import effects
 from ragraph.runtime.generate import generated_text
 from ragraph.runtime.request import RequestState
-from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob, Stage
+from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob, Stage, StageWaiter
 from ragraph.runtime.scheduler.program import GenerationChain, Program, RetrievalChain
 
 if TYPE_CHECKING:  # the sides import this module (count_shared)
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the sides import this module (count_shared)
 
 
 @dataclass
-class Fan:
+class Fan(StageWaiter):
     """The branch jobs of one map chain of one request, waited on as one job."""
 
     jobs: list[Job]
@@ -45,16 +45,7 @@ class Fan:
     def branch_reached(self, stage: Stage) -> str | None:
         """A branch reached `stage`: the waiting unit, once every branch has."""
         self.reached = self._all()
-        if self.awaiting is not None and self.awaiting[1] in self.reached:
-            uid, self.awaiting = self.awaiting[0], None
-            return uid
-        return None
-
-    def wait(self, uid: str, stage: Stage) -> bool:
-        if stage in self.reached:
-            return True
-        self.awaiting = (uid, stage)
-        return False
+        return self.released()
 
     @property
     def passages(self) -> Items | None:

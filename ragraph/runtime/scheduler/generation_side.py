@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
-from collections import deque
 from dataclasses import dataclass
 
 from ragraph.runtime.executors.base import Services, clock
@@ -18,6 +16,7 @@ from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
 from ragraph.runtime.scheduler.jobs import GenJob
 from ragraph.runtime.scheduler.program import GenerationChain
+from ragraph.runtime.scheduler.recent import RecentPrompts
 
 RECENT_PROMPTS = 64
 
@@ -51,7 +50,7 @@ class GenerationSide:
         self.waited: dict[int, int] = {}
         self.seconds = policies.RunningMean()
         # Prompts recently sent to the engine, for estimating prefix-cache hits (RAGCache).
-        self.recent: deque[str] = deque(maxlen=RECENT_PROMPTS)
+        self.recent = RecentPrompts(RECENT_PROMPTS)
         self._keys = itertools.count()
 
     @property
@@ -127,13 +126,14 @@ class GenerationSide:
             self.waited[job.key] += 1
         for job in chosen:
             self.waited.pop(job.key, None)
+            self.recent.forget(job.key)
             self._submit(job)
         return chosen
 
     def _candidate(self, job: GenJob) -> policies.PrefillCandidate:
         """Cached length estimated as the longest prefix shared with a recent prompt: what a
         prefix-caching engine (SGLang's radix cache, llama.cpp's prefix store) reuses."""
-        shared = max((len(os.path.commonprefix((job.prompt, p))) for p in self.recent), default=0)
+        shared = self.recent.shared(job.key, job.prompt)
         group = job.prompt[:job.layout.docs_end] if job.layout else None
         return policies.PrefillCandidate(str(job.key), cached_tokens=shared,
                                          prompt_tokens=max(len(job.prompt), 1),
@@ -153,7 +153,7 @@ class GenerationSide:
             self.inbox.put(Generated(job.key, None, err))
             return
         job.started = clock()
-        self.recent.append(job.prompt)
+        self.recent.add(job.prompt)
         job.task = asyncio.create_task(self._drain(job))
 
     async def _drain(self, job: GenJob) -> None:
@@ -209,5 +209,6 @@ class GenerationSide:
             job = self.real.pop(key)
             if job in self.ready:
                 self.ready.remove(job)
+                self.recent.forget(job.key)
             self._abort(job)
             self.jobs.pop(job.key, None)

@@ -30,8 +30,30 @@ class Stage(Enum):
     DECODED = "decoded"
 
 
+class StageWaiter:
+    """What a unit waits on for a stage: a job, or a map's branches (`fanout.Fan`). Subclasses
+    hold `reached` and `awaiting`."""
+
+    reached: set[Stage]
+    awaiting: tuple[str, Stage] | None
+
+    def wait(self, uid: str, stage: Stage) -> bool:
+        """`uid` needs `stage`: True when it is already reached, else it waits for it."""
+        if stage in self.reached:
+            return True
+        self.awaiting = (uid, stage)
+        return False
+
+    def released(self) -> str | None:
+        """The waiting unit, once the stage it waits for is reached (it completes now)."""
+        if self.awaiting is not None and self.awaiting[1] in self.reached:
+            uid, self.awaiting = self.awaiting[0], None
+            return uid
+        return None
+
+
 @dataclass
-class Job:
+class Job(StageWaiter):
     key: int
     state: RequestState
     started: float
@@ -46,17 +68,7 @@ class Job:
         self.reached.add(stage)
         if self.fan is not None:
             return self.fan.branch_reached(stage)
-        if self.awaiting is not None and self.awaiting[1] in self.reached:
-            uid, self.awaiting = self.awaiting[0], None
-            return uid
-        return None
-
-    def wait(self, uid: str, stage: Stage) -> bool:
-        """`uid` needs `stage`: True when it is already reached, else it waits for it."""
-        if stage in self.reached:
-            return True
-        self.awaiting = (uid, stage)
-        return False
+        return self.released()
 
 
 @dataclass
