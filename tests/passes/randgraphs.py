@@ -1,5 +1,6 @@
 """A seeded generator of random valid builder graphs: chains of generations and retrievals with
-conditional diamonds, bounded loops, reused variables (WAR/WAW hazards) and appends."""
+conditional diamonds, bounded loops, reused variables (WAR/WAW hazards), appends and fan-outs (a
+list output, a map over it, a merge)."""
 
 from __future__ import annotations
 
@@ -70,12 +71,40 @@ class RandomGraph:
                 parts.append(self.diamond(depth, scope))
             elif depth < 2 and pick < 0.4:
                 parts.append(self.loop(depth, scope))
+            elif pick < 0.5:
+                parts.append(self.fanout(scope))
             else:
                 nid = self.node(scope)
                 parts.append((nid, nid))
         for (_, a), (b, _) in zip(parts, parts[1:], strict=False):
             self.g.add_edge(a, b)
         return parts[0][0], parts[-1][1], scope
+
+    def fanout(self, scope: _Scope) -> tuple[str, str]:
+        """A list output, a map over it (a retrieval, or a generation that may read passages),
+        and a merge of the map's results into a fresh variable."""
+        rng = self.rng
+        head = self._id("l")
+        items = f"items{self.count}"
+        self.g.add_generation(head, prompt=f"List {head}: {{{rng.choice(sorted(scope.text))}}}",
+                              output=items, items=rng.randint(1, 4))
+        mapped = self._id("m")
+        results = f"each{self.count}"
+        retrieves = rng.random() < 0.5
+        if retrieves:
+            self.g.add_retrieval(mapped, topk=rng.randint(1, 3), query="{x} {question}",
+                                 output=results, each={"x": items})
+        else:
+            context = rng.choice(sorted(scope.passages | scope.text))
+            self.g.add_generation(mapped, prompt=f"Item: {{x}}\n{{{context}}}", output=results,
+                                  each={"x": items})
+        merge = self._id("f")
+        method = rng.choice(["rrf", "dedup", "concat"]) if retrieves else "concat"
+        self.g.add_merge(merge, method, input=results, output=f"v{self.count}")
+        (scope.passages if retrieves else scope.text).add(f"v{self.count}")
+        self.g.add_edge(head, mapped)
+        self.g.add_edge(mapped, merge)
+        return head, merge
 
     def _condition(self, scope: _Scope) -> str:
         var = self.rng.choice(sorted(scope.text))
