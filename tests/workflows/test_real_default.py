@@ -1,7 +1,7 @@
 """The workflows on the embedded default (Gemma-3-270M base model on llama.cpp, the Wikipedia
 index): the few-shot prompts make the base model write its answer on the `Answer:` line, so the
 answer is not empty (a bare `Answer:` cue made it start with a line break, which the stop string
-cut); every one of the nine runs end to end under the wavefront scheduler at -O2."""
+cut); every one of the eleven runs end to end under the wavefront scheduler at -O2."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def run_default(graphs, requests, config: RuntimeConfig):
 
 def test_every_workflow_runs_end_to_end_on_the_embedded_default():
     graphs = {p.stem: load(p) for p in sorted(WORKFLOWS.glob("*.rag"))}
-    assert len(graphs) == 9
+    assert len(graphs) == 11
     requests = [Request(id=name, question="Who designed the Eiffel Tower?", workflow=name)
                 for name in graphs]
     config = RuntimeConfig(engine="llamacpp", executor="ragraph", passes="-O2",
