@@ -110,19 +110,9 @@ class RAGraph:
         if "stop" in sampling and isinstance(sampling["stop"], list | str):
             stop = sampling["stop"]
             sampling["stop"] = (stop,) if isinstance(stop, str) else tuple(stop)
-        try:
-            params = Sampling(**sampling)
-        except TypeError as err:
-            raise WorkflowError(f"generation {nid!r}: {err}", span=span, node=nid) from err
-        except WorkflowError as err:
-            raise WorkflowError(f"generation {nid!r}: {err.message}", span=span, node=nid) from err
-        try:
-            node = Generate(id=nid, prompt=template, output=output, append=append,
-                            sampling=params, items=items, each=bindings(each), span=span)
-        except WorkflowError as err:
-            raise WorkflowError(f"generation {nid!r}: {err.message}", span=span, node=nid,
-                                hint=err.hint) from err
-        return self.add_node(node)  # type: ignore[return-value]
+        return self.add_node(_made("generation", nid, span, lambda: Generate(
+            id=nid, prompt=template, output=output, append=append, sampling=Sampling(**sampling),
+            items=items, each=bindings(each), span=span)))  # type: ignore[return-value]
 
     def add_retrieval(
         self,
@@ -142,12 +132,9 @@ class RAGraph:
             template = Template.variable(query)
         else:
             template = _template(query, nid, span)
-        try:
-            node = Retrieve(id=nid, query=template, output=output, topk=topk, nprobe=nprobe,
-                            each=bindings(each), span=span)
-        except WorkflowError as err:
-            raise WorkflowError(f"retrieval {nid!r}: {err.message}", span=span, node=nid) from err
-        return self.add_node(node)  # type: ignore[return-value]
+        return self.add_node(_made("retrieval", nid, span, lambda: Retrieve(
+            id=nid, query=template, output=output, topk=topk, nprobe=nprobe, each=bindings(each),
+            span=span)))  # type: ignore[return-value]
 
     def add_merge(
         self,
@@ -163,12 +150,9 @@ class RAGraph:
         """Combine the list `input` into `output`: "rrf" (reciprocal-rank fusion, constant `k`),
         "dedup" (passages by id) or "concat"; `topk` keeps the first passages."""
         nid = self._new_id(id, span)
-        try:
-            node = Merge(id=nid, method=method, input=input, output=output, k=k, topk=topk,
-                         span=span)
-        except WorkflowError as err:
-            raise WorkflowError(f"merge {nid!r}: {err.message}", span=span, node=nid) from err
-        return self.add_node(node)  # type: ignore[return-value]
+        return self.add_node(_made("merge", nid, span, lambda: Merge(
+            id=nid, method=method, input=input, output=output, k=k, topk=topk,
+            span=span)))  # type: ignore[return-value]
 
     def add_edge(
         self,
@@ -317,6 +301,17 @@ class RAGraph:
         if nid in RESERVED_IDS:
             raise WorkflowError(f"{nid} is reserved and cannot name a node", span=span, node=nid)
         return nid
+
+
+def _made(what: str, nid: str, span: Span | None, build: Callable[[], Node]) -> Node:
+    """`build()`, its invalid arguments reported as the node's error."""
+    try:
+        return build()
+    except TypeError as err:  # an unknown keyword (a misspelt sampling option)
+        raise WorkflowError(f"{what} {nid!r}: {err}", span=span, node=nid) from err
+    except WorkflowError as err:
+        raise WorkflowError(f"{what} {nid!r}: {err.message}", span=span, node=nid,
+                            hint=err.hint) from err
 
 
 def _template(text: str | Template, nid: str, span: Span | None) -> Template:
