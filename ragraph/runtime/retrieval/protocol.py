@@ -123,6 +123,12 @@ class SearchEngine(Protocol):
         """Vectors per cluster, shape (nlist,), int64."""
         ...
 
+    @property
+    def list_rule(self):
+        """When list-order steps are scanned list-major (`listmajor.ListMajorRule`; None:
+        never), for the cost model to price them as the engine runs them."""
+        ...
+
     def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
         """Each query's clusters, nearest centroid first: shape (n, nprobe), int64."""
         ...

@@ -60,6 +60,11 @@ class TieredEngine:
     def cluster_sizes(self) -> np.ndarray:
         return self._base.cluster_sizes()
 
+    @property
+    def list_rule(self):
+        """The CPU tier's rule: the device scans its resident lists list-major in any case."""
+        return self._base.list_rule
+
     def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
         return self._base.probe(queries, nprobe)
 
