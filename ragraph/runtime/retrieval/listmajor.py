@@ -107,7 +107,8 @@ class Step:
     pairs: Pairs
     queries: object  # the pairs' query rows, scaled so estimates are lower-is-better
     query_norms: np.ndarray  # per task, float64
-    tiles: list[Tile]  # per distinct list
+    tile_of: Callable[[int], Tile]  # where each list is read
+    sizes: np.ndarray  # vectors per distinct list
     m: int
     n_tasks: int
 
@@ -142,15 +143,16 @@ class ListMajorScan:
         tile_of = tiles or self.host_tile
         scale = -2.0 if self._metric is Metric.L2 else -1.0  # exact: a power of two
         _, qn = row_norms(x)
+        sizes = np.array([self._ivf.invlists.list_size(int(c)) for c in pairs.lists], np.int64)
         step = Step(pairs, arrays.queries(np.ascontiguousarray(scale * x[pairs.task])), qn,
-                    [tile_of(int(c)) for c in pairs.lists], m, len(clusters))
+                    tile_of, sizes, m, len(clusters))
         threads = threads if arrays.parallel else 1
         found = self._run(step, arrays, self._chunks(step, threads), threads)
         return self._rescore(x, step, _final(found, step.n_tasks), m)
 
     def _chunks(self, step: Step, threads: int) -> list[slice]:
         """Distinct lists cut into runs of about equal products, at most CHUNK_ELEMENTS each."""
-        per_list = np.diff(step.pairs.starts) * np.array([t.size for t in step.tiles], np.int64)
+        per_list = np.diff(step.pairs.starts) * step.sizes
         if per_list.size == 0:
             return []
         running = np.cumsum(per_list.astype(np.float64))
@@ -172,9 +174,11 @@ class ListMajorScan:
     def _select(self, step: Step, arrays, lists: slice) -> Candidates:
         """One chunk's candidates: estimates for its pairs, each task's threshold over its
         lists in the chunk, and every element within its bound of that threshold."""
-        pairs, tiles = step.pairs, step.tiles[lists]
+        pairs = step.pairs
+        # Looked up here, on the workers: a host tile's norms are computed on its first use.
+        tiles = [step.tile_of(int(c)) for c in pairs.lists[lists]]
         lo, hi = int(pairs.starts[lists.start]), int(pairs.starts[lists.stop])
-        sizes = np.array([t.size for t in tiles], np.int64)
+        sizes = step.sizes[lists]
         per_list = np.diff(pairs.starts[lists.start:lists.stop + 1])
         row_size = np.repeat(sizes, per_list)
         buf = arrays.buffer(hi - lo, int(sizes.max(initial=0)))
