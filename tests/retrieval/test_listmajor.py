@@ -20,15 +20,6 @@ def always_list_major(monkeypatch):
     monkeypatch.setattr(listmajor, "MIN_SHARING", 0.0)
 
 
-@pytest.fixture
-def omp_threads():
-    from .helpers import faiss
-
-    before = faiss.omp_get_max_threads()
-    yield faiss.omp_set_num_threads
-    faiss.omp_set_num_threads(before)
-
-
 @pytest.mark.parametrize("threads", [1, 2, 3, 5])
 @pytest.mark.parametrize("nprobe,n_steps", [(1, 1), (8, 3), (32, 1), (64, 9)])
 def test_list_major_equals_faiss(random_engine, random_vectors, omp_threads, threads, nprobe,
