@@ -1,8 +1,8 @@
 """The few array operations a list-major scan needs, on the CPU (numpy) or a torch device.
 
 Both keep a chunk of lists' estimates in one padded buffer (rows: (query, list) pairs, padding
-+inf) and answer the two questions the scan asks of it: each row's m-th smallest estimate, and
-where the estimates are within a row's threshold. numpy runs on as many worker threads as faiss
++inf) and answer the questions the scan asks of it: a row's smallest and m-th smallest estimate,
+and where the estimates are within a row's threshold. numpy runs on as many worker threads as faiss
 has, each with a single-threaded BLAS (a product per list is too small for BLAS's own threads to
 pay: 8 queries x 1,000 vectors x 384 took 0.25 s a step on 2 BLAS threads, 0.18 s on one). A
 torch device runs one chunk at a time and parallelizes inside its kernels.

@@ -192,9 +192,10 @@ class ListMajorScan:
         slack = error_bound(self._metric, self._dim, step.query_norms[task], max_norm,
                             arrays.matmul_u)
         bound = np.full(step.n_tasks, np.inf)
-        # One row per task bounds its threshold: the row whose best estimate is best (likely
-        # the list nearest to the query); any row's would be valid, a partition per row costs.
-        best = np.lexsort((arrays.row_min(buf), task))
+        # One row per task bounds its threshold: of its lists holding m vectors, the one whose
+        # best estimate is best (likely the nearest list); any row's is valid, and a partition
+        # of every row cost 29 of 211 ms a step, of one row per task 9.
+        best = np.lexsort((arrays.row_min(buf), row_size < step.m, task))
         best = best[np.r_[True, task[best][1:] != task[best][:-1]]]
         bound[task[best]] = arrays.kth(buf, best, step.m) + slack[best]
         rows, cols, est = arrays.within(buf, round_up(bound[task] + slack))
