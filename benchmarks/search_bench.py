@@ -239,7 +239,7 @@ def served_by_cache(engine, queries: np.ndarray, nprobe: int) -> None:
     cache.close()
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--data", type=Path, default=Path(__file__).resolve().parents[1] / "../shared/data"
@@ -257,7 +257,11 @@ def main() -> None:
     parser.add_argument("--list-major", type=int, default=0, metavar="N",
                         help="only table 5, on N synthetic vectors (e.g. 1000000)")
     parser.add_argument("--nlist", type=int, default=1024, help="lists of the table-5 index")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     import faiss
 
     if args.threads:

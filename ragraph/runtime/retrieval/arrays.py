@@ -10,6 +10,8 @@ torch device runs one chunk at a time and parallelizes inside its kernels.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +23,39 @@ from ragraph.runtime.retrieval.bounds import U32, gamma, matmul_roundoff
 GEMV_BELOW = 4
 
 
+class _SingleThreadedBlas:
+    """numpy's BLAS on one thread while any scan's workers run: the first scan to enter limits
+    it, the last to leave restores it, however scans on other threads overlap."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._blas = None  # found once: looking up the loaded libraries took 3.5 ms
+        self._limit = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._inside == 0:
+                if self._blas is None:
+                    from threadpoolctl import ThreadpoolController
+
+                    self._blas = ThreadpoolController().select(user_api="blas")
+                self._limit = self._blas.limit(limits=1)
+            self._inside += 1
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._inside -= 1
+            if self._inside == 0 and self._limit is not None:
+                self._limit.restore_original_limits()
+                self._limit = None
+
+
+# One per process, as the BLAS thread count it guards is: per engine, two engines' overlapping
+# scans would restore each other's limits out of order.
+_BLAS = _SingleThreadedBlas()
+
+
 @dataclass(frozen=True)
 class NumpyArrays:
     """Host arrays: the lists are faiss's own memory, read in place."""
@@ -30,6 +65,10 @@ class NumpyArrays:
     @property
     def matmul_u(self) -> float:
         return U32  # numpy's BLAS computes float32 products in float32
+
+    def single_threaded(self) -> _SingleThreadedBlas:
+        """numpy's BLAS on one thread for the length of a scan."""
+        return _BLAS
 
     def queries(self, x: np.ndarray) -> np.ndarray:
         return x
@@ -94,6 +133,9 @@ class TorchArrays:
         import torch
 
         return 2.0**-53 if self._dtype is torch.float64 else matmul_roundoff(self._device_type)
+
+    def single_threaded(self) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()  # the device's kernels run on the device
 
     def queries(self, x: np.ndarray):
         import torch

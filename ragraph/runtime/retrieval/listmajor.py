@@ -19,7 +19,6 @@ chunks before re-scoring, so a task re-scores about m elements plus those within
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -124,7 +123,6 @@ class ListMajorScan:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
         self._pool_lock = threading.Lock()
-        self._blas = _SingleThreadedBlas()
 
     def host_tile(self, cluster: int) -> Tile:
         """A list read in place from faiss's memory (its norms computed on first use)."""
@@ -165,7 +163,7 @@ class ListMajorScan:
     def _run(self, step: Step, arrays, chunks: list[slice], threads: int) -> list[Candidates]:
         """The chunks on `threads` workers, each with a single-threaded BLAS (also when alone:
         BLAS's own threads cost more than they gave on products this small)."""
-        with self._blas if arrays.parallel else contextlib.nullcontext():
+        with arrays.single_threaded():
             if len(chunks) < 2 or threads < 2:
                 return [self._select(step, arrays, c) for c in chunks]
             return list(self._workers(threads).map(
@@ -248,34 +246,6 @@ class ListMajorScan:
                 self._pool = ThreadPoolExecutor(n, thread_name_prefix="ragraph-listmajor")
                 self._pool_size = n
             return self._pool
-
-
-class _SingleThreadedBlas:
-    """numpy's BLAS on one thread while any scan's workers run (see `arrays`): the first scan
-    to enter limits it, the last to leave restores it, however scans on other threads overlap."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._inside = 0
-        self._blas = None  # found once: looking up the loaded libraries took 3.5 ms
-        self._limit = None
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._inside == 0:
-                if self._blas is None:
-                    from threadpoolctl import ThreadpoolController
-
-                    self._blas = ThreadpoolController().select(user_api="blas")
-                self._limit = self._blas.limit(limits=1)
-            self._inside += 1
-
-    def __exit__(self, *exc) -> None:
-        with self._lock:
-            self._inside -= 1
-            if self._inside == 0 and self._limit is not None:
-                self._limit.restore_original_limits()
-                self._limit = None
 
 
 def _final(found: list[Candidates], n_tasks: int) -> Candidates:
