@@ -40,12 +40,16 @@ class ScanOrder(StrEnum):
     - `query`: one row per task, one thread per row: how faiss's own `search` runs a batch.
     - `balanced`: query-major, long tasks cut so every thread gets equal work (see `split`).
     - `cluster`: one row per (task, cluster), sorted by cluster: queries sharing a list scan it
-      back to back, while it is in cache (the wavefront's steps).
+      back to back, while it is in cache.
+    - `list`: list-major (the wavefront's steps): each list read once, all its queries scored by
+      one matrix product, the candidates re-scored by faiss (`listmajor`), when the step's
+      lists are shared enough for that to pay on an IVF-Flat index; else `cluster`.
     """
 
     QUERY = "query"
     BALANCED = "balanced"
     CLUSTER = "cluster"
+    LIST = "list"
 
 
 @dataclass(frozen=True)
@@ -85,11 +89,13 @@ class TopK:
 
 @dataclass(frozen=True)
 class StepStats:
-    """What one step cost: vectors scanned in total and how many of them on the accelerator tier."""
+    """What one step cost: vectors scanned in total (per query and list) and how many of them on
+    the accelerator tier; `list_major`: whether each list was read once for all its queries."""
 
     vectors_scanned: int
     vectors_on_accelerator: int = 0
     seconds: float = 0.0
+    list_major: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,12 @@ class SearchEngine(Protocol):
 
     def cluster_sizes(self) -> np.ndarray:
         """Vectors per cluster, shape (nlist,), int64."""
+        ...
+
+    @property
+    def list_rule(self):
+        """When list-order steps are scanned list-major (`listmajor.ListMajorRule`; None:
+        never), for the cost model to price them as the engine runs them."""
         ...
 
     def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
