@@ -4,6 +4,7 @@
     ragraph bench --engine sim --scale 4000000 --nprobe 32,128          # the full run, with plots
     ragraph bench --engine llamacpp                 # HyDE, IRG, oneshot, multistep vs LangGraph
     ragraph bench --ablation --engine sim --workflows irg --quick       # what each pass is worth
+    ragraph bench --preset seeds [--quick]            # HedraRAG's retrieval-heavy regime
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="sim (simulated Llama-3.1-8B on an H100, timed from a measured profile; "
                    "default) or the real llama.cpp engine")
     p.add_argument("--model", help="GGUF path for --engine llamacpp (default: embedded Gemma)")
+    p.add_argument("--preset", choices=("seeds",),
+                   help="seeds: HedraRAG's regime (the largest padded index memory allows, "
+                   "IVF4096, nprobe 128/256/512, 128 questions at 4-28 req/s and 1,024 offline, "
+                   "oneshot, HyDE, multistep, IRG, RECOMP); with --quick about 15 minutes")
     p.add_argument("--ablation", action="store_true",
                    help="what each pass is worth: -O0, each pass alone, -O2 without each pass "
                    "and -O2, offline, on one workload (--workflows)")
@@ -75,7 +80,9 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 
 
 def config_from(args: argparse.Namespace):
-    from ragraph.bench.config import BenchConfig, ablation_preset, llamacpp_preset, quick
+    from ragraph.bench.config import BenchConfig
+    from ragraph.bench.machine import available_memory_bytes
+    from ragraph.bench.presets import ablation_preset, llamacpp_preset, quick, seeds_preset
 
     config = BenchConfig(
         workflow_dir=REPO / "workflows", engine=args.engine, model=args.model,
@@ -89,6 +96,8 @@ def config_from(args: argparse.Namespace):
         config = llamacpp_preset(config)
     if args.quick:
         config = quick(config)
+    if args.preset == "seeds":
+        config = seeds_preset(config, available_memory_bytes())
     if args.ablation:
         config = ablation_preset(config)
     overrides = {
