@@ -75,6 +75,14 @@ class HttpStreamingEngine(EngineBase):
     def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
         task = asyncio.get_running_loop().create_task(self._run(request, stream))
         self._tasks[request.rid] = task
+        task.add_done_callback(lambda _: self._settle(request, stream))
+
+    def _settle(self, request: GenerationRequest, stream: GenerationStream) -> None:
+        """A task cancelled before it ran never reached `_run`'s handlers: its stream ends
+        here, as an abort, so nobody waits on it forever."""
+        self._tasks.pop(request.rid, None)
+        if not stream.done:
+            self._finish(stream, StreamState(request), "abort")
 
     def _abort(self, rid: str) -> None:
         task = self._tasks.get(rid)
