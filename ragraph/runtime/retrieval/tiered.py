@@ -26,6 +26,7 @@ from ragraph.runtime.retrieval.protocol import (
     StepResult,
     StepStats,
     TopK,
+    search_in_one_step,
 )
 
 
@@ -78,11 +79,7 @@ class TieredEngine:
         return self._base.finish(query, probe, partials, k)
 
     def search(self, queries: np.ndarray, k: int, nprobe: int) -> tuple[np.ndarray, np.ndarray]:
-        x = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dim)
-        probe = self.probe(x, nprobe)
-        step = self.search_step([SearchTask.of(q, p) for q, p in zip(x, probe, strict=True)], k)
-        out = [self.finish(q, p, [t], k) for q, p, t in zip(x, probe, step.partials, strict=True)]
-        return np.stack([t.distances for t in out]), np.stack([t.ids for t in out])
+        return search_in_one_step(self, queries, k, nprobe)
 
     def search_step(self, tasks: Sequence[SearchTask], k: int,
                     order: ScanOrder = ScanOrder.BALANCED) -> StepResult:
