@@ -4,7 +4,9 @@ that use it are `slow` (the cluster takes ~10 s to start on 2 cores)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +21,10 @@ def ray_cluster() -> Iterator[object]:
     ray = pytest.importorskip("ray", reason='needs the ray extra: pip install "ragraph[ray]"')
     from ray.cluster_utils import Cluster
 
+    # The nodes' workers import this checkout's ragraph and tests (crash-injecting shards).
+    root = str(Path(__file__).resolve().parents[2])
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, saved]))
     cluster = Cluster(initialize_head=True,
                       head_node_args={"num_cpus": CPUS_PER_NODE, "include_dashboard": False})
     try:
@@ -30,6 +36,10 @@ def ray_cluster() -> Iterator[object]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -51,10 +51,11 @@ class ShardPool:
     """`plan.shards` actors spread over the cluster's nodes, each loading its own lists."""
 
     def __init__(self, plan: ShardPlan, source: ShardSource, sizes: np.ndarray,
-                 options: ShardOptions, faults: FaultLog) -> None:
+                 options: ShardOptions, faults: FaultLog, server: type = ShardServer) -> None:
+        """`server`: the actor's class (a ShardServer; tests inject crashes with a subclass)."""
         ray = require_ray()
         self.plan, self._sizes, self._options, self._faults = plan, sizes, options, faults
-        remote = ray.remote(ShardServer).options(
+        remote = ray.remote(server).options(
             num_cpus=options.cpus, max_restarts=options.max_restarts, max_task_retries=0,
             scheduling_strategy="SPREAD")
         threads = max(1, int(options.cpus))

@@ -21,6 +21,7 @@ import numpy as np
 from ragraph.errors import ConfigError
 from ragraph.runtime.distributed.faults import Fault, FaultLog
 from ragraph.runtime.distributed.shard_pool import ShardOptions, ShardPool
+from ragraph.runtime.distributed.shard_server import ShardServer
 from ragraph.runtime.retrieval.ivf import FaissIVFEngine
 from ragraph.runtime.retrieval.merge import (
     empty_topk,
@@ -49,12 +50,13 @@ class ShardedEngine:
         self._log = log
 
     @staticmethod
-    def open(index_dir: Path, options: ShardOptions) -> ShardedEngine:
+    def open(index_dir: Path, options: ShardOptions,
+             server: type = ShardServer) -> ShardedEngine:
         """Shards for an index directory: its prebuilt `shards-N/` or lists cut at start-up."""
         plan, source, sizes = open_plan(Path(index_dir), options.shards, options.replicate)
         log = FaultLog()
         local = FaissIVFEngine(read_mapped(Path(source.index_file)))
-        return ShardedEngine(local, ShardPool(plan, source, sizes, options, log), log)
+        return ShardedEngine(local, ShardPool(plan, source, sizes, options, log, server), log)
 
     @property
     def dim(self) -> int:
