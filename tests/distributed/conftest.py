@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.retrieval.conftest import tie_vectors  # noqa: F401 (shared fixture)
+from tests.retrieval.conftest import data_dir, embedder, tie_vectors  # noqa: F401 (fixtures)
 
 NODES = 3
 CPUS_PER_NODE = 1
