@@ -70,3 +70,13 @@ def test_run_ray_answers_as_without_it(ray_cluster, default_index, tmp_path, cap
         return [(r["id"], r["answer"], [p["id"] for p in r["passages"]]) for r in rows]
 
     assert answers("ray.jsonl") == answers("one.jsonl")
+
+
+def test_bench_ray_reports_throughput_by_shards_and_replicas(ray_cluster, default_index,  # noqa: F811
+                                                             capsys):
+    code = main(["bench", "--ray", "auto", "--shard-counts", "1,2", "--replica-counts", "1,2",
+                 "--requests", "8", "--concurrency", "4", "--shard-cpus", "0.25"])
+    out = capsys.readouterr().out
+    assert code == 0, out  # 0: every row gave the single-node answers
+    assert "throughput vs shards and replicas" in out and "SIMULATED" in out
+    assert out.count(" yes ") >= 5  # 1 node + 2 shard counts x 2 replica counts

@@ -26,14 +26,16 @@ def require_ray(flag: str = "--ray"):
 
 def connect(address: str):
     """Join the cluster at `address` ("host:port" of a head started with `ray start --head`,
-    or "auto" for the one this machine runs); a no-op once connected (tests start their own)."""
+    "auto" for the one this machine runs, "local" to start one in this process); a no-op once
+    connected (tests start their own)."""
     ray = require_ray()
     if ray.is_initialized():
         return ray
-    if address != "auto":
+    if address not in ("auto", "local"):
         _check_reachable(address)
     try:
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False,
+                 **({"include_dashboard": False} if address == "local" else {}))
     except (ConnectionError, ValueError, RuntimeError) as err:
         raise ConfigError("--ray", f"cannot join the Ray cluster at {address}: {err}") from err
     return ray
