@@ -16,13 +16,27 @@ from tests.runtime import fakes
 from tests.workflows.test_workflows import FAST, load, run
 
 
-class DyingEngine:
-    """A simulated replica that dies on its `die_at`-th request: that request and every one in
-    flight fail as on a dropped connection, later ones at once, and the health check fails."""
+class Fuse:
+    """Blows once: for the first replica to be sent its `at`-th request (whatever the routing,
+    one of three replicas gets a third request among the first seven)."""
 
-    def __init__(self, die_at: int | None = None) -> None:
+    def __init__(self, at: int) -> None:
+        self.at, self.blown = at, False
+
+    def blows(self, submitted: int) -> bool:
+        if self.blown or submitted < self.at:
+            return False
+        self.blown = True
+        return True
+
+
+class DyingEngine:
+    """A simulated replica that dies when `fuse` blows: that request and every one in flight
+    fail as on a dropped connection, later ones at once, and the health check fails."""
+
+    def __init__(self, fuse: Fuse | None = None) -> None:
         self.inner = SimEngine(FAST)
-        self.die_at, self.submitted, self.dead = die_at, 0, False
+        self.fuse, self.submitted, self.dead = fuse, 0, False
         self._streams: list = []
 
     def __getattr__(self, name: str):
@@ -35,7 +49,7 @@ class DyingEngine:
         stream = self.inner.submit(request)
         self.submitted += 1
         self._streams.append(stream)
-        if self.dead or self.submitted == self.die_at:
+        if self.dead or (self.fuse is not None and self.fuse.blows(self.submitted)):
             self.dead = True
             for s in self._streams:
                 s.fail("ConnectError: connection refused")
@@ -92,8 +106,10 @@ def test_a_replica_dying_mid_run_changes_no_answer(name):
     search = fakes.random_search()
     questions = [f"What is notable about topic {i}?" for i in range(12)]
     want = run(load(name), SimEngine(FAST), search, "ragraph", "-O2", questions)
-    router = ReplicaRouter([DyingEngine(), DyingEngine(die_at=3), DyingEngine()])
+    fuse = Fuse(at=3)
+    router = ReplicaRouter([DyingEngine(fuse) for _ in range(3)])
     got = run(load(name), router, search, "ragraph", "-O2", questions)
     assert got == want
-    assert router.engines[1].dead
-    assert router.faults() and all("replica 1" in f.who for f in router.faults())
+    dead = [r for r, e in enumerate(router.engines) if e.dead]
+    assert len(dead) == 1
+    assert router.faults() and all(f"replica {dead[0]}" in f.who for f in router.faults())

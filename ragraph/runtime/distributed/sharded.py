@@ -22,7 +22,7 @@ from ragraph.errors import ConfigError
 from ragraph.runtime.distributed.faults import Fault, FaultLog
 from ragraph.runtime.distributed.shard_pool import ShardOptions, ShardPool
 from ragraph.runtime.distributed.shard_server import ShardServer
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf import FaissIVFEngine, OverIVF
 from ragraph.runtime.retrieval.merge import (
     empty_topk,
     finish_exact,
@@ -30,7 +30,6 @@ from ragraph.runtime.retrieval.merge import (
     replay_heap,
 )
 from ragraph.runtime.retrieval.protocol import (
-    Metric,
     ScanOrder,
     SearchTask,
     StepResult,
@@ -41,11 +40,12 @@ from ragraph.runtime.retrieval.protocol import (
 from ragraph.runtime.retrieval.shard_lists import open_plan, read_mapped
 
 
-class ShardedEngine:
-    """Exact stepwise IVF search with the lists on `pool`'s actors."""
+class ShardedEngine(OverIVF):
+    """Exact stepwise IVF search with the lists on `pool`'s actors; `local`, the index read
+    memory-mapped, answers probes (`OverIVF`)."""
 
     def __init__(self, local: FaissIVFEngine, pool: ShardPool, log: FaultLog) -> None:
-        self._local = local
+        self._base = local
         self.pool = pool
         self._log = log
 
@@ -57,24 +57,6 @@ class ShardedEngine:
         log = FaultLog()
         local = FaissIVFEngine(read_mapped(Path(source.index_file)))
         return ShardedEngine(local, ShardPool(plan, source, sizes, options, log, server), log)
-
-    @property
-    def dim(self) -> int:
-        return self._local.dim
-
-    @property
-    def nlist(self) -> int:
-        return self._local.nlist
-
-    @property
-    def metric(self) -> Metric:
-        return self._local.metric
-
-    def cluster_sizes(self) -> np.ndarray:
-        return self._local.cluster_sizes()
-
-    def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
-        return self._local.probe(queries, nprobe)
 
     def faults(self) -> tuple[Fault, ...]:
         return self._log.snapshot()

@@ -280,6 +280,35 @@ class FaissIVFEngine:
         return int(nprobe)
 
 
+class OverIVF:
+    """What an engine built over a `FaissIVFEngine` (`_base`) takes from it unchanged: the
+    index's shape and the coarse quantizer's probes."""
+
+    _base: FaissIVFEngine
+
+    @property
+    def dim(self) -> int:
+        return self._base.dim
+
+    @property
+    def nlist(self) -> int:
+        return self._base.nlist
+
+    @property
+    def metric(self) -> Metric:
+        return self._base.metric
+
+    def cluster_sizes(self) -> np.ndarray:
+        return self._base.cluster_sizes()
+
+    @property
+    def list_rule(self) -> ListMajorRule | None:
+        return self._base.list_rule
+
+    def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
+        return self._base.probe(queries, nprobe)
+
+
 def _flatten(clusters: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Each row's cluster count, and all their clusters in one array."""
     lengths = np.fromiter((c.shape[0] for c in clusters), np.int64, len(clusters))

@@ -17,10 +17,9 @@ import numpy as np
 
 from ragraph.runtime.retrieval.arrays import TorchArrays
 from ragraph.runtime.retrieval.hotcache import HotClusterCache, Resident
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf import FaissIVFEngine, OverIVF
 from ragraph.runtime.retrieval.merge import merge_rows
 from ragraph.runtime.retrieval.protocol import (
-    Metric,
     ScanOrder,
     SearchTask,
     StepResult,
@@ -30,7 +29,7 @@ from ragraph.runtime.retrieval.protocol import (
 )
 
 
-class TieredEngine:
+class TieredEngine(OverIVF):
     """A `SearchEngine` whose steps use the hot-cluster cache; results identical to faiss."""
 
     def __init__(self, base: FaissIVFEngine, cache: HotClusterCache) -> None:
@@ -47,27 +46,9 @@ class TieredEngine:
         return self._cache
 
     @property
-    def dim(self) -> int:
-        return self._base.dim
-
-    @property
-    def nlist(self) -> int:
-        return self._base.nlist
-
-    @property
-    def metric(self) -> Metric:
-        return self._base.metric
-
-    def cluster_sizes(self) -> np.ndarray:
-        return self._base.cluster_sizes()
-
-    @property
     def list_rule(self):
         """The CPU tier's rule: the device scans its resident lists list-major in any case."""
         return self._base.list_rule
-
-    def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
-        return self._base.probe(queries, nprobe)
 
     def cluster_of(self, ids: np.ndarray) -> np.ndarray:
         return self._base.cluster_of(ids)
