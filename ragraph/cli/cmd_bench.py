@@ -127,8 +127,8 @@ def run_scale(args: argparse.Namespace) -> int:
     urls = _names(args.replicas) or ()
     config = scale.ScaleConfig(
         address=args.ray, index=args.index, data=args.data if args.data.is_dir() else None,
-        shard_counts=_numbers(args.shard_counts, "--shard-counts", int),
-        replica_counts=_numbers(args.replica_counts, "--replica-counts", int),
+        shard_counts=numbers(args.shard_counts, "--shard-counts", int),
+        replica_counts=numbers(args.replica_counts, "--replica-counts", int),
         replica_urls=urls, workflow=_workflow(args), requests=args.requests or 48,
         concurrency=int(args.concurrency or 16), nprobe=int(args.nprobe or 32),
         shard_cpus=args.shard_cpus)
