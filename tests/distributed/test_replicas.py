@@ -4,6 +4,7 @@ and a replica that dies mid-run fails over with every answer unchanged."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ from ragraph.runtime.distributed.replicas import ReplicaRouter
 from ragraph.runtime.distributed.routing import PrefixTable, RouterConfig, choose, prefix_hashes
 from ragraph.runtime.llm.protocol import GenerationRequest, LLMEngine, SamplingParams
 from ragraph.runtime.llm.sim import SimEngine
+from ragraph.runtime.llm.stream import GenerationStream
 from tests.runtime import fakes
 from tests.workflows.test_workflows import FAST, load, run
 
@@ -54,6 +56,62 @@ class DyingEngine:
             for s in self._streams:
                 s.fail("ConnectError: connection refused")
         return stream
+
+
+TWENTY = replace(FAST, output_lengths=(20,))  # every answer 20 tokens long
+
+
+class DiesMidStream:
+    """A simulated replica that relays three tokens of a request, then drops the connection
+    and stays down."""
+
+    def __init__(self) -> None:
+        self.inner, self.dead = SimEngine(TWENTY), False
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    async def alive(self) -> bool:
+        return not self.dead
+
+    def submit(self, request: GenerationRequest) -> GenerationStream:
+        inner = self.inner.submit(request)
+        out = GenerationStream(request.rid, lambda _: inner.abort())
+        asyncio.get_running_loop().create_task(self._relay(inner, out))
+        return out
+
+    async def _relay(self, inner: GenerationStream, out: GenerationStream) -> None:
+        relayed = 0
+        async for event in inner:
+            out.push(event)
+            relayed += 1
+            if relayed == 3 or self.dead:
+                self.dead = True
+                break
+        if self.dead:
+            inner.abort()
+            out.fail("RemoteProtocolError: peer closed connection")
+        else:
+            out.finish(await inner.result())
+
+
+def test_a_failover_mid_stream_delivers_each_token_once():
+    """Greedy decoding: the new replica repeats the tokens already delivered, which are checked
+    and skipped, so the stream reads as one uninterrupted generation."""
+    request = GenerationRequest("r", "The history of the city of Paris begins",
+                                params=SamplingParams(24))
+
+    async def tokens(engine) -> tuple[list[str], str]:
+        async with engine:
+            stream = engine.submit(request)
+            events = [e.text async for e in stream]
+            return events, (await stream.result()).text
+
+    want = asyncio.run(tokens(SimEngine(TWENTY)))
+    router = ReplicaRouter([DiesMidStream(), SimEngine(TWENTY)])
+    got = asyncio.run(tokens(router))
+    assert got == want and "".join(got[0]) == got[1]
+    assert router.engines[0].dead and len(router.faults()) == 1
 
 
 def test_hashes_cover_whole_blocks_cumulatively():

@@ -129,10 +129,10 @@ class ReplicaRouter(EngineBase):
         inner = self.engines[replica].submit(request)
         self._inner[request.rid] = inner
         self._load[replica] += 1
-        replayed = 0
+        already, replayed = len(delivered), 0
         try:
             async for event in inner:
-                if replayed < len(delivered):
+                if replayed < already:
                     _check_replay(delivered[replayed], event, replica)
                     replayed += 1
                     continue
@@ -147,7 +147,8 @@ class ReplicaRouter(EngineBase):
 
     async def _is_down(self, replica: int) -> bool:
         engine = self.engines[replica]
-        down = not await engine.alive() if isinstance(engine, HealthChecked) else True
+        # An engine without a health check is taken to be up: its errors are its requests'.
+        down = not await engine.alive() if isinstance(engine, HealthChecked) else False
         if down:
             self._down.add(replica)
         return down
