@@ -72,6 +72,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--passes", default="-O2", help="ragraph pass pipeline (-O2)")
     p.add_argument("--seed", type=int, default=0)
     add_gpu_flags(p)
+    ray = p.add_argument_group("scale-out (--ray: throughput vs shards and replicas; needs the "
+                               "extra: pip install \"ragraph[ray]\")")
+    ray.add_argument("--ray", metavar="ADDRESS",
+                     help="Ray cluster (HOST:PORT, auto, or local for one on this machine)")
+    ray.add_argument("--index", type=Path, help="index directory on a path every node reads "
+                     "(default: the embedded Wikipedia index)")
+    ray.add_argument("--shard-counts", default="1,2,3", help="shard counts to run (1,2,3)")
+    ray.add_argument("--replica-counts", default="1,2", help="engine replica counts (1,2)")
+    ray.add_argument("--replicas", metavar="URLS", help="real OpenAI-compatible servers "
+                     "(default: simulated H100 replicas)")
+    ray.add_argument("--shard-cpus", type=float, default=1.0, help="Ray CPUs per shard (1)")
     p.set_defaults(func=run)
 
 
@@ -110,9 +121,33 @@ def config_from(args: argparse.Namespace):
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})
 
 
+def run_scale(args: argparse.Namespace) -> int:
+    from ragraph.bench import scale
+
+    urls = _names(args.replicas) or ()
+    config = scale.ScaleConfig(
+        address=args.ray, index=args.index, data=args.data if args.data.is_dir() else None,
+        shard_counts=numbers(args.shard_counts, "--shard-counts", int),
+        replica_counts=numbers(args.replica_counts, "--replica-counts", int),
+        replica_urls=urls, workflow=_workflow(args), requests=args.requests or 48,
+        concurrency=int(args.concurrency or 16), nprobe=int(args.nprobe or 32),
+        shard_cpus=args.shard_cpus)
+    console = Console(highlight=False)
+    rows = scale.run(config, console)
+    console.print(scale.table(rows, simulated=not urls))
+    return 0 if all(r.same_answers for r in rows) else 1
+
+
+def _workflow(args: argparse.Namespace) -> Path:
+    name = (_names(args.workflows) or ("oneshot",))[0]
+    return Path(name) if name.endswith(".rag") else REPO / "workflows" / f"{name}.rag"
+
+
 def run(args: argparse.Namespace) -> int:
     from ragraph.bench.driver import run as run_bench
 
+    if args.ray is not None:
+        return run_scale(args)
     config = config_from(args)
     # Logs and CI keep the tables readable: rich would fold them to 80 columns off a terminal.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)

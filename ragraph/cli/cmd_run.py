@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ragraph.cli import scale_out
 from ragraph.cli.options import add_gpu_flags
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import ENGINES, EXECUTORS, RuntimeConfig
@@ -46,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", type=Path, help="write a Chrome trace (open in Perfetto)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="also print passages, the path through the graph and the timeline")
+    scale_out.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -55,7 +57,7 @@ def config_from(args: argparse.Namespace) -> RuntimeConfig:
         engine=args.engine, model=args.model, url=args.url, index=args.index,
         executor=args.executor, passes=passes, concurrency=args.concurrency, nprobe=args.nprobe,
         gen_threads=args.gen_threads, search_threads=args.search_threads,
-        hot_cache=args.hot_cache, profile=args.profile,
+        hot_cache=args.hot_cache, profile=args.profile, **scale_out.fields(args),
     )
 
 

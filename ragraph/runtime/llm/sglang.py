@@ -157,6 +157,8 @@ class SGLangEngine(EngineBase):
 class SGLangHttpEngine(HttpStreamingEngine):
     """`LLMEngine` over a running SGLang server's native `POST /generate` (SSE)."""
 
+    health_path = "/health"
+
     def __init__(self, config: SGLangConfig) -> None:
         if config.mode != "http":
             raise ConfigError("mode", "SGLangHttpEngine needs mode='http'")

@@ -24,7 +24,7 @@ from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.runtime.retrieval.arrays import NumpyArrays
 from ragraph.runtime.retrieval.listmajor import ListMajorRule, ListMajorScan
 from ragraph.runtime.retrieval.lists import list_ids, list_view
-from ragraph.runtime.retrieval.merge import check_coverage, merge_partials, merge_rows
+from ragraph.runtime.retrieval.merge import finish_exact, merge_rows
 from ragraph.runtime.retrieval.protocol import (
     Metric,
     ScanOrder,
@@ -186,14 +186,14 @@ class FaissIVFEngine:
     def finish(
         self, query: np.ndarray, probe: np.ndarray, partials: Sequence[TopK], k: int
     ) -> TopK:
-        check_coverage(probe, partials)
-        merged = merge_partials(partials, k, self._metric)
-        if not merged.tied:
-            return merged.topk
-        # An exact tie at the k-th distance: only faiss's scan order decides which ids it keeps.
-        probe = np.asarray(probe, dtype=np.int64).reshape(1, -1)
-        dist, ids = self._scan(self._queries(query), probe, k)
-        return TopK(dist[0], ids[0], np.sort(probe[0]))
+        return finish_exact(probe, partials, k, self._metric,
+                            lambda probe: self._rescan(query, probe, k))
+
+    def _rescan(self, query: np.ndarray, probe: np.ndarray, k: int) -> TopK:
+        """One query's probe list in faiss's own order (an exact tie: only that order decides
+        which of the tied ids faiss keeps)."""
+        dist, ids = self._scan(self._queries(query), probe.reshape(1, -1), k)
+        return TopK(dist[0], ids[0], np.sort(probe))
 
     def search(self, queries: np.ndarray, k: int, nprobe: int) -> tuple[np.ndarray, np.ndarray]:
         _check_k(k)
@@ -210,6 +210,18 @@ class FaissIVFEngine:
 
     def list_ids(self, cluster: int) -> np.ndarray:
         return list_ids(self._ivf, cluster).copy()
+
+    def scan_list(self, query: np.ndarray, cluster: int) -> tuple[np.ndarray, np.ndarray]:
+        """(distances, ids) of every vector of one list, faiss's distances in storage order:
+        the order faiss's scanner feeds its heap. Needs unique ids within the list."""
+        ids = self.list_ids(cluster)
+        dist = np.empty(ids.size, dtype=np.float32)
+        if ids.size:
+            found_d, found = self._scan(self._queries(query), np.array([[cluster]], np.int64),
+                                        ids.size)
+            by_id = np.argsort(ids, kind="stable")
+            dist[by_id[np.searchsorted(ids[by_id], found[0])]] = found_d[0]
+        return dist, ids
 
     def list_vectors(self, cluster: int) -> np.ndarray:
         """The raw float32 vectors of one IVF-Flat list, (n, d), in scan order (a copy)."""
@@ -266,6 +278,35 @@ class FaissIVFEngine:
         if not 1 <= nprobe <= self.nlist:
             raise ConfigError("nprobe", f"must be in [1, {self.nlist}], got {nprobe}")
         return int(nprobe)
+
+
+class OverIVF:
+    """What an engine built over a `FaissIVFEngine` (`_base`) takes from it unchanged: the
+    index's shape and the coarse quantizer's probes."""
+
+    _base: FaissIVFEngine
+
+    @property
+    def dim(self) -> int:
+        return self._base.dim
+
+    @property
+    def nlist(self) -> int:
+        return self._base.nlist
+
+    @property
+    def metric(self) -> Metric:
+        return self._base.metric
+
+    def cluster_sizes(self) -> np.ndarray:
+        return self._base.cluster_sizes()
+
+    @property
+    def list_rule(self) -> ListMajorRule | None:
+        return self._base.list_rule
+
+    def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
+        return self._base.probe(queries, nprobe)
 
 
 def _flatten(clusters: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

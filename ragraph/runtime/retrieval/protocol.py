@@ -152,3 +152,16 @@ class SearchEngine(Protocol):
     def cluster_of(self, ids: np.ndarray) -> np.ndarray:
         """The cluster holding each id (-1 for unknown ids)."""
         ...
+
+
+def search_in_one_step(engine: SearchEngine, queries: np.ndarray, k: int,
+                       nprobe: int) -> tuple[np.ndarray, np.ndarray]:
+    """`search` as one step of whole probe lists and a `finish` per query: what engines whose
+    steps are their only scan path answer `search` with."""
+    x = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, engine.dim)
+    probe = engine.probe(x, nprobe)
+    step = engine.search_step([SearchTask.of(q, p) for q, p in zip(x, probe, strict=True)], k)
+    out = [engine.finish(q, p, [t], k) for q, p, t in zip(x, probe, step.partials, strict=True)]
+    if not out:
+        return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
+    return np.stack([t.distances for t in out]), np.stack([t.ids for t in out])

@@ -17,19 +17,19 @@ import numpy as np
 
 from ragraph.runtime.retrieval.arrays import TorchArrays
 from ragraph.runtime.retrieval.hotcache import HotClusterCache, Resident
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf import FaissIVFEngine, OverIVF
 from ragraph.runtime.retrieval.merge import merge_rows
 from ragraph.runtime.retrieval.protocol import (
-    Metric,
     ScanOrder,
     SearchTask,
     StepResult,
     StepStats,
     TopK,
+    search_in_one_step,
 )
 
 
-class TieredEngine:
+class TieredEngine(OverIVF):
     """A `SearchEngine` whose steps use the hot-cluster cache; results identical to faiss."""
 
     def __init__(self, base: FaissIVFEngine, cache: HotClusterCache) -> None:
@@ -46,27 +46,9 @@ class TieredEngine:
         return self._cache
 
     @property
-    def dim(self) -> int:
-        return self._base.dim
-
-    @property
-    def nlist(self) -> int:
-        return self._base.nlist
-
-    @property
-    def metric(self) -> Metric:
-        return self._base.metric
-
-    def cluster_sizes(self) -> np.ndarray:
-        return self._base.cluster_sizes()
-
-    @property
     def list_rule(self):
         """The CPU tier's rule: the device scans its resident lists list-major in any case."""
         return self._base.list_rule
-
-    def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
-        return self._base.probe(queries, nprobe)
 
     def cluster_of(self, ids: np.ndarray) -> np.ndarray:
         return self._base.cluster_of(ids)
@@ -78,11 +60,7 @@ class TieredEngine:
         return self._base.finish(query, probe, partials, k)
 
     def search(self, queries: np.ndarray, k: int, nprobe: int) -> tuple[np.ndarray, np.ndarray]:
-        x = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dim)
-        probe = self.probe(x, nprobe)
-        step = self.search_step([SearchTask.of(q, p) for q, p in zip(x, probe, strict=True)], k)
-        out = [self.finish(q, p, [t], k) for q, p, t in zip(x, probe, step.partials, strict=True)]
-        return np.stack([t.distances for t in out]), np.stack([t.ids for t in out])
+        return search_in_one_step(self, queries, k, nprobe)
 
     def search_step(self, tasks: Sequence[SearchTask], k: int,
                     order: ScanOrder = ScanOrder.BALANCED) -> StepResult:
