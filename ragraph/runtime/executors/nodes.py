@@ -19,15 +19,18 @@ async def run_generation(node: Generate, state: RequestState, services: Services
     request = generation_request(state.rid, node, prompt, attempt=len(state.path))
     start = clock()
     stream = services.llm.submit(request)
-    async for _ in stream:
+    async for event in stream:
         if state.first_token_at is None:
             state.first_token_at = clock()
+        services.hooks.text(state.rid, node.id, node.output, event.text)
     result = await stream.result()
     end = clock()
     services.tracer.add_span(state.rid, f"generate {node.id}", start, end, engine=False)
     services.tracer.add_span("llm", f"{state.rid} {node.id}", start, end)
     text = generated_text(result)
+    services.hooks.generated(state.rid, node.id, result)
     effects.apply_generation(node, state.variables, text, text.min_prob)
+    services.hooks.unit_completed(state, node, node.id, start, end)
 
 
 def search_blocking(services: Services, node: Retrieve, query: str) -> Passages:
@@ -44,9 +47,11 @@ async def run_retrieval(
     start = clock()
     loop = asyncio.get_running_loop()
     passages = await loop.run_in_executor(pool, search_blocking, services, node, query)
-    services.tracer.add_span(state.rid, f"retrieve {node.id}", start, clock(), engine=False)
+    end = clock()
+    services.tracer.add_span(state.rid, f"retrieve {node.id}", start, end, engine=False)
     effects.apply_retrieval(node, state.variables, passages)
     state.retrievals.append(passages)
+    services.hooks.unit_completed(state, node, node.id, start, end)
 
 
 async def run_node(node: Node, state: RequestState, services: Services, pool: ThreadPool) -> None:

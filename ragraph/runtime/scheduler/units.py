@@ -91,6 +91,8 @@ class Units:
         start = self.entered.pop((rid, uid), clock())
         self.s.tracer.add_span(rid, f"unit {uid}", start, clock(), engine=False,
                                kind=walk.program.unit(uid).kind)
+        self.s.hooks.unit_completed(walk.state, walk.program.unit(uid), walk.program.origin(uid),
+                                    start, clock())
         self.executed += 1
         try:
             nxt = walk.completed(uid)
@@ -104,6 +106,13 @@ class Units:
         self.walks.pop(walk.state.rid, None)
         self._forget(walk.state.rid)
         self._retire(walk.state)
+
+    def cancel(self, rid: str, err: BaseException) -> bool:
+        """End a running request as failed with `err`; False when it is not running."""
+        walk = self.walks.get(rid)
+        if walk is not None:
+            self._fail(walk.state, err)
+        return walk is not None
 
     def _fail(self, state: RequestState, err: BaseException) -> None:
         if state.rid in self.walks:
@@ -191,6 +200,7 @@ class Units:
             raise job.error
         assert job.result is not None  # the decode unit completed
         text = generated_text(job.result)  # raises the engine's error for this request
+        self.s.hooks.generated(state.rid, chain.origin, job.result)
         effects.apply_generation_to(chain.output, chain.append, state.variables, text,
                                     text.min_prob)
 
