@@ -155,10 +155,15 @@ class Hub:
 
     async def _arrivals(self) -> AsyncIterator[Request]:
         while (request := await self._queue.get()) is not None:
-            ticket = self.tickets.get(request.id)
-            if ticket is not None:  # else cancelled while queued
-                ticket.handed = True
+            if self._hand_over(request.id):
                 yield request
+
+    def _hand_over(self, rid: str) -> bool:
+        """The request goes to the executor, unless it was cancelled while queued."""
+        ticket = self.tickets.get(rid)
+        if ticket is not None:
+            ticket.handed = True
+        return ticket is not None
 
     def emit(self, event: RunEvent) -> None:
         ticket = self.tickets.get(event.rid)
