@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ragraph.cli.options import add_runtime_flags, runtime_config
-from ragraph.errors import ConfigError
+from ragraph.errors import ConfigError, RagraphError
 
 KEY_ENV = "RAGRAPH_API_KEY"
 
@@ -47,9 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        from ragraph.serve import ServeSettings, build_app, run_server
+    except ImportError as err:
+        raise RagraphError(f"error: ragraph serve needs the serve extra ({err.name} is "
+                           "missing): pip install 'ragraph[serve]'") from err
     from ragraph.cli.run_single import engine_label, open_run
     from ragraph.runtime.catalog import Catalog
-    from ragraph.serve import ServeSettings, build_app, run_server
 
     settings = ServeSettings(host=args.host, port=args.port, api_key=args.api_key,
                              max_body_bytes=args.max_body_bytes, max_queue=args.max_queue,

@@ -63,6 +63,18 @@ class Page:
         return base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
 
 
+def when(selector: str, holds: str) -> str:
+    """A page expression: a promise of the value of `holds` (JS over the element `el`) once it
+    is truthy, re-checked whenever the element or anything in it changes."""
+    return f"""new Promise(resolve => {{
+      const el = document.querySelector({json.dumps(selector)});
+      const check = () => {{ const v = ({holds}); if (v) {{ resolve(v); return true; }} }};
+      if (check()) return;
+      new MutationObserver(check).observe(el, {{attributes: true, childList: true,
+                                                characterData: true, subtree: true}});
+    }})"""
+
+
 @contextmanager
 def headless(width: int = 1400, height: int = 1000) -> Iterator[Page]:
     from websockets.sync.client import connect

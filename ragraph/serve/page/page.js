@@ -245,6 +245,7 @@ async function main() {
     const params = new URLSearchParams(location.search);
     const first = names.includes(params.get("workflow")) ? params.get("workflow") : names[0];
     await show(first);
+    document.body.dataset.ready = "yes";
     followLive();
     if (params.get("ask")) {  // a link that asks: ?workflow=hyde&ask=Who...
       $("ask-question").value = params.get("ask");
