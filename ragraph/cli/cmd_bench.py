@@ -5,6 +5,7 @@
     ragraph bench --engine llamacpp                 # HyDE, IRG, oneshot, multistep vs LangGraph
     ragraph bench --ablation --engine sim --workflows irg --quick       # what each pass is worth
     ragraph bench --preset seeds [--quick]            # HedraRAG's retrieval-heavy regime
+    ragraph bench --target http://127.0.0.1:8000 --rates 2,4 --requests 200   # a running server
 """
 
 from __future__ import annotations
@@ -71,6 +72,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "8 cores beside llama.cpp)")
     p.add_argument("--passes", default="-O2", help="ragraph pass pipeline (-O2)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--target", metavar="URL",
+                   help="drive a running `ragraph serve` at URL instead: Poisson arrivals at "
+                   "--rates, else a closed loop of --concurrency clients; --requests in all "
+                   "(default 64); --workflows default: every workflow it serves")
+    p.add_argument("--stream", type=float, default=0.0, metavar="SHARE",
+                   help="--target: the share of requests that stream their answer (0)")
+    p.add_argument("--api-key", help="--target: the server's API key")
     add_gpu_flags(p)
     ray = p.add_argument_group("scale-out (--ray: throughput vs shards and replicas; needs the "
                                "extra: pip install \"ragraph[ray]\")")
@@ -148,11 +156,26 @@ def run(args: argparse.Namespace) -> int:
 
     if args.ray is not None:
         return run_scale(args)
-    config = config_from(args)
     # Logs and CI keep the tables readable: rich would fold them to 80 columns off a terminal.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    if args.target:
+        return run_target(args, console)
+    config = config_from(args)
     if config.data is None:
         console.print(f"note: {args.data} not found: Wikipedia passages and built-in questions only")
     report = asyncio.run(run_bench(config, console))
     console.print(f"bench finished in {report.seconds:.0f} s")
     return 0
+
+
+def run_target(args: argparse.Namespace, console: Console) -> int:
+    from ragraph.bench.http_load import LoadSpec
+    from ragraph.bench.target import run_target as drive_target
+
+    clients = numbers(args.concurrency, "--concurrency", int) or (8,)
+    spec = LoadSpec(target=args.target.rstrip("/"), requests=args.requests or 64, rate=None,
+                    clients=clients[0], stream_share=args.stream, api_key=args.api_key,
+                    seed=args.seed)
+    reports = drive_target(spec, _names(args.workflows), numbers(args.rates, "--rates", float),
+                           args.data if args.data.is_dir() else None, console)
+    return 0 if all(r.ok for r in reports) else 1
