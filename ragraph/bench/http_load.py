@@ -49,6 +49,7 @@ class Shot:
     latency_s: float
     first_token_s: float | None = None
     error: str | None = None
+    answer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,15 +139,18 @@ async def _one(client: httpx.AsyncClient, request: Request, stream: bool) -> Sho
     try:
         if not stream:
             response = await client.post("/v1/chat/completions", json=body)
-            error = None if response.status_code == 200 else response.text[:200]
-            return Shot(workflow, response.status_code, time.perf_counter() - start, None, error)
+            latency = time.perf_counter() - start
+            if response.status_code != 200:
+                return Shot(workflow, response.status_code, latency, error=response.text[:200])
+            answer = response.json()["choices"][0]["message"]["content"]
+            return Shot(workflow, 200, latency, answer=answer)
         return await _streamed(client, body, workflow, start)
     except httpx.HTTPError as err:
         return Shot(workflow, 0, time.perf_counter() - start, None, f"{type(err).__name__}: {err}")
 
 
 async def _streamed(client: httpx.AsyncClient, body: dict, workflow: str, start: float) -> Shot:
-    first, error = None, None
+    first, error, text = None, None, []
     async with client.stream("POST", "/v1/chat/completions", json=body) as response:
         async for line in response.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
@@ -154,8 +158,11 @@ async def _streamed(client: httpx.AsyncClient, body: dict, workflow: str, start:
             chunk = json.loads(line[6:])
             if "error" in chunk:
                 error = chunk["error"].get("message", "error")
-            elif first is None and any(c.get("delta", {}).get("content")
-                                       for c in chunk.get("choices", ())):
+            deltas = [c["delta"]["content"] for c in chunk.get("choices", ())
+                      if c.get("delta", {}).get("content")]
+            if deltas and first is None:
                 first = time.perf_counter() - start
+            text += deltas
         status = response.status_code
-    return Shot(workflow, status, time.perf_counter() - start, first, error)
+    return Shot(workflow, status, time.perf_counter() - start, first, error,
+                "".join(text) if status == 200 else None)

@@ -46,6 +46,7 @@ class Ticket:
     request: Request
     workflow: str
     submitted: float
+    watch: tuple[type, ...] = ()  # the events its consumer reads (the outcome always comes)
     events: asyncio.Queue[RunEvent | Outcome] = field(default_factory=asyncio.Queue)
     usage: Usage = field(default_factory=Usage)
     outcome: Outcome | None = None
@@ -61,7 +62,8 @@ class Ticket:
         if isinstance(event, GenerationUsage):
             self.usage = Usage(self.usage.prompt_tokens + event.prompt_tokens,
                                self.usage.completion_tokens + event.completion_tokens)
-        self.events.put_nowait(event)
+        if isinstance(event, self.watch):
+            self.events.put_nowait(event)
 
     def end(self, outcome: Outcome) -> None:
         self.outcome = outcome
@@ -117,10 +119,11 @@ class Hub:
         self._task = asyncio.create_task(run)
         self._task.add_done_callback(self._run_ended)
 
-    def submit(self, question: str, inputs: Mapping[str, Value], workflow: str) -> Ticket:
+    def submit(self, question: str, inputs: Mapping[str, Value], workflow: str,
+               watch: tuple[type, ...] = ()) -> Ticket:
         request = Request(id=f"req-{uuid.uuid4().hex[:16]}", question=question,
                           inputs=dict(inputs), workflow=workflow)
-        ticket = Ticket(request, workflow, time.perf_counter())
+        ticket = Ticket(request, workflow, time.perf_counter(), watch)
         self.tickets[ticket.rid] = ticket
         for listener in self.listeners:
             listener.submitted(ticket)

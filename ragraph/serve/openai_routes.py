@@ -53,7 +53,8 @@ async def models(request: Request) -> Response:
 
 async def _answer(request: Request, kind: str) -> Response:
     state: ServerState = request.app.state.server
-    ask, ticket = await state.submit(request, parse_chat if kind == CHAT else parse_completion)
+    ask = await state.read(request, parse_chat if kind == CHAT else parse_completion)
+    ticket = state.submit(ask, watch=(TextProduced,) if ask.stream else ())
     if ask.stream:
         return event_stream(_chunks(state, ticket, ask, kind), state.settings)
     outcome = await state.outcome(request, ticket)

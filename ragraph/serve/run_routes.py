@@ -34,7 +34,7 @@ def routes() -> list[Route]:
 
 async def wait(request: Request) -> Response:
     state: ServerState = request.app.state.server
-    _, ticket = await state.submit(request, parse_run)
+    ticket = state.submit(await state.read(request, parse_run))
     outcome = await state.outcome(request, ticket)
     if outcome is None:
         return Response(status_code=499)  # the client is gone
@@ -45,7 +45,8 @@ async def wait(request: Request) -> Response:
 
 async def stream(request: Request) -> Response:
     state: ServerState = request.app.state.server
-    ask, ticket = await state.submit(request, parse_run)
+    ask = await state.read(request, parse_run)
+    ticket = state.submit(ask, watch=(UnitCompleted, SpeculationSettled, TextProduced))
     return event_stream(_events(state, ticket, ask), state.settings)
 
 

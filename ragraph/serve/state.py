@@ -49,15 +49,19 @@ class ServerState:
     def ready(self) -> bool:
         return self.hub is not None and self.hub.running and not self.draining
 
-    async def submit(self, request: Request, parse: Callable[[dict[str, Any], Catalog], Ask]
-                     ) -> tuple[Ask, Ticket]:
-        """Read, check and queue one question: every refusal is an HttpError before queueing."""
-        ask = parse(await read_json(request, self.settings.max_body_bytes), self.catalog)
+    async def read(self, request: Request, parse: Callable[[dict[str, Any], Catalog], Ask]
+                   ) -> Ask:
+        """The question a request body asks; an HttpError when it asks it wrong."""
+        return parse(await read_json(request, self.settings.max_body_bytes), self.catalog)
+
+    def submit(self, ask: Ask, watch: tuple[type, ...] = ()) -> Ticket:
+        """Queue a question, or refuse it (503 starting or stopping, 429 full); `watch`: the
+        run events the caller reads besides the outcome."""
         if not self.ready or self.hub is None or self.metrics is None:
             raise HttpError(503, "the server is starting or shutting down", headers={
                 "Retry-After": "1"})
         self.admission.check(self.hub.in_flight, self.metrics.mean_latency_s)
-        return ask, self.hub.submit(ask.question, ask.inputs, ask.workflow)
+        return self.hub.submit(ask.question, ask.inputs, ask.workflow, watch)
 
     async def outcome(self, request: Request, ticket: Ticket) -> Outcome | None:
         """The ticket's outcome; None when the client went away first (the request is then
