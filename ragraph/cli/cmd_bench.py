@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ragraph.cli.options import add_gpu_flags, numbers
+from ragraph.cli.options import add_gpu_flags, add_thread_flags, numbers
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,11 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="folder of the QA datasets and corpora (default ../shared/data)")
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="CSV and plots go here")
     p.add_argument("--slo", type=float, default=10.0, help="per-request p95 latency SLO (10 s)")
-    p.add_argument("--gen-threads", type=int,
-                   help="llama.cpp threads (default: every core for llama.cpp, 1 otherwise)")
-    p.add_argument("--search-threads", type=int,
-                   help="faiss/embedder threads (default: every core beside a GPU engine, 1 per "
-                   "8 cores beside llama.cpp)")
+    add_thread_flags(p)
     p.add_argument("--passes", default="-O2", help="ragraph pass pipeline (-O2)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--target", metavar="URL",

@@ -24,13 +24,18 @@ def add_runtime_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", help="server URL for --engine openai or sglang")
     p.add_argument("--index", help="index directory (default: the embedded Wikipedia index)")
     p.add_argument("--nprobe", type=int, default=32, help="clusters searched per query (32)")
+    add_thread_flags(p)
+    add_gpu_flags(p)
+    scale_out.add_arguments(p)
+
+
+def add_thread_flags(p: argparse.ArgumentParser) -> None:
+    """The core split between the LLM engine and search (`threads.default_split`)."""
     p.add_argument("--gen-threads", type=int,
                    help="llama.cpp threads (default: every core for llama.cpp, 1 otherwise)")
     p.add_argument("--search-threads", type=int,
                    help="faiss/embedder threads (default: 1 per 8 cores beside llama.cpp, every "
                    "core beside a GPU engine)")
-    add_gpu_flags(p)
-    scale_out.add_arguments(p)
 
 
 def runtime_config(args: argparse.Namespace) -> RuntimeConfig:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import stop
+
 
 @pytest.fixture(scope="session")
 def model_path() -> str:
@@ -67,12 +69,7 @@ def running_server(model_path: str, log: Path,
         _wait_ready(proc, url, timeout_s=60)
         yield proc, url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @pytest.fixture(scope="session")

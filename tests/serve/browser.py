@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from tests.processes import stop
+
 LISTENING = re.compile(r"DevTools listening on (ws://\S+)")
 
 
@@ -96,12 +98,7 @@ def headless(width: int = 1400, height: int = 1000) -> Iterator[Page]:
             with connect(target["webSocketDebuggerUrl"], max_size=None) as socket:
                 yield Page(socket)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
 
 
 def _endpoint(proc: subprocess.Popen, timeout_s: float = 60) -> str:

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.llm.conftest import free_port
+from tests.processes import stop
 
 pytestmark = pytest.mark.slow  # the real embedder, the default index, and on llamacpp the model
 
@@ -57,9 +58,7 @@ def serve(*argv: str, startup_s: float = 900) -> Iterator[tuple[str, subprocess.
             time.sleep(0.5)  # polling another process's socket: it offers no event
         yield url, proc, log
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=120)
+        stop(proc, timeout_s=120)
 
 
 def run_answers(workflow: str, tmp_path: Path) -> list[str]:
