@@ -44,11 +44,13 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3,
                    help="alternating run/serve rounds; the medians are compared (a shared "
                    "machine's load comes and goes)")
+    p.add_argument("--gen-threads", type=int, help="llama.cpp threads (default: every core)")
     p.add_argument("--port", type=int, default=18731)
     args = p.parse_args()
     requests = requests_for((args.workflow,), args.requests, None, seed=0)
     common = [str(REPO / "workflows" / f"{args.workflow}.rag"), "--engine", args.engine,
               "-c", str(args.concurrency)] + (["--index", args.index] if args.index else [])
+    common += ["--gen-threads", str(args.gen_threads)] if args.gen_threads else []
     runs, serves, same = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         questions = Path(tmp) / "questions.jsonl"

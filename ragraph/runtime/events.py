@@ -93,11 +93,12 @@ class RunHooks:
         self.observer = observer
         self._cancel: Callable[[CancelRequest], None] | None = None
 
-    def unit_completed(self, state: RequestState, node: Node, origin: str, started: float,
+    def unit_completed(self, state: RequestState, node: Node, started: float,
                        ended: float) -> None:
         if self.observer is not None:
             outputs = {v: state.variables[v] for v in sorted(node.writes())
                        if v in state.variables}
+            origin = getattr(node, "origin", node.id)  # a sub-stage's workflow node
             self.observer.emit(UnitCompleted(state.rid, node.id, node.kind, origin, outputs,
                                              started, ended))
 

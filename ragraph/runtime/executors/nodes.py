@@ -30,7 +30,7 @@ async def run_generation(node: Generate, state: RequestState, services: Services
     text = generated_text(result)
     services.hooks.generated(state.rid, node.id, result)
     effects.apply_generation(node, state.variables, text, text.min_prob)
-    services.hooks.unit_completed(state, node, node.id, start, end)
+    services.hooks.unit_completed(state, node, start, end)
 
 
 def search_blocking(services: Services, node: Retrieve, query: str) -> Passages:
@@ -51,7 +51,7 @@ async def run_retrieval(
     services.tracer.add_span(state.rid, f"retrieve {node.id}", start, end, engine=False)
     effects.apply_retrieval(node, state.variables, passages)
     state.retrievals.append(passages)
-    services.hooks.unit_completed(state, node, node.id, start, end)
+    services.hooks.unit_completed(state, node, start, end)
 
 
 async def run_node(node: Node, state: RequestState, services: Services, pool: ThreadPool) -> None:

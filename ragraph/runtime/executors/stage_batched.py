@@ -122,7 +122,7 @@ def search_batch(services: Services, states: list[RequestState]) -> list:
                 node = states[i].graph.node(states[i].node)
                 effects.apply_retrieval(node, states[i].variables, passages)
                 states[i].retrievals.append(passages)
-                services.hooks.unit_completed(states[i], node, node.id, start, clock())
+                services.hooks.unit_completed(states[i], node, start, clock())
                 results[i] = passages
             except Exception as err:
                 results[i] = err

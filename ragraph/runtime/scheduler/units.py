@@ -88,11 +88,9 @@ class Units:
         rid = walk.state.rid
         if rid not in self.walks:
             return
-        start = self.entered.pop((rid, uid), clock())
-        self.s.tracer.add_span(rid, f"unit {uid}", start, clock(), engine=False,
-                               kind=walk.program.unit(uid).kind)
-        self.s.hooks.unit_completed(walk.state, walk.program.unit(uid), walk.program.origin(uid),
-                                    start, clock())
+        start, end, node = self.entered.pop((rid, uid), clock()), clock(), walk.program.unit(uid)
+        self.s.tracer.add_span(rid, f"unit {uid}", start, end, engine=False, kind=node.kind)
+        self.s.hooks.unit_completed(walk.state, node, start, end)
         self.executed += 1
         try:
             nxt = walk.completed(uid)
