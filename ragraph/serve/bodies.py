@@ -125,6 +125,8 @@ def _ask(body: dict[str, Any], catalog: Catalog, key: str, question: str,
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise HttpError(400, "stream: must be true or false", "stream")
+    if body.get("n", 1) != 1:
+        raise HttpError(400, "n: a workflow gives one answer per request (n must be 1)", "n")
     options = body.get("stream_options") or {}
     if not isinstance(options, dict):
         raise HttpError(400, "stream_options: must be an object", "stream_options")

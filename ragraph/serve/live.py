@@ -50,7 +50,10 @@ class LiveFeed:
 
     def publish_threadsafe(self, item: dict[str, Any]) -> None:
         if self._loop is not None and self._pages:
-            self._loop.call_soon_threadsafe(self.publish, item)
+            try:
+                self._loop.call_soon_threadsafe(self.publish, item)
+            except RuntimeError:  # the loop closed under a worker thread: shutting down
+                self.dropped += 1
 
     # -- HubListener -----------------------------------------------------------------------------
 

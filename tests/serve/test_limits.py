@@ -48,6 +48,7 @@ def auth(key: str = "sesame") -> dict[str, str]:
     (json.dumps({"model": "hyde", "messages": []}).encode(), 400, "messages"),
     (json.dumps(chat("hyde", "  ")).encode(), 400, "messages[0].content"),
     (json.dumps(chat("hyde", "x", stream="yes")).encode(), 400, "stream"),
+    (json.dumps(chat("hyde", "x", n=3)).encode(), 400, "n"),
 ])
 def test_malformed_chat_is_refused_naming_the_field(server, body, status, field):
     response = httpx.post(server.url + CHAT, content=body, timeout=10)
