@@ -33,9 +33,12 @@ class LiveFeed:
         self._loop = loop
 
     async def follow(self) -> AsyncIterator[dict[str, Any]]:
+        """Events from now on; the first says the page is subscribed (so a page that asks a
+        question once it has it sees that request from its start)."""
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(PAGE_QUEUE)
         self._pages.add(queue)
         try:
+            yield {"type": "hello"}
             while True:
                 yield await queue.get()
         finally:

@@ -163,10 +163,14 @@ function onLive(kind, item) {
   listRequests();
 }
 
-async function followLive() {
+// Follows the live feed for good (reconnecting); `subscribed` runs once it is first on.
+async function followLive(subscribed) {
   for (;;) {
     try {
-      for await (const ev of events(await call("/live"))) onLive(ev.event, JSON.parse(ev.data));
+      for await (const ev of events(await call("/live"))) {
+        if (ev.event === "hello") subscribed();
+        else onLive(ev.event, JSON.parse(ev.data));
+      }
     } catch (err) {
       console.warn("live feed:", err.message);
     }
@@ -245,8 +249,8 @@ async function main() {
     const params = new URLSearchParams(location.search);
     const first = names.includes(params.get("workflow")) ? params.get("workflow") : names[0];
     await show(first);
+    await new Promise((subscribed) => followLive(subscribed));
     document.body.dataset.ready = "yes";
-    followLive();
     if (params.get("ask")) {  // a link that asks: ?workflow=hyde&ask=Who...
       $("ask-question").value = params.get("ask");
       await ask(first, params.get("ask"));
