@@ -10,6 +10,7 @@ client went away is cancelled: the executor stops the request and aborts its gen
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 import uuid
@@ -102,6 +103,8 @@ class Hub:
         self.tickets: dict[str, Ticket] = {}
         self.stopped: str | None = None  # why the run is over (it never ends while serving)
         self._queue: asyncio.Queue[Request | None] = asyncio.Queue()
+        # Request ids: unique across restarts (the prefix) without a syscall per request.
+        self._prefix, self._numbers = uuid.uuid4().hex[:8], itertools.count(1)
         self._task: asyncio.Task | None = None
         services.hooks.observer = self
 
@@ -121,7 +124,7 @@ class Hub:
 
     def submit(self, question: str, inputs: Mapping[str, Value], workflow: str,
                watch: tuple[type, ...] = ()) -> Ticket:
-        request = Request(id=f"req-{uuid.uuid4().hex[:16]}", question=question,
+        request = Request(id=f"req-{self._prefix}-{next(self._numbers)}", question=question,
                           inputs=dict(inputs), workflow=workflow)
         ticket = Ticket(request, workflow, time.perf_counter(), watch)
         self.tickets[ticket.rid] = ticket
