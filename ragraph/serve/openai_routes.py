@@ -56,7 +56,8 @@ async def _answer(request: Request, kind: str) -> Response:
     ask = await state.read(request, parse_chat if kind == CHAT else parse_completion)
     ticket = state.submit(ask, watch=(TextProduced,) if ask.stream else ())
     if ask.stream:
-        return event_stream(_chunks(state, ticket, ask, kind), state.settings)
+        return event_stream(_chunks(state, ticket, ask, kind), state.settings,
+                            gone=state.gone(ticket))
     outcome = await state.outcome(request, ticket)
     if outcome is None:
         return Response(status_code=499)  # nginx's "client closed request": nobody reads it

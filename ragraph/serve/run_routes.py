@@ -47,7 +47,7 @@ async def stream(request: Request) -> Response:
     state: ServerState = request.app.state.server
     ask = await state.read(request, parse_run)
     ticket = state.submit(ask, watch=(UnitCompleted, SpeculationSettled, TextProduced))
-    return event_stream(_events(state, ticket, ask), state.settings)
+    return event_stream(_events(state, ticket, ask), state.settings, gone=state.gone(ticket))
 
 
 async def _events(state: ServerState, ticket: Ticket, ask: Ask) -> AsyncIterator[dict[str, str]]:

@@ -95,6 +95,12 @@ class ServerState:
         finally:
             self.hub.cancel(ticket, DISCONNECTED)  # no-op once the outcome came
 
+    def gone(self, ticket: Ticket) -> Callable[[], None]:
+        """What a stream's client leaving does: cancel its request (no-op once answered)."""
+        hub = self.hub
+        assert hub is not None  # submit() made the ticket
+        return lambda: hub.cancel(ticket, DISCONNECTED)
+
     def _timed_out(self, ticket: Ticket) -> HttpError:
         assert self.hub is not None
         seconds = self.settings.request_timeout_s
