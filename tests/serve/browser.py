@@ -86,7 +86,9 @@ def headless(width: int = 1400, height: int = 1000) -> Iterator[Page]:
         raise RuntimeError("chromium is not on PATH")
     with tempfile.TemporaryDirectory() as profile:
         proc = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            # As root (CI) Chromium needs --no-sandbox; containers give /dev/shm little room.
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--no-first-run",
              "--remote-debugging-port=0", f"--user-data-dir={profile}",
              f"--window-size={width},{height}", "about:blank"],
             stderr=subprocess.PIPE, text=True)
