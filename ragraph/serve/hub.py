@@ -48,6 +48,7 @@ class Ticket:
     workflow: str
     submitted: float
     watch: tuple[type, ...] = ()  # the events its consumer reads (the outcome always comes)
+    served_by: str = "ragraph"  # the engine, as OpenAI's `system_fingerprint` says it
     events: asyncio.Queue[RunEvent | Outcome] = field(default_factory=asyncio.Queue)
     usage: Usage = field(default_factory=Usage)
     outcome: Outcome | None = None
@@ -109,6 +110,12 @@ class Hub:
         services.hooks.observer = self
 
     @property
+    def served_by(self) -> str:
+        """The engine answering, and whether it is the simulated one (always said)."""
+        llm = self.services.llm
+        return f"ragraph-{self.config.engine}" + ("-SIMULATED" if llm.simulated else "")
+
+    @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
@@ -126,7 +133,7 @@ class Hub:
                watch: tuple[type, ...] = ()) -> Ticket:
         request = Request(id=f"req-{self._prefix}-{next(self._numbers)}", question=question,
                           inputs=dict(inputs), workflow=workflow)
-        ticket = Ticket(request, workflow, time.perf_counter(), watch)
+        ticket = Ticket(request, workflow, time.perf_counter(), watch, self.served_by)
         self.tickets[ticket.rid] = ticket
         for listener in self.listeners:
             listener.submitted(ticket)

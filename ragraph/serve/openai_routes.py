@@ -118,4 +118,4 @@ def _chunk_object(kind: str) -> str:
 def _head(ticket: Ticket, obj: str) -> dict[str, Any]:
     prefix = "chatcmpl" if obj.startswith("chat") else "cmpl"
     return {"id": f"{prefix}-{ticket.rid}", "object": obj, "created": int(time.time()),
-            "model": ticket.workflow}
+            "model": ticket.workflow, "system_fingerprint": ticket.served_by}

@@ -43,7 +43,7 @@ def finished_json(ticket: Ticket, outcome: Outcome) -> dict[str, Any]:
                "scheduler_s": round(outcome.latency, 4),
                "first_token_s": None if first is None else round(first - ticket.submitted, 4)}
     out = {"run_id": ticket.rid, **outcome.to_json(), "usage": ticket.usage.to_json(),
-           "timings": timings}
+           "timings": timings, "served_by": ticket.served_by}
     out.pop("id", None)
     out.pop("latency_s", None)
     return out

@@ -33,6 +33,7 @@ def test_chat_answer_equals_ragraph_run(server, workflow):
                                {"role": "user", "content": q}])
         assert reply.choices[0].message.content == want[(w, q)].answer
         assert reply.model == w and reply.object == "chat.completion"
+        assert reply.system_fingerprint == "ragraph-sim-SIMULATED"  # always said
         assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (
             want[(w, q)].prompt_tokens, want[(w, q)].completion_tokens)
         assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens

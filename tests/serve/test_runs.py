@@ -21,7 +21,7 @@ def test_runs_wait_answers_with_path_passages_usage_and_timings(server):
     assert [p["id"] for p in body["passages"]] == list(want.outcome.passages.ids)
     assert body["usage"]["prompt_tokens"] == want.prompt_tokens
     assert body["timings"]["latency_s"] >= body["timings"]["first_token_s"] > 0
-    assert body["run_id"].startswith("req-")
+    assert body["run_id"].startswith("req-") and body["served_by"] == "ragraph-sim-SIMULATED"
 
 
 def test_runs_stream_sends_metadata_node_updates_and_end(server):
