@@ -11,9 +11,14 @@ query load. Prints:
    and what a hot cache of that size serves when it is swapped every 50 steps;
 3. the distribution of the early-completion point (fraction of the probe list after which the final
    top-10 was complete), in probe order;
-4. one step holding whole probe lists of 8, 32 and 64 queries, laid out in cluster order (the
-   wavefront's: queries sharing a list scan it back to back) over query order (a batched faiss
-   search's), with the share of (query, list) pairs whose list another query of the step reads.
+4. one step holding whole probe lists of 8, 32 and 64 queries, laid out in cluster order
+   (queries sharing a list scan it back to back) over query order (a batched faiss search's),
+   with the share of (query, list) pairs whose list another query of the step reads.
+5. with `--list-major N` (only this table): 64 concurrent queries on N clustered random vectors
+   of dimension 384 (IVF-Flat, inner product, `--nlist` lists) at nprobe 128 and 256, queries/s
+   of faiss's batch search, a thread pool of single-query searches (what an app does), the
+   stepwise engine in cluster order (one step of whole probe lists) and list-major (the same
+   step in list order), all with identical results.
 Not a test: timings depend on the machine and its load.
 """
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -49,23 +55,13 @@ def stepwise_batch(engine, queries: np.ndarray, nprobe: int, step: int) -> np.nd
 
 
 def overhead_row(engine, reference_index, batches: list[np.ndarray], nprobe: int, repeats: int):
-    """faiss seconds for all batches, and stepwise/faiss for steps of 4, 8, 16 clusters.
-
-    Variants are timed interleaved, best of `repeats`, so load from other processes on a shared
-    machine hits all of them alike rather than one column.
-    """
+    """faiss seconds for all batches, and stepwise/faiss for steps of 4, 8, 16 clusters."""
     reference_index.nprobe = nprobe
-    runs = [lambda: [reference_index.search(b, K) for b in batches]]
-    runs += [
-        lambda s=s: [stepwise_batch(engine, b, nprobe, s) for b in batches] for s in (4, 8, 16)
-    ]
-    best = [float("inf")] * len(runs)
-    for _ in range(repeats):
-        for i, run in enumerate(runs):
-            t0 = time.perf_counter()
-            run()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best[0], [t / best[0] for t in best[1:]]
+    runs = {0: lambda: [reference_index.search(b, K) for b in batches]}
+    runs.update({s: lambda s=s: [stepwise_batch(engine, b, nprobe, s) for b in batches]
+                 for s in (4, 8, 16)})
+    best, _ = _interleaved(runs, repeats)
+    return best[0], [best[s] / best[0] for s in (4, 8, 16)]
 
 
 def overhead_table(engine, reference_index, queries: np.ndarray, repeats: int) -> None:
@@ -91,15 +87,28 @@ def order_table(engine, queries: np.ndarray, repeats: int) -> None:
             tasks = [SearchTask.of(q, p) for q, p in zip(x, probe, strict=True)]
             _, count = np.unique(probe, return_counts=True)
             shared = count[count > 1].sum() / probe.size
-            best = {}
-            for _ in range(repeats):
-                for order in (ScanOrder.BALANCED, ScanOrder.CLUSTER):
-                    t0 = time.perf_counter()
-                    engine.search_step(tasks, K, order)
-                    best[order] = min(best.get(order, np.inf), time.perf_counter() - t0)
+            best, _ = _interleaved({o: lambda o=o, t=tasks: engine.search_step(t, K, o)
+                                    for o in (ScanOrder.BALANCED, ScanOrder.CLUSTER)}, repeats)
             base = best[ScanOrder.BALANCED]
             print(f"{nprobe:>6} {len(x):>5} {shared:7.0%} {1e3 * base / len(x):10.3f} "
                   f"{best[ScanOrder.CLUSTER] / base:8.2f}")
+
+
+def clustered_index(n: int, d: int, nlist: int, rng: np.random.Generator):
+    """An IVF-Flat inner-product index of `n` normalized vectors around 1,024 random centers,
+    and the vectors."""
+    import faiss
+
+    centers = rng.standard_normal((1024, d)).astype(np.float32)
+    x = np.empty((n, d), dtype=np.float32)
+    for start in range(0, n, 1 << 18):  # in slices: the float64 noise of 2M vectors is 6 GB
+        m = min(1 << 18, n - start)
+        v = centers[rng.integers(0, 1024, m)] + 0.5 * rng.standard_normal((m, d), np.float32)
+        x[start:start + m] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
+    index.train(x[rng.choice(n, min(n, nlist * 64), replace=False)])
+    index.add(x)
+    return index, x
 
 
 def synthetic_table(n: int, queries: np.ndarray, repeats: int) -> None:
@@ -109,18 +118,81 @@ def synthetic_table(n: int, queries: np.ndarray, repeats: int) -> None:
     from ragraph.runtime.retrieval.ivf import FaissIVFEngine
 
     rng = np.random.default_rng(0)
-    d = queries.shape[1]
-    centers = rng.standard_normal((1024, d)).astype(np.float32)
-    x = centers[rng.integers(0, 1024, n)] + 0.5 * rng.standard_normal((n, d)).astype(np.float32)
-    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, 256, faiss.METRIC_INNER_PRODUCT)
-    index.train(x[rng.choice(n, 256 * 64, replace=False)])
-    index.add(x)
+    index, x = clustered_index(n, queries.shape[1], 256, rng)
     reference = faiss.clone_index(index)
     print(f"\n   synthetic: {n} vectors, nlist 256 (~{n // 256} per cluster)")
     q = x[rng.choice(n, queries.shape[0], replace=False)]
     overhead_table(FaissIVFEngine(index), reference, q, repeats)
     order_table(FaissIVFEngine(index), q, repeats)
+
+
+def list_major_table(n: int, nlist: int, repeats: int, batch: int = 64) -> None:
+    """Table 5: `batch` concurrent queries, four ways to answer them, queries/s."""
+    import faiss
+
+    from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    index, x = clustered_index(n, 384, nlist, rng)
+    q = x[rng.choice(n, batch, replace=False)] + 0.02 * rng.standard_normal((batch, 384), np.float32)
+    del x
+    engine = FaissIVFEngine(index)  # sets the index's parallel_mode 3: the baselines reset it
+    threads = faiss.omp_get_max_threads()
+    print(f"\n5. {batch} concurrent queries, {n} vectors, d 384, IVF{nlist} (built in "
+          f"{time.perf_counter() - t0:.0f} s), {threads} threads: queries/s (higher is better)")
+    print(f"{'nprobe':>6} {'q/list':>6} {'faiss batch':>11} {'thread pool':>11} {'cluster':>8} "
+          f"{'list':>8} {'list/pool':>9} {'identical':>9}")
+    pool = ThreadPoolExecutor(threads)
+    for nprobe in (128, 256):
+        runs = {
+            "batch": lambda nprobe=nprobe: _faiss_search(index, nprobe, lambda: index.search(q, K)),
+            "pool": lambda nprobe=nprobe: _faiss_search(index, nprobe, lambda: np.concatenate(
+                [i for _, i in pool.map(lambda v: index.search(v[None], K), q)])),
+            "cluster": lambda nprobe=nprobe: one_step(engine, q, nprobe, ScanOrder.CLUSTER),
+            "list": lambda nprobe=nprobe: one_step(engine, q, nprobe, ScanOrder.LIST),
+        }
+        best, ids = _interleaved(runs, repeats)
+        same = all(np.array_equal(ids["batch"], i) for i in ids.values())
+        rate = {name: batch / s for name, s in best.items()}
+        probe = engine.probe(q, nprobe)
+        shared = probe.size / np.unique(probe).size  # queries per list the step reads
+        print(f"{nprobe:>6} {shared:6.1f} {rate['batch']:11.0f} {rate['pool']:11.0f} "
+              f"{rate['cluster']:8.0f} {rate['list']:8.0f} {rate['list'] / rate['pool']:9.2f} "
+              f"{'yes' if same else 'NO':>9}")
+    pool.shutdown()
+
+
+def one_step(engine, queries: np.ndarray, nprobe: int, order: ScanOrder) -> np.ndarray:
+    """Probe, one step of every query's whole probe list in `order`, finish: the ids."""
+    probe = engine.probe(queries, nprobe)
+    tasks = [SearchTask.of(v, p) for v, p in zip(queries, probe, strict=True)]
+    step = engine.search_step(tasks, K, order)
+    return np.stack([engine.finish(v, p, [part], K).ids
+                     for v, p, part in zip(queries, probe, step.partials, strict=True)])
+
+
+def _faiss_search(index, nprobe: int, search) -> np.ndarray:
+    """faiss's own search in its default parallel mode, as an app calls it."""
+    mode, index.nprobe, index.parallel_mode = index.parallel_mode, nprobe, 0
+    try:
+        out = search()
+        return out[1] if isinstance(out, tuple) else out
+    finally:
+        index.parallel_mode = mode
+
+
+def _interleaved(runs: dict, repeats: int) -> tuple[dict, dict]:
+    """Best seconds of each run over `repeats` rounds (interleaved: load from other processes
+    hits all alike), and each run's last output."""
+    best = dict.fromkeys(runs, float("inf"))
+    out = {}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            t0 = time.perf_counter()
+            out[name] = run()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best, out
 
 
 def skew_and_completion(engine, queries: np.ndarray, nprobe: int) -> None:
@@ -167,7 +239,7 @@ def served_by_cache(engine, queries: np.ndarray, nprobe: int) -> None:
     cache.close()
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--data", type=Path, default=Path(__file__).resolve().parents[1] / "../shared/data"
@@ -182,11 +254,21 @@ def main() -> None:
         default=0,
         help="also time a synthetic index of this many vectors (nlist 256: realistic cluster sizes)",
     )
-    args = parser.parse_args()
+    parser.add_argument("--list-major", type=int, default=0, metavar="N",
+                        help="only table 5, on N synthetic vectors (e.g. 1000000)")
+    parser.add_argument("--nlist", type=int, default=1024, help="lists of the table-5 index")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     import faiss
 
     if args.threads:
         faiss.omp_set_num_threads(args.threads)
+    if args.list_major:
+        list_major_table(args.list_major, args.nlist, args.repeats)
+        return
 
     loaded = ensure_default_index()
     print(

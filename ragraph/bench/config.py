@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ragraph.bench.cells import Variant, plain
@@ -112,28 +112,3 @@ class BenchConfig:
     def workloads(self) -> tuple[str, ...]:
         mixed = ("mix",) if self.mix and len(self.workflows) > 1 else ()
         return self.workflows + mixed
-
-
-def quick(config: BenchConfig) -> BenchConfig:
-    """Sizes that finish in under 10 minutes on 2 cores, index build included. sim: a 400k-vector
-    index (IVF512, ~800 vectors per list as in the full IVF4096 x 4M setting), nprobe 128 only,
-    offline plus three request rates of 8 s each, no mix, no plots. llamacpp: 16 questions at 8
-    in flight."""
-    if config.engine == "llamacpp":
-        return replace(config, offline_requests=16, concurrencies=(8,), quick=True)
-    return replace(config, scale=400_000, nprobes=(128,), offline_requests=48, rate_points=3,
-                   window_s=8.0, max_online_requests=240, mix=False, plots=False, quick=True)
-
-
-def llamacpp_preset(config: BenchConfig) -> BenchConfig:
-    """The embedded engine's comparison (issue 14): HyDE, IRG, oneshot and multistep, 32 real
-    questions offline at 8 and 16 in flight, ragraph against a real LangGraph app, on the real
-    passages alone (no synthetic padding: retrieval is a small share of a request here)."""
-    return replace(config, workflows=LLAMACPP_WORKFLOWS, executors=LLAMACPP_EXECUTORS,
-                   concurrencies=(8, 16), rates=(), offline_requests=32, scale=0, nprobes=(32,),
-                   mix=False, plots=False)
-
-
-def ablation_preset(config: BenchConfig) -> BenchConfig:
-    """One workload's offline runs under every pass combination of `bench.ablation`."""
-    return replace(config, ablation=True, rates=(), mix=False, plots=False)

@@ -38,6 +38,15 @@ def detect(cpuinfo: Path = Path("/proc/cpuinfo"), meminfo: Path = Path("/proc/me
     return Machine(model, cores, memory)
 
 
+def available_memory_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """Memory the system can give a new workload without swapping (MemAvailable)."""
+    if meminfo.is_file():
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 8 * 2**30  # not Linux: assume 8 GiB
+
+
 def engine_label(engine: str, name: str, simulated: bool) -> str:
     """How an engine is named in output: a simulated one always says so."""
     if simulated:

@@ -4,6 +4,8 @@
     ragraph bench --engine sim --scale 4000000 --nprobe 32,128          # the full run, with plots
     ragraph bench --engine llamacpp                 # HyDE, IRG, oneshot, multistep vs LangGraph
     ragraph bench --ablation --engine sim --workflows irg --quick       # what each pass is worth
+    ragraph bench --preset seeds [--quick]            # HedraRAG's retrieval-heavy regime
+    ragraph bench --target http://127.0.0.1:8000 --rates 2,4 --requests 200   # a running server
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ragraph.cli.options import add_gpu_flags, numbers
+from ragraph.cli.options import add_gpu_flags, add_thread_flags, numbers
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,6 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="sim (simulated Llama-3.1-8B on an H100, timed from a measured profile; "
                    "default) or the real llama.cpp engine")
     p.add_argument("--model", help="GGUF path for --engine llamacpp (default: embedded Gemma)")
+    p.add_argument("--preset", choices=("seeds",),
+                   help="seeds: HedraRAG's regime (the largest padded index memory allows, "
+                   "IVF4096, nprobe 128/256/512, 128 questions at 4-28 req/s and 1,024 offline, "
+                   "oneshot, HyDE, multistep, IRG, RECOMP); with --quick about 15 minutes")
     p.add_argument("--ablation", action="store_true",
                    help="what each pass is worth: -O0, each pass alone, -O2 without each pass "
                    "and -O2, offline, on one workload (--workflows)")
@@ -59,14 +65,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="folder of the QA datasets and corpora (default ../shared/data)")
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="CSV and plots go here")
     p.add_argument("--slo", type=float, default=10.0, help="per-request p95 latency SLO (10 s)")
-    p.add_argument("--gen-threads", type=int,
-                   help="llama.cpp threads (default: every core for llama.cpp, 1 otherwise)")
-    p.add_argument("--search-threads", type=int,
-                   help="faiss/embedder threads (default: every core beside a GPU engine, 1 per "
-                   "8 cores beside llama.cpp)")
+    add_thread_flags(p)
     p.add_argument("--passes", default="-O2", help="ragraph pass pipeline (-O2)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--target", metavar="URL",
+                   help="drive a running `ragraph serve` at URL instead: Poisson arrivals at "
+                   "--rates, else a closed loop of --concurrency clients; --requests in all "
+                   "(default 64); --workflows default: every workflow it serves")
+    p.add_argument("--stream", type=float, default=0.0, metavar="SHARE",
+                   help="--target: the share of requests that stream their answer (0)")
+    p.add_argument("--api-key", help="--target: the server's API key")
     add_gpu_flags(p)
+    ray = p.add_argument_group("scale-out (--ray: throughput vs shards and replicas; needs the "
+                               "extra: pip install \"ragraph[ray]\")")
+    ray.add_argument("--ray", metavar="ADDRESS",
+                     help="Ray cluster (HOST:PORT, auto, or local for one on this machine)")
+    ray.add_argument("--index", type=Path, help="index directory on a path every node reads "
+                     "(default: the embedded Wikipedia index)")
+    ray.add_argument("--shard-counts", default="1,2,3", help="shard counts to run (1,2,3)")
+    ray.add_argument("--replica-counts", default="1,2", help="engine replica counts (1,2)")
+    ray.add_argument("--replicas", metavar="URLS", help="real OpenAI-compatible servers "
+                     "(default: simulated H100 replicas)")
+    ray.add_argument("--shard-cpus", type=float, default=1.0, help="Ray CPUs per shard (1)")
     p.set_defaults(func=run)
 
 
@@ -75,7 +95,9 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 
 
 def config_from(args: argparse.Namespace):
-    from ragraph.bench.config import BenchConfig, ablation_preset, llamacpp_preset, quick
+    from ragraph.bench.config import BenchConfig
+    from ragraph.bench.machine import available_memory_bytes
+    from ragraph.bench.presets import ablation_preset, llamacpp_preset, quick, seeds_preset
 
     config = BenchConfig(
         workflow_dir=REPO / "workflows", engine=args.engine, model=args.model,
@@ -89,6 +111,8 @@ def config_from(args: argparse.Namespace):
         config = llamacpp_preset(config)
     if args.quick:
         config = quick(config)
+    if args.preset == "seeds":
+        config = seeds_preset(config, available_memory_bytes())
     if args.ablation:
         config = ablation_preset(config)
     overrides = {
@@ -101,14 +125,53 @@ def config_from(args: argparse.Namespace):
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})
 
 
+def run_scale(args: argparse.Namespace) -> int:
+    from ragraph.bench import scale
+
+    urls = _names(args.replicas) or ()
+    config = scale.ScaleConfig(
+        address=args.ray, index=args.index, data=args.data if args.data.is_dir() else None,
+        shard_counts=numbers(args.shard_counts, "--shard-counts", int),
+        replica_counts=numbers(args.replica_counts, "--replica-counts", int),
+        replica_urls=urls, workflow=_workflow(args), requests=args.requests or 48,
+        concurrency=int(args.concurrency or 16), nprobe=int(args.nprobe or 32),
+        shard_cpus=args.shard_cpus)
+    console = Console(highlight=False)
+    rows = scale.run(config, console)
+    console.print(scale.table(rows, simulated=not urls))
+    return 0 if all(r.same_answers for r in rows) else 1
+
+
+def _workflow(args: argparse.Namespace) -> Path:
+    name = (_names(args.workflows) or ("oneshot",))[0]
+    return Path(name) if name.endswith(".rag") else REPO / "workflows" / f"{name}.rag"
+
+
 def run(args: argparse.Namespace) -> int:
     from ragraph.bench.driver import run as run_bench
 
-    config = config_from(args)
+    if args.ray is not None:
+        return run_scale(args)
     # Logs and CI keep the tables readable: rich would fold them to 80 columns off a terminal.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    if args.target:
+        return run_target(args, console)
+    config = config_from(args)
     if config.data is None:
         console.print(f"note: {args.data} not found: Wikipedia passages and built-in questions only")
     report = asyncio.run(run_bench(config, console))
     console.print(f"bench finished in {report.seconds:.0f} s")
     return 0
+
+
+def run_target(args: argparse.Namespace, console: Console) -> int:
+    from ragraph.bench.http_load import LoadSpec
+    from ragraph.bench.target import run_target as drive_target
+
+    clients = numbers(args.concurrency, "--concurrency", int) or (8,)
+    spec = LoadSpec(target=args.target.rstrip("/"), requests=args.requests or 64, rate=None,
+                    clients=clients[0], stream_share=args.stream, api_key=args.api_key,
+                    seed=args.seed)
+    reports = drive_target(spec, _names(args.workflows), numbers(args.rates, "--rates", float),
+                           args.data if args.data.is_dir() else None, console)
+    return 0 if all(r.ok for r in reports) else 1

@@ -1,4 +1,4 @@
-"""`ragraph index build|default|info`: build, verify and describe search indexes.
+"""`ragraph index build|default|shard|info`: build, verify and describe search indexes.
 
 faiss, torch and the embedder are imported inside the command functions so that other commands
 (and `ragraph --help`) start without loading them.
@@ -31,6 +31,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     default = sub.add_parser("default", help="build (once) or verify the default Wikipedia index")
     default.set_defaults(func=_default)
+
+    shard = sub.add_parser("shard", help="split an index's lists into shard files for --ray")
+    shard.add_argument("directory", type=Path, help="an index directory (ragraph index build)")
+    shard.add_argument("--shards", type=int, required=True, help="number of shard actors")
+    shard.add_argument("--replicate", type=float, default=0.1,
+                       help="share of the lists, the largest, held by two shards (0.1)")
+    shard.set_defaults(func=_shard)
 
     info = sub.add_parser("info", help="describe an index directory")
     info.add_argument("directory", type=Path)
@@ -124,6 +131,19 @@ def _default(args: argparse.Namespace) -> int:
     m = loaded.manifest
     console.print(f"ok: {m.passages} passages, nlist {m.nlist}, {m.metric}, {m.embedder}")
     console.print("passages: English Wikipedia lead paragraphs (CC BY-SA 4.0)")
+    return 0
+
+
+def _shard(args: argparse.Namespace) -> int:
+    from ragraph.runtime.retrieval.manifest import Manifest
+    from ragraph.runtime.retrieval.shard_lists import shard_dir, write_shards
+
+    Manifest.read(args.directory)  # a clear error for a directory that is not an index
+    console = Console(stderr=True)
+    plan = write_shards(args.directory, args.shards, args.replicate)
+    sizes = [len(plan.clusters_of(s)) for s in range(plan.shards)]
+    console.print(f"wrote {shard_dir(args.directory, plan.shards)}: {plan.shards} shards of "
+                  f"{min(sizes)}-{max(sizes)} lists, {plan.replicated().size} lists on two shards")
     return 0
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ragraph.cli.options import add_gpu_flags
+from ragraph.cli.options import add_runtime_flags, runtime_config
 from ragraph.errors import ConfigError
-from ragraph.runtime.config import ENGINES, EXECUTORS, RuntimeConfig
+from ragraph.runtime.config import RuntimeConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,23 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument("--input", "-i", type=Path, help="questions: JSONL or a dataset file")
     p.add_argument("--output", "-o", type=Path, help="answers as JSONL (with --input)")
     p.add_argument("--limit", type=int, help="only the first N questions of --input")
-    p.add_argument("--concurrency", "-c", type=int, default=8, help="requests in flight (8)")
-    p.add_argument("--executor", choices=EXECUTORS, default="ragraph",
-                   help="ragraph (wavefront, default), sequential or stage-batched baselines")
-    level = p.add_mutually_exclusive_group()
-    level.add_argument("--passes", metavar="SPEC", help="pass pipeline (default -O2)")
-    level.add_argument("-O", dest="level", choices=("0", "2"), help="-O0 none, -O2 all")
-    p.add_argument("--engine", choices=ENGINES, default="llamacpp", help="LLM engine")
-    p.add_argument("--model", help="GGUF path (llamacpp) / model path (sglang) / name (openai)")
-    p.add_argument("--url", help="server URL for --engine openai or sglang")
-    p.add_argument("--index", help="index directory (default: the embedded Wikipedia index)")
-    p.add_argument("--nprobe", type=int, default=32, help="clusters searched per query (32)")
-    p.add_argument("--gen-threads", type=int,
-                   help="llama.cpp threads (default: every core for llama.cpp, 1 otherwise)")
-    p.add_argument("--search-threads", type=int,
-                   help="faiss/embedder threads (default: 1 per 8 cores beside llama.cpp, every "
-                   "core beside a GPU engine)")
-    add_gpu_flags(p)
+    add_runtime_flags(p)
     p.add_argument("--trace", type=Path, help="write a Chrome trace (open in Perfetto)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="also print passages, the path through the graph and the timeline")
@@ -50,13 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def config_from(args: argparse.Namespace) -> RuntimeConfig:
-    passes = args.passes or (f"-O{args.level}" if args.level else "-O2")
-    return RuntimeConfig(
-        engine=args.engine, model=args.model, url=args.url, index=args.index,
-        executor=args.executor, passes=passes, concurrency=args.concurrency, nprobe=args.nprobe,
-        gen_threads=args.gen_threads, search_threads=args.search_threads,
-        hot_cache=args.hot_cache, profile=args.profile,
-    )
+    return runtime_config(args)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from rich.console import Console
 from ragraph.errors import RagraphError
 
 # Order is the order of `ragraph --help`.
-COMMANDS: tuple[str, ...] = ("run", "check", "compile", "show", "index", "eval", "bench",
+COMMANDS: tuple[str, ...] = ("run", "serve", "check", "compile", "show", "index", "eval", "bench",
                              "calibrate")
 
 

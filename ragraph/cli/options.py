@@ -5,7 +5,48 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from ragraph.cli import scale_out
 from ragraph.errors import ConfigError
+from ragraph.runtime.config import ENGINES, EXECUTORS, RuntimeConfig
+
+
+def add_runtime_flags(p: argparse.ArgumentParser) -> None:
+    """How `run` and `serve` execute workflows: executor, passes, engines, index, core split,
+    scale-out."""
+    p.add_argument("--concurrency", "-c", type=int, default=8, help="requests in flight (8)")
+    p.add_argument("--executor", choices=EXECUTORS, default="ragraph",
+                   help="ragraph (wavefront, default), sequential or stage-batched baselines")
+    level = p.add_mutually_exclusive_group()
+    level.add_argument("--passes", metavar="SPEC", help="pass pipeline (default -O2)")
+    level.add_argument("-O", dest="level", choices=("0", "2"), help="-O0 none, -O2 all")
+    p.add_argument("--engine", choices=ENGINES, default="llamacpp", help="LLM engine")
+    p.add_argument("--model", help="GGUF path (llamacpp) / model path (sglang) / name (openai)")
+    p.add_argument("--url", help="server URL for --engine openai or sglang")
+    p.add_argument("--index", help="index directory (default: the embedded Wikipedia index)")
+    p.add_argument("--nprobe", type=int, default=32, help="clusters searched per query (32)")
+    add_thread_flags(p)
+    add_gpu_flags(p)
+    scale_out.add_arguments(p)
+
+
+def add_thread_flags(p: argparse.ArgumentParser) -> None:
+    """The core split between the LLM engine and search (`threads.default_split`)."""
+    p.add_argument("--gen-threads", type=int,
+                   help="llama.cpp threads (default: every core for llama.cpp, 1 otherwise)")
+    p.add_argument("--search-threads", type=int,
+                   help="faiss/embedder threads (default: 1 per 8 cores beside llama.cpp, every "
+                   "core beside a GPU engine)")
+
+
+def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
+    """The validated run configuration of `add_runtime_flags`' flags."""
+    passes = args.passes or (f"-O{args.level}" if args.level else "-O2")
+    return RuntimeConfig(
+        engine=args.engine, model=args.model, url=args.url, index=args.index,
+        executor=args.executor, passes=passes, concurrency=args.concurrency, nprobe=args.nprobe,
+        gen_threads=args.gen_threads, search_threads=args.search_threads,
+        hot_cache=args.hot_cache, profile=args.profile, **scale_out.fields(args),
+    )
 
 
 def add_gpu_flags(p: argparse.ArgumentParser) -> None:

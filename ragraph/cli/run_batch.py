@@ -29,7 +29,9 @@ async def run_file(catalog: Catalog, config: RuntimeConfig, args: argparse.Names
     bad = [r for r in items if isinstance(r, BadLine)]
     err.print(f"[dim]{len(requests)} requests · workflow {catalog.default} · executor "
               f"{config.executor} {config.passes} · engine {engine_label(config)} · "
-              f"{config.describe_threads()}\n{config.gpu.describe()}[/dim]")
+              f"{config.describe_threads()}"
+              + (f" · index on {config.shards} Ray shards at {config.ray}" if config.ray else "")
+              + f"\n{config.gpu.describe()}[/dim]")
     search = await open_run(config, err)
     tracer = Tracer()
     columns = (TextColumn("answering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -69,9 +71,17 @@ def summary_table(result: RunResult, config: RuntimeConfig, bad_lines: int = 0) 
         ("clusters searched", f"{st.clusters_searched} in {st.search_steps} steps"),
     ]
     rows += _quality(result.outcomes)
+    if config.ray is not None or config.replicas:
+        rows += _retries(result)
     for name, value in rows:
         table.add_row(name, value)
     return table
+
+
+def _retries(result: RunResult) -> list[tuple[str, str]]:
+    """Every retry on its own line: a fault survived is still a fault to know about."""
+    head = ("retries", f"{len(result.faults)}" if result.faults else "none")
+    return [head] + [(f"  retry {i}", str(f)) for i, f in enumerate(result.faults, start=1)]
 
 
 def _rate(value: float | None) -> str:

@@ -24,6 +24,8 @@ def engine_label(config: RuntimeConfig) -> str:
                 f"{SimConfig.from_run(config).cost.label})")
     if config.engine == "llamacpp":
         return f"llamacpp ({config.model or 'Gemma-3-270M Q4_K_M, embedded'}, real)"
+    if config.replicas:
+        return f"{config.engine} ({len(config.replicas)} replicas, prefix-aware routing, real)"
     return f"{config.engine} ({config.url or config.model}, real)"
 
 

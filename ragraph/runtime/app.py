@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ragraph.runtime.catalog import Catalog, Workflows
 from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.distributed.faults import Fault, faults_of
 from ragraph.runtime.executors.app_clients import open_app_llm, uses_own_client
 from ragraph.runtime.executors.base import Services, arrive_all
 from ragraph.runtime.outcome import Outcome, RunStats, Summary, summarize
@@ -22,6 +23,10 @@ from ragraph.runtime.trace import Tracer
 def create_llm(config: RuntimeConfig):
     from ragraph.runtime.llm.registry import engine_for
 
+    if config.replicas:
+        from ragraph.runtime.distributed.replicas import replicas_for
+
+        return replicas_for(config)
     return engine_for(config)
 
 
@@ -36,8 +41,14 @@ def open_search(config: RuntimeConfig, progress=None,
     from ragraph.runtime.retrieval.manifest import load_index
 
     faiss.omp_set_num_threads(config.search_threads)
+    if config.ray is not None:
+        from ragraph.runtime.distributed.ray_env import require_ray
+
+        require_ray()  # before the embedder loads: a missing extra is the first thing said
     embedder = query_embedder(threads=embed_threads or config.search_threads,
                               device=config.gpu.device)
+    if config.ray is not None:
+        return _sharded_search(config, embedder, progress)
     if config.index is None:
         from ragraph.runtime.retrieval.corpus import ensure_default_index
 
@@ -46,6 +57,20 @@ def open_search(config: RuntimeConfig, progress=None,
         loaded = load_index(Path(config.index), embedder.name, embedder.dim)
     return SearchService(on_gpu_paths(loaded.engine, config), embedder, loaded.store,
                          nprobe=config.nprobe)
+
+
+def _sharded_search(config: RuntimeConfig, embedder, progress) -> SearchService:
+    from ragraph.runtime.distributed.search import open_sharded_search
+    from ragraph.runtime.distributed.shard_pool import ShardOptions
+
+    if config.index is None:
+        from ragraph.runtime.retrieval.corpus import ensure_default_index
+
+        directory = ensure_default_index(progress).directory
+    else:
+        directory = Path(config.index)
+    options = ShardOptions(config.shards, config.replicate, config.shard_cpus)
+    return open_sharded_search(config.ray or "auto", directory, embedder, options, config.nprobe)
 
 
 def on_gpu_paths(engine, config: RuntimeConfig):
@@ -113,6 +138,8 @@ class RunResult:
     executor: str
     engine: str
     simulated: bool
+    # Every retry the engines made (a shard step re-sent, a generation failed over).
+    faults: tuple[Fault, ...] = ()
 
 
 async def execute(
@@ -142,4 +169,5 @@ async def execute(
     stats = await executor.run(catalog, arrivals, done)
     wall = time.perf_counter() - start
     return RunResult(tuple(outcomes), stats, summarize(outcomes, wall), executor.name,
-                     services.llm.name, bool(services.llm.simulated))
+                     services.llm.name, bool(services.llm.simulated),
+                     faults_of(services.search.engine, services.llm))

@@ -39,6 +39,13 @@ class RuntimeConfig:
     # llama.cpp: keep finished sequences' KV to reuse shared prompt prefixes (documents, the
     # instruction, an earlier round's prompt); off only to measure what it is worth.
     prefix_reuse: bool = True
+    # Scale-out: the Ray cluster whose actors hold the index's lists (`shards` of them, the
+    # `replicate` share of the largest lists on two), and LLM server replicas behind one router.
+    ray: str | None = None
+    shards: int = 2
+    replicate: float = 0.1
+    shard_cpus: float = 1.0
+    replicas: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -63,12 +70,29 @@ class RuntimeConfig:
             raise ConfigError("link_gb_per_s", f"must be positive, got {self.link_gb_per_s}")
         if self.budget_ms is not None and self.budget_ms <= 0:
             raise ConfigError("budget_ms", f"must be positive, got {self.budget_ms}")
-        if self.engine in ("openai",) and not self.url:
+        self._check_scale_out()
+        if self.engine in ("openai",) and not (self.url or self.replicas):
             raise ConfigError("url", f"the {self.engine} engine needs a server URL")
         if self.profile is not None and self.engine != "sim":
             raise ConfigError("profile", f"only the sim engine uses a GPU profile, not {self.engine}")
         if self.engine == "sglang" and not (self.url or self.model):
             raise ConfigError("model", "the sglang engine needs --model (in-process) or --url")
+
+    def _check_scale_out(self) -> None:
+        if isinstance(self.shards, bool) or not isinstance(self.shards, int) or self.shards < 1:
+            raise ConfigError("shards", f"must be a positive integer, got {self.shards!r}")
+        if not 0 <= self.replicate <= 1:
+            raise ConfigError("replicate", f"must be in [0, 1], got {self.replicate}")
+        if self.ray is not None and self.hot_cache:
+            raise ConfigError("hot_cache", "the accelerator tier is single-node; not with --ray")
+        if self.ray is not None and self.executor == "langgraph":
+            raise ConfigError("executor", "the LangGraph app calls faiss directly; not with --ray")
+        if self.replicas and self.engine != "openai":
+            raise ConfigError("replicas", "replicas are OpenAI-compatible servers: --engine openai")
+        if self.replicas and self.url:
+            raise ConfigError("replicas", "give the servers either as --url or as --replicas")
+        if any(not u.startswith(("http://", "https://")) for u in self.replicas):
+            raise ConfigError("replicas", f"every replica is an http(s):// URL, got {self.replicas}")
 
     @property
     def simulated(self) -> bool:

@@ -50,6 +50,13 @@ def render_html(scenes: list[Scene], legend: bool = True) -> str:
     return f"{head}{body}{foot}</body></html>\n"
 
 
+def embeddable(scenes: list[Scene], prefix: str) -> tuple[str, str]:
+    """The panels and the legend of `render_html`, and its stylesheet, for a page that embeds
+    drawings (`ragraph serve`); `prefix` keeps ids unique among several on one page."""
+    body = "".join(_panel(sc, f"{prefix}{i}-") for i, sc in enumerate(scenes))
+    return f'<div class="panels">{body}</div>{_legend()}', _CSS
+
+
 def _panel(sc: Scene, prefix: str) -> str:
     stats = f"{len(sc.nodes)} nodes, {len(sc.edges)} edges"
     return (f'<section class="panel"><h2>{escape(sc.title)}</h2><div class="stats">{stats}</div>'

@@ -93,7 +93,8 @@ def _node(n: DrawNode, b: Box) -> str:
     texts = [_text(b.x, top + (-4 if sub else 4.5), title, ID_FONT, st.text, bold=True)]
     if sub:
         texts.append(_text(b.x, top + 12, sub, SUB_FONT, st.text))
-    return (f'<g class="node role-{escape(n.role)}"><title>{escape(n.tooltip)}</title>'
+    return (f'<g class="node role-{escape(n.role)}" data-node="{escape(n.id)}">'
+            f"<title>{escape(n.tooltip)}</title>"
             f"{shape(st.shape, b, st)}{''.join(texts)}{_branches(n, b)}</g>")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -11,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.processes import stop
 
 
 @pytest.fixture(scope="session")
@@ -46,15 +49,15 @@ def _wait_ready(proc: subprocess.Popen, url: str, timeout_s: float) -> None:
 SERVER_N_CTX = 1024
 
 
-@pytest.fixture(scope="session")
-def llama_server(model_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`python -m llama_cpp.server` on 127.0.0.1 and a free port, for the whole session."""
+@contextlib.contextmanager
+def running_server(model_path: str, log: Path,
+                   threads: int = 2) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`python -m llama_cpp.server` on 127.0.0.1 and a free port: (its process, its URL)."""
     pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]")
     port = free_port()
-    log = tmp_path_factory.mktemp("llama_server") / "server.log"
     launcher = str(Path(__file__).with_name("llama_server_main.py"))
     cmd = [sys.executable, launcher, "--model", model_path, "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", str(SERVER_N_CTX), "--n_threads", "2",
+           "--port", str(port), "--n_ctx", str(SERVER_N_CTX), "--n_threads", str(threads),
            # By default the server ends a running stream when another request arrives.
            "--interrupt_requests", "false"]
     with open(log, "wb") as out:
@@ -64,11 +67,14 @@ def llama_server(model_path: str, tmp_path_factory: pytest.TempPathFactory) -> I
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(proc, url, timeout_s=60)
-        yield url
+        yield proc, url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+@pytest.fixture(scope="session")
+def llama_server(model_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One llama.cpp server for the whole session."""
+    log = tmp_path_factory.mktemp("llama_server") / "server.log"
+    with running_server(model_path, log) as (_, url):
+        yield url

@@ -1,7 +1,7 @@
 """One conformance suite for every LLM engine available on this machine.
 
 llama.cpp in-process, the OpenAI-compatible HTTP client against a real local llama_cpp.server,
-and the simulated engine all answer the same questions: streaming order, stop strings, max
+the simulated engine and the replica router (over two simulated engines) all answer the same questions: streaming order, stop strings, max
 tokens, abort mid-stream, greedy determinism, a batch of mixed lengths, and per-request errors.
 Small max_new_tokens keep the suite fast on 2 cores.
 """
@@ -30,7 +30,7 @@ Factory = Callable[[], LLMEngine]
 
 # The real-model engines are slow tests (make test-all); the simulated one runs in make test.
 @pytest.fixture(params=[pytest.param("llamacpp", marks=pytest.mark.slow),
-                        pytest.param("http", marks=pytest.mark.slow), "sim"])
+                        pytest.param("http", marks=pytest.mark.slow), "sim", "replicas"])
 def make_engine(request: pytest.FixtureRequest) -> Factory:
     kind = request.param
     if kind == "llamacpp":
@@ -48,7 +48,12 @@ def make_engine(request: pytest.FixtureRequest) -> Factory:
     from ragraph.runtime.llm.sim import SimConfig
 
     # Real clock: a simulated step is ~6 ms of asyncio.sleep.
-    return lambda: create_engine("sim", SimConfig(context_length=512, output_lengths=(40,)))
+    sim = SimConfig(context_length=512, output_lengths=(40,))
+    if kind == "replicas":
+        from ragraph.runtime.distributed.replicas import ReplicaRouter
+
+        return lambda: ReplicaRouter([create_engine("sim", sim) for _ in range(2)])
+    return lambda: create_engine("sim", sim)
 
 
 def req(rid: str, prompt: str = PROMPT, n: int = 12, **kw: object) -> GenerationRequest:

@@ -39,6 +39,16 @@ def random_engine(request, random_vectors) -> FaissIVFEngine:
     return FaissIVFEngine(make_ivf(random_vectors, 64, request.param), cache_bytes=0)
 
 
+@pytest.fixture
+def omp_threads():
+    """Set faiss's OpenMP threads for one test and restore them after."""
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    yield faiss.omp_set_num_threads
+    faiss.omp_set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tie_vectors() -> np.ndarray:
     """Every vector four times, under shuffled ids: exact distance ties at every rank."""

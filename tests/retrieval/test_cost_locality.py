@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from ragraph.runtime.retrieval.cost import (
     plan_step,
 )
 from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+from ragraph.runtime.retrieval.listmajor import ListMajorRule
 from ragraph.runtime.retrieval.locality import (
     History,
     completion_point,
@@ -93,6 +95,18 @@ def test_step_cost_prices_repeated_lists_as_rescans():
         CostModel(sizes=(1,), dim=4, rescan_share=0.0)
 
 
+def test_list_major_steps_are_priced_as_the_engine_runs_them():
+    model = replace(UNIT, list_rule=ListMajorRule(np.full(8, 10**6), cache_bytes=0))
+    shared = np.repeat([0, 1], 8)  # 8 queries a list: list-major
+    assert model.step_ms(shared) == pytest.approx(2 * (model.list_first + 7 * model.list_share))
+    few = np.repeat([0, 1], 2)  # 2 a list: cluster order, repeats from cache
+    assert model.step_ms(few) == pytest.approx(2 * (1 + model.rescan_share))
+    cached = replace(model, list_rule=ListMajorRule(np.full(8, 1), cache_bytes=10**9))
+    assert cached.step_ms(shared) == pytest.approx(2 * (1 + 7 * model.rescan_share))
+    with pytest.raises(ConfigError, match="list_share"):
+        replace(UNIT, list_share=0.0)
+
+
 def test_cost_model_follows_measurements():
     model = UNIT
     for _ in range(40):
@@ -119,6 +133,7 @@ def test_calibration_gives_a_usable_model(random_engine):
     model = calibrate(random_engine, seconds=0.05)
     assert model.ns_per_element > 0
     assert 0 < model.cluster_ms(0) < 50
+    assert model.list_rule is random_engine.list_rule  # priced by the engine's own rule
 
 
 def test_each_engine_is_calibrated_once(random_vectors):

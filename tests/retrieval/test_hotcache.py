@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ragraph.errors import ConfigError, SearchIndexError
-from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
+from ragraph.runtime.retrieval.hotcache import BYTES_PER_ELEMENT, HotCacheConfig, HotClusterCache
 from ragraph.runtime.retrieval.ivf import FaissIVFEngine
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchEngine, SearchTask
 from ragraph.runtime.retrieval.tiered import TieredEngine
@@ -83,7 +83,7 @@ def test_prefetch_loads_nearest_whole_clusters_within_budget(random_engine, rand
     q = random_vectors[5]
     ranked = random_engine.probe(q, random_engine.nlist)[0]
     sizes = random_engine.cluster_sizes()
-    row = random_engine.dim * 8
+    row = random_engine.dim * BYTES_PER_ELEMENT  # float32 tiles
     budget = int(sizes[ranked[:3]].sum()) * row + 1
     first = cache.prefetch(q, budget, owner="req-1")
     assert first.fetched == tuple(ranked[:3].tolist()) and first.already == ()
@@ -146,3 +146,37 @@ def test_config_and_index_errors(random_vectors):
     sq8 = FaissIVFEngine(make_ivf(random_vectors, 16, "l2", kind="sq8"))
     with pytest.raises(SearchIndexError, match="IVF-Flat"):
         HotClusterCache(sq8, HotCacheConfig(capacity=1, device="cpu"))
+
+
+def test_tiles_are_float32_half_the_bytes(random_engine):
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=0, device="cpu"))
+    q = np.zeros(random_engine.dim, np.float32)
+    report = cache.prefetch(q, 10**9, owner="all")
+    sizes = random_engine.cluster_sizes()
+    assert {t.vectors.dtype for t in cache.resident.tiles.values()} == {torch.float32}
+    assert cache.resident.nbytes == int(sizes[list(report.fetched)].sum()) * random_engine.dim * 4
+    cache.close()
+
+
+@pytest.mark.parametrize("precision", ["highest", "high", "medium"])
+@pytest.mark.parametrize("metric", ["l2", "ip"])
+def test_near_ties_exact_on_float32_tiles(metric, precision):
+    """Vectors a rounding error apart: the tier's float32 products misorder them, its bound
+    (widened for TF32 and bf16 products) keeps every candidate, faiss re-scores."""
+    from .test_listmajor import near_ties
+
+    x, q = near_ties(metric)
+    base = FaissIVFEngine(make_ivf(x, 8, metric))
+    cache = HotClusterCache(base, HotCacheConfig(capacity=0, device="cpu"))
+    engine = TieredEngine(base, cache)
+    cache.prefetch(q[0], x.nbytes, owner=0)
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        rng = np.random.default_rng(14)
+        got = stepwise(engine, q, 10, 4, 2, rng, scan=ScanOrder.CLUSTER)
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert_identical(got, reference(base, q, 10, 4))
+    assert cache.stats().served_fraction > 0
+    cache.close()

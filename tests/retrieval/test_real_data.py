@@ -87,3 +87,19 @@ def test_default_index_answers_and_is_exact(default_index, embedder, data_dir):
     for nprobe, n_steps in [(32, 4), (128, 11)]:
         want = reference(engine, queries, 10, nprobe)
         assert_identical(stepwise(engine, queries, 10, nprobe, n_steps, rng), want)
+
+
+@pytest.mark.slow
+def test_default_index_list_major_exact(default_index, embedder, data_dir, monkeypatch):
+    """Natural Questions on the default index (d 384, 256 lists), every step list-major."""
+    from ragraph.runtime.retrieval import listmajor
+    from ragraph.runtime.retrieval.protocol import ScanOrder
+
+    monkeypatch.setattr(listmajor, "MIN_SHARING", 0.0)
+    engine = FaissIVFEngine(default_index.engine.index, cache_bytes=0)
+    queries = embedder.embed(nq_questions(data_dir, 64))
+    rng = np.random.default_rng(32)
+    for nprobe, n_steps in [(32, 1), (128, 5)]:
+        want = reference(engine, queries, 10, nprobe)
+        assert_identical(stepwise(engine, queries, 10, nprobe, n_steps, rng, scan=ScanOrder.LIST),
+                         want)

@@ -175,14 +175,6 @@ def test_matches_faiss_default_parallel_mode(random_engine, random_vectors):
     assert_identical(stepwise(random_engine, queries, 10, 24, 5, rng), default.search(queries, 10))
 
 
-@pytest.fixture
-def omp_threads():
-    """Set faiss's OpenMP threads for one test and restore them after."""
-    before = faiss.omp_get_max_threads()
-    yield faiss.omp_set_num_threads
-    faiss.omp_set_num_threads(before)
-
-
 @pytest.mark.parametrize("order", [ScanOrder.BALANCED, ScanOrder.CLUSTER])
 @pytest.mark.parametrize("threads", [1, 2, 3, 5])
 def test_step_layouts_change_no_result(random_engine, random_vectors, omp_threads, threads, order):

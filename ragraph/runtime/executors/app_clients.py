@@ -23,6 +23,7 @@ from ragraph.runtime.llm.protocol import (
     LLMEngine,
     SamplingParams,
 )
+from ragraph.runtime.llm.tally import Tally
 from ragraph.runtime.search_service import SearchService
 
 # What the app's `Llama` holds: the prompt and answer of the workflows' longest generations.
@@ -44,22 +45,6 @@ def _min_prob(logprobs: list[float | None] | None) -> float:
     return math.exp(min(values)) if values else 1.0
 
 
-@dataclass
-class _Usage:
-    requests: int = 0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    completion_tokens: int = 0
-    prefill_s: float = 0.0
-    decode_s: float = 0.0
-
-    def snapshot(self) -> EngineCounters:
-        return EngineCounters(requests=self.requests, finished=self.requests,
-                              prompt_tokens=self.prompt_tokens, cached_tokens=self.cached_tokens,
-                              completion_tokens=self.completion_tokens,
-                              prefill_s=self.prefill_s, decode_s=self.decode_s)
-
-
 class LlamaCppApp:
     """One llama-cpp-python `Llama` behind a lock. `Llama` reuses the KV of the longest prefix
     its previous call shares with the next one; the lock makes calls one at a time.
@@ -79,7 +64,7 @@ class LlamaCppApp:
         self.llm = self._load(logits_all=False)
         self._scored = None
         self.lock = threading.Lock()
-        self._usage = _Usage()
+        self._usage = Tally()
 
     def _load(self, logits_all: bool):  # noqa: ANN202 - llama_cpp.Llama
         from ragraph.runtime.llm.llamacpp_reference import reference_llama  # noqa: PLC0415
@@ -108,6 +93,7 @@ class LlamaCppApp:
     def _count(self, usage, before, after) -> None:  # noqa: ANN001 - llama.cpp structs
         u = self._usage
         u.requests += 1
+        u.count_finish("stop")
         u.prompt_tokens += usage["prompt_tokens"]
         u.completion_tokens += usage["completion_tokens"]
         computed = max(after.n_p_eval - before.n_p_eval, 0)
@@ -138,7 +124,7 @@ class OpenAIApp:
                               "package: pip install 'ragraph[langgraph]'") from err
         self._client = openai.OpenAI(base_url=base_url.rstrip("/") + "/v1", api_key="unused")
         self._model = model
-        self._usage = _Usage()
+        self._usage = Tally()
         self._lock = threading.Lock()
 
     def complete(self, prompt: str, params: SamplingParams) -> GeneratedText:
@@ -148,6 +134,7 @@ class OpenAIApp:
             seed=params.seed, logprobs=1 if params.logprobs else None)
         with self._lock:
             self._usage.requests += 1
+            self._usage.count_finish("stop")
             if out.usage is not None:
                 self._usage.prompt_tokens += out.usage.prompt_tokens
                 self._usage.completion_tokens += out.usage.completion_tokens

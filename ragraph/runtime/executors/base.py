@@ -13,6 +13,7 @@ from ragraph.errors import RagraphError
 from ragraph.ir.control import choose_edge
 from ragraph.ir.nodes import END
 from ragraph.runtime.catalog import Catalog
+from ragraph.runtime.events import RunHooks
 from ragraph.runtime.executors.app_clients import AppLLM
 from ragraph.runtime.llm.protocol import LLMEngine
 from ragraph.runtime.outcome import Outcome, RunStats, outcome_of
@@ -33,6 +34,7 @@ class Services:
     search_threads: int = 1
     # The LangGraph baseline's own LLM client (the app's `Llama` or `openai` client).
     app_llm: AppLLM | None = None
+    hooks: RunHooks = field(default_factory=RunHooks)  # a watcher of the run (the server)
 
 
 class Executor(Protocol):

@@ -34,30 +34,36 @@ async def _generate(node: Generate, state: RequestState, services: Services, pro
     request = generation_request(state.rid, node, prompt, attempt=len(state.path), branch=branch)
     start = clock()
     stream = services.llm.submit(request)
-    async for _ in stream:
+    async for event in stream:
         if state.first_token_at is None:
             state.first_token_at = clock()
+        if branch is None:  # a branch's text is one item of a list, not the output's text
+            services.hooks.text(state.rid, node.id, node.output, event.text)
     result = await stream.result()
     end = clock()
     label = node.id if branch is None else f"{node.id}[{branch}]"
     services.tracer.add_span(state.rid, f"generate {label}", start, end, engine=False)
     services.tracer.add_span("llm", f"{state.rid} {label}", start, end)
-    return generated_text(result)
+    text = generated_text(result)
+    services.hooks.generated(state.rid, node.id, result)
+    return text
 
 
 async def run_generation(node: Generate, state: RequestState, services: Services,
                          fan: Fan = one_after_another) -> None:
+    start = clock()
     if not node.each:
         prompt = effects.generation_prompt(node, state.variables)
         text = await _generate(node, state, services, prompt)
         effects.apply_generation(node, state.variables, text, text.min_prob)
-        return
-    prompts = [effects.generation_prompt(node, v)
-               for v in effects.branches(node.each, state.variables, node.id)]
-    texts = await fan([_thunk(_generate, node, state, services, p, i)
-                       for i, p in enumerate(prompts)])
-    effects.apply_branches_to(node.output, state.variables,
-                              [effects.generated_value(t) for t in texts])
+    else:
+        prompts = [effects.generation_prompt(node, v)
+                   for v in effects.branches(node.each, state.variables, node.id)]
+        texts = await fan([_thunk(_generate, node, state, services, p, i)
+                           for i, p in enumerate(prompts)])
+        effects.apply_branches_to(node.output, state.variables,
+                                  [effects.generated_value(t) for t in texts])
+    services.hooks.unit_completed(state, node, start, clock())
 
 
 def _thunk(fn: Callable[..., Awaitable[Any]], *args: Any) -> Thunk:
@@ -86,13 +92,17 @@ async def run_retrieval(
                                             effects.retrieval_query(node, v))
                  for v in effects.branches(node.each, state.variables, node.id)]
         effects.apply_branches_to(node.output, state.variables, found)
-    services.tracer.add_span(state.rid, f"retrieve {node.id}", start, clock(), engine=False)
+    end = clock()
+    services.tracer.add_span(state.rid, f"retrieve {node.id}", start, end, engine=False)
     state.retrievals.extend(effects.retrieved(state.variables[node.output]))
+    services.hooks.unit_completed(state, node, start, end)
 
 
-def run_merge(node: Merge, state: RequestState) -> None:
+def run_merge(node: Merge, state: RequestState, services: Services) -> None:
+    start = clock()
     effects.apply_merge(node, state.variables)
     state.retrievals.extend(effects.retrieved(state.variables[node.output]))
+    services.hooks.unit_completed(state, node, start, clock())
 
 
 async def run_node(node: Node, state: RequestState, services: Services, pool: ThreadPool) -> None:
@@ -101,7 +111,7 @@ async def run_node(node: Node, state: RequestState, services: Services, pool: Th
     elif isinstance(node, Retrieve):
         await run_retrieval(node, state, services, pool)
     elif isinstance(node, Merge):
-        run_merge(node, state)
+        run_merge(node, state, services)
     else:
         raise WorkflowError(f"the baseline executors run source graphs; got a {node.kind} node",
                             node=node.id)

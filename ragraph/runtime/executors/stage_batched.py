@@ -56,11 +56,11 @@ class StageBatchedExecutor:
     async def _run_batch(self, catalog: Catalog, batch, pool, on_done: OnDone) -> None:
         active = [_started(catalog, r, t) for r, t in batch]
         while active:
-            _merges(active)
+            _merges(active, self.services)
             await self._stage(active, Generate, pool)
-            _merges(active)
+            _merges(active, self.services)
             await self._stage(active, Retrieve, pool)
-            _merges(active)
+            _merges(active, self.services)
             for state in [s for s in active if s.error or s.node == END]:
                 active.remove(state)
                 finish(state, on_done, clock())
@@ -98,12 +98,12 @@ def _started(catalog: Catalog, request: Request, arrived: float) -> RequestState
     return state
 
 
-def _merges(active: list[RequestState]) -> None:
+def _merges(active: list[RequestState], services: Services) -> None:
     """Run every merge the requests have reached (no engine work: they complete at once)."""
     for state in active:
         try:
             while not state.error and isinstance(node := state.graph.node(state.node), Merge):
-                run_merge(node, state)
+                run_merge(node, state, services)
                 advance(state)
         except Exception as err:  # attributed to this request
             state.error = describe_failure(err)
@@ -122,18 +122,20 @@ def search_batch(services: Services, states: list[RequestState]) -> list:
             continue
         got = [f for (j, _), f in zip(asks, found, strict=True) if j == i]
         error = next((g for g in got if isinstance(g, BaseException)), None)
-        results[i] = error or attempt(_apply, state, got)
+        results[i] = error or attempt(_apply, services, state, got, start)
     services.tracer.add_span("search", f"batch x{len(asks)}", start, clock())
     return results
 
 
-def _apply(state: RequestState, found: list[Passages]) -> Passages:
+def _apply(services: Services, state: RequestState, found: list[Passages],
+           start: float) -> Passages:
     node = _node(state)
     if node.each:
         effects.apply_branches_to(node.output, state.variables, found)
     else:
         effects.apply_retrieval(node, state.variables, found[0])
     state.retrievals.extend(effects.retrieved(state.variables[node.output]))
+    services.hooks.unit_completed(state, node, start, clock())
     return found[-1] if found else Passages()
 
 

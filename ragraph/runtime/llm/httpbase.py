@@ -50,6 +50,9 @@ class HttpStreamingEngine(EngineBase):
     """Base of the HTTP engines: subclasses set `_base_url` and implement `_drive` (send the
     request, feed the stream, set `state.finish_reason`)."""
 
+    # Answers 200 while the server is up (OpenAI-compatible servers list their models there).
+    health_path = "/v1/models"
+
     def __init__(self, name: str, context_length: int, base_url: str, timeout_s: float,
                  connect_timeout_s: float) -> None:
         super().__init__(name, context_length)
@@ -72,9 +75,26 @@ class HttpStreamingEngine(EngineBase):
             await self._client.aclose()
             self._client = None
 
+    async def alive(self, timeout_s: float = 5.0) -> bool:
+        """Whether the server answers its health endpoint (a replica router's failover test)."""
+        try:
+            async with httpx.AsyncClient(timeout=timeout_s) as client:
+                resp = await client.get(self._base_url + self.health_path)
+        except httpx.HTTPError:
+            return False
+        return resp.status_code == 200
+
     def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
         task = asyncio.get_running_loop().create_task(self._run(request, stream))
         self._tasks[request.rid] = task
+        task.add_done_callback(lambda _: self._settle(request, stream))
+
+    def _settle(self, request: GenerationRequest, stream: GenerationStream) -> None:
+        """A task cancelled before it ran never reached `_run`'s handlers: its stream ends
+        here, as an abort, so nobody waits on it forever."""
+        self._tasks.pop(request.rid, None)
+        if not stream.done:
+            self._finish(stream, StreamState(request), "abort")
 
     def _abort(self, rid: str) -> None:
         task = self._tasks.get(rid)

@@ -122,6 +122,13 @@ class SGLangEngine(EngineBase):
     def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
         task = asyncio.get_running_loop().create_task(self._drive(request, stream))
         self._tasks[request.rid] = task
+        task.add_done_callback(lambda _: self._settle(request, stream))
+
+    def _settle(self, request: GenerationRequest, stream: GenerationStream) -> None:
+        """A task cancelled before it ran (or shut down mid-stream) still ends its stream."""
+        self._tasks.pop(request.rid, None)
+        if not stream.done:
+            self._end(stream, StreamState(request).result("abort"))
 
     def _abort(self, rid: str) -> None:
         # SGLang then ends the request's generator with finish_reason {"type": "abort"}.
@@ -149,6 +156,8 @@ class SGLangEngine(EngineBase):
 
 class SGLangHttpEngine(HttpStreamingEngine):
     """`LLMEngine` over a running SGLang server's native `POST /generate` (SSE)."""
+
+    health_path = "/health"
 
     def __init__(self, config: SGLangConfig) -> None:
         if config.mode != "http":

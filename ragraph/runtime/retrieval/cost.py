@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragraph.errors import ConfigError
+from ragraph.runtime.retrieval.listmajor import ListMajorRule
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,12 @@ class CostModel:
     # `split.by_cluster`) is read from cache: measured 0.43 of a first scan (64 HotpotQA/MuSiQue
     # queries, nprobe 128, 2M-vector bench index, 1 and 2 threads).
     rescan_share: float = 0.45
+    # A step the engine scans list-major (`list_rule`, the engine's own): each list costs
+    # list_first faiss scans plus list_share per further query. Fitted on 512 lists of ~1,000
+    # vectors (d 384) on 2 cores: 2.9 scans at 8 queries a list, 4.2 at 16.
+    list_rule: ListMajorRule | None = field(default=None, repr=False)
+    list_first: float = 1.7
+    list_share: float = 0.17
     # Per-cluster milliseconds, computed once: the scheduler prices thousands of clusters a step.
     _ms: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -52,8 +59,11 @@ class CostModel:
             raise ConfigError("scale", f"must be positive, got {self.scale}")
         if not 0 < self.alpha <= 1:
             raise ConfigError("alpha", f"must be in (0, 1], got {self.alpha}")
-        if not 0 < self.rescan_share <= 1:
-            raise ConfigError("rescan_share", f"must be in (0, 1], got {self.rescan_share}")
+        for name in ("rescan_share", "list_share"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ConfigError(name, f"must be in (0, 1], got {getattr(self, name)}")
+        if not self.list_first > 0:
+            raise ConfigError("list_first", f"must be positive, got {self.list_first}")
         ns = self.ns_per_element * np.asarray(self.sizes, dtype=np.float64) * self.dim
         object.__setattr__(self, "_ms", (ns + self.ns_per_cluster) / 1e6)
 
@@ -71,12 +81,16 @@ class CostModel:
         return float(self.each_ms(clusters).sum()) if len(clusters) else 0.0
 
     def step_ms(self, clusters: np.ndarray) -> float:
-        """A step scanning `clusters` (one entry per query and cluster, repeats for lists shared
-        by several queries): each list's first scan at full cost, its repeats from cache."""
+        """A list-order step scanning `clusters` (one entry per query and cluster, repeats for
+        lists shared by several queries): list-major where the engine's rule takes it, else
+        each list's first scan at full cost and its repeats from cache."""
         if not len(clusters):
             return 0.0
-        lists, count = np.unique(np.asarray(clusters, dtype=np.int64), return_counts=True)
+        clusters = np.asarray(clusters, dtype=np.int64)
+        lists, count = np.unique(clusters, return_counts=True)
         each = self.each_ms(lists)
+        if self.list_rule is not None and self.list_rule.takes(clusters):
+            return float((each * (self.list_first + self.list_share * (count - 1))).sum())
         return float((each * (1 + self.rescan_share * (count - 1))).sum())
 
     def observe(self, predicted_ms: float, measured_ms: float) -> CostModel:
@@ -211,7 +225,7 @@ def calibrate(engine, seconds: float = 0.3, seed: int = 0) -> CostModel:
     sizes = engine.cluster_sizes()
     dim = engine.dim
     if sizes.sum() == 0:
-        return CostModel(tuple(int(s) for s in sizes), dim)
+        return CostModel(tuple(int(s) for s in sizes), dim, list_rule=engine.list_rule)
     from ragraph.runtime.retrieval.protocol import SearchTask
 
     rng = np.random.default_rng(seed)
@@ -231,10 +245,11 @@ def calibrate(engine, seconds: float = 0.3, seed: int = 0) -> CostModel:
             elements = float(sizes[pick].sum()) * dim
             if width not in best or ns < best[width][0]:
                 best[width] = (ns, elements, pick.size)
-    return _fit(best, tuple(int(s) for s in sizes), dim)
+    return _fit(best, tuple(int(s) for s in sizes), dim, engine.list_rule)
 
 
-def _fit(best: dict[int, tuple[float, float, int]], sizes: tuple[int, ...], dim: int) -> CostModel:
+def _fit(best: dict[int, tuple[float, float, int]], sizes: tuple[int, ...], dim: int,
+         rule: ListMajorRule | None) -> CostModel:
     (ns1, el1, n1), (ns8, el8, n8) = best[1], best[8]
     # Solve ns = a * elements + b * clusters for the two shapes; fall back to all-per-element.
     det = el1 * n8 - el8 * n1
@@ -242,4 +257,4 @@ def _fit(best: dict[int, tuple[float, float, int]], sizes: tuple[int, ...], dim:
     b = (el1 * ns8 - el8 * ns1) / det if det else 0.0
     if a <= 0 or b < 0:
         a, b = (ns1 + ns8) / (el1 + el8), 0.0
-    return CostModel(sizes, dim, ns_per_element=a, ns_per_cluster=b)
+    return CostModel(sizes, dim, ns_per_element=a, ns_per_cluster=b, list_rule=rule)

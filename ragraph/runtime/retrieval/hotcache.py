@@ -6,9 +6,10 @@ a half-swapped cache (it reads `resident` once). `prefetch` (TeleRAG lookahead) 
 nearest to a query's embedding, within a byte budget, on behalf of an owner (a request); later calls
 for the same owner fetch only what is missing, and `release` drops them.
 
-Vectors are held in float64 on the device: the accelerator tier only *chooses candidates* and faiss
-re-scores them (tiered.py), and float64 makes the bound on how far its arithmetic can stray from
-faiss's float32 both rigorous and independent of global settings such as TF32 matmul.
+Vectors are held in float32 on the device, as faiss holds them (half the memory of float64 tiles):
+the accelerator tier only *chooses candidates*, with a bound on how far its float32 products can
+be from faiss's values that follows the device's matmul precision (TF32 included, `bounds`), and
+faiss re-scores them (`listmajor`, tiered.py).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from types import MappingProxyType
 import numpy as np
 
 from ragraph.errors import ConfigError, SearchIndexError
+from ragraph.runtime.retrieval.lists import Tile
 
-BYTES_PER_ELEMENT = 8  # float64 on the device
+BYTES_PER_ELEMENT = 4  # float32 on the device
 
 
 @dataclass(frozen=True)
@@ -43,20 +45,6 @@ class HotCacheConfig:
             raise ConfigError("swap_every", f"must be at least 1, got {self.swap_every}")
         if not 0 <= self.decay <= 1:
             raise ConfigError("decay", f"must be in [0, 1], got {self.decay}")
-
-
-@dataclass(frozen=True)
-class Tile:
-    """One resident cluster: its vectors (n, d) and squared norms on the device, ids in scan order."""
-
-    vectors: object  # torch.Tensor, float64
-    sq_norms: object  # torch.Tensor, float64
-    ids: np.ndarray
-    max_norm: float
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.ids.shape[0]) * int(self.vectors.shape[1]) * BYTES_PER_ELEMENT
 
 
 @dataclass(frozen=True)
@@ -236,11 +224,8 @@ class HotClusterCache:
     def _load(self, cluster: int) -> Tile:
         import torch
 
-        vecs = self._engine.list_vectors(cluster).astype(np.float64)
-        t = torch.from_numpy(vecs).to(self._device)
-        norms = np.sqrt((vecs * vecs).sum(axis=1))
-        max_norm = float(norms.max()) if norms.size else 0.0
-        return Tile(t, (t * t).sum(dim=1), self._engine.list_ids(cluster), max_norm)
+        return Tile.of(self._engine.list_vectors(cluster), self._engine.list_ids(cluster),
+                       lambda a: torch.from_numpy(a).to(self._device))
 
     def _rank_clusters(self, query: np.ndarray) -> np.ndarray:
         q = np.asarray(query, dtype=np.float32).reshape(1, -1)

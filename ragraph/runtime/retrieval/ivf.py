@@ -7,6 +7,10 @@ all OpenMP threads while each query still scans its lists sequentially with one 
 keeps its results identical to `index.search` (mode 2 splits one query's lists over threads and merges
 per-thread heaps, which can break exact ties differently). `parallel_mode` 0, the default, runs
 `search_preassigned` on one thread.
+
+A list-order step on an IVF-Flat index whose lists are shared by enough queries is scanned
+list-major instead (`listmajor`): each list read once for all its queries, faiss's kernel
+re-scoring the candidates, so its partials are the same as a `search_preassigned` call's.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragraph.errors import ConfigError, SearchIndexError
-from ragraph.runtime.retrieval.merge import check_coverage, merge_partials, merge_rows
+from ragraph.runtime.retrieval.arrays import NumpyArrays
+from ragraph.runtime.retrieval.listmajor import ListMajorRule, ListMajorScan
+from ragraph.runtime.retrieval.lists import list_ids, list_view
+from ragraph.runtime.retrieval.merge import finish_exact, merge_rows
 from ragraph.runtime.retrieval.protocol import (
     Metric,
     ScanOrder,
@@ -26,7 +33,13 @@ from ragraph.runtime.retrieval.protocol import (
     StepStats,
     TopK,
 )
-from ragraph.runtime.retrieval.split import Layout, balance, by_cluster, last_level_cache_bytes
+from ragraph.runtime.retrieval.split import (
+    Layout,
+    balance,
+    by_cluster,
+    fits_in_cache,
+    last_level_cache_bytes,
+)
 
 # Split over queries, one heap per query scanning its lists in order (see module docstring).
 PARALLEL_OVER_QUERIES = 3
@@ -53,23 +66,12 @@ def metric_of(ivf) -> Metric:
     raise SearchIndexError(f"unsupported metric type {ivf.metric_type} (need L2 or inner product)")
 
 
-def list_ids(ivf, cluster: int) -> np.ndarray:
-    """The ids stored in one inverted list, in scan order."""
-    import faiss
-
-    n = ivf.invlists.list_size(int(cluster))
-    if n == 0:
-        return np.empty(0, dtype=np.int64)
-    ptr = ivf.invlists.get_ids(int(cluster))
-    return faiss.rev_swig_ptr(ptr, n).copy()
-
-
 class FaissIVFEngine:
     """The CPU `SearchEngine`: faiss does every distance, so its answers are faiss's answers."""
 
     def __init__(self, index, cache_bytes: int | None = None) -> None:
-        """`cache_bytes`: the CPU cache a step's lists must exceed before cluster order pays
-        (default: half the last-level cache)."""
+        """`cache_bytes`: the CPU cache a step's lists must exceed before cluster order or
+        list-major scans pay (default: half the last-level cache)."""
         self._ivf = ivf_of(index)
         self._metric = metric_of(self._ivf)
         if self._ivf.by_residual and self._metric is Metric.IP and not _flat_codes(self._ivf):
@@ -81,6 +83,9 @@ class FaissIVFEngine:
         self._cluster_of: np.ndarray | None = None
         self._list_bytes = self._sizes * int(self._ivf.code_size)
         self._cache_bytes = last_level_cache_bytes() // 2 if cache_bytes is None else cache_bytes
+        flat_codes = _flat_codes(self._ivf)
+        self._lists = ListMajorScan(self._ivf, self._metric) if flat_codes else None
+        self._rule = ListMajorRule(self._list_bytes, self._cache_bytes) if flat_codes else None
 
     @property
     def index(self):
@@ -111,31 +116,55 @@ class FaissIVFEngine:
 
     def search_step(self, tasks: Sequence[SearchTask], k: int,
                     order: ScanOrder = ScanOrder.BALANCED) -> StepResult:
-        return self.search_step_selected(tasks, k, selector=None, on_accelerator=0, order=order)
-
-    def search_step_selected(
-        self, tasks: Sequence[SearchTask], k: int, selector, on_accelerator: int,
-        order: ScanOrder = ScanOrder.BALANCED,
-    ) -> StepResult:
-        """`search_step` with an optional faiss IDSelector (the hot cache's re-scoring uses it)."""
         _check_k(k)
         if not tasks:
-            return StepResult([], StepStats(0, on_accelerator))
+            return StepResult([], StepStats(0))
         clusters = [t.clusters for t in tasks]
         lengths, flat = _flatten(clusters)
         self._check_clusters(lengths, flat)
-        layout = self._layout(clusters, flat, ScanOrder(order))
-        owner, assign = layout.owner, layout.assign
-        x = self._queries(np.stack([t.query for t in tasks]))[np.maximum(owner, 0)]
+        x = self._queries(np.stack([t.query for t in tasks]))
+        list_major = self.takes_list_major(ScanOrder(order), flat)
         t0 = time.perf_counter()
-        dist, ids = self._scan(x, assign, k + 1, selector)
+        if list_major:
+            dist, ids = self.scan_lists(x, clusters, k + 1)
+        else:
+            dist, ids = self._scan_rows(x, clusters, flat, k + 1, ScanOrder(order))
         elapsed = time.perf_counter() - t0
-        scanned = int(self._sizes[assign[assign >= 0]].sum())
+        scanned = int(self._sizes[flat].sum())
+        partials = [TopK(dist[i], ids[i], c.copy()) for i, c in enumerate(clusters)]
+        return StepResult(partials, StepStats(scanned, 0, elapsed, list_major))
+
+    @property
+    def list_rule(self) -> ListMajorRule | None:
+        """When list-order steps go list-major (None: never, the index has no raw vectors)."""
+        return self._rule
+
+    def takes_list_major(self, order: ScanOrder, flat: np.ndarray) -> bool:
+        """Whether a step over `flat` (every task's clusters) in `order` reads each list once
+        for all its queries (`listmajor.ListMajorRule`)."""
+        return order is ScanOrder.LIST and self._rule is not None and self._rule.takes(flat)
+
+    def scan_lists(self, x: np.ndarray, clusters: Sequence[np.ndarray], m: int, tiles=None,
+                   arrays=None) -> tuple[np.ndarray, np.ndarray]:
+        """The list-major scan of `clusters[i]` for query x[i]: (n, m) distances and ids equal
+        to a faiss scan's; `tiles` and `arrays` place it on an accelerator (default: the host,
+        on faiss's threads)."""
+        import faiss
+
+        if self._lists is None:
+            raise SearchIndexError("list-major scans need an IVF-Flat index (raw vectors)")
+        arrays = NumpyArrays() if arrays is None else arrays
+        return self._lists.scan(x, clusters, m, arrays, faiss.omp_get_max_threads(), tiles)
+
+    def _scan_rows(self, x: np.ndarray, clusters: Sequence[np.ndarray], flat: np.ndarray, m: int,
+                   order: ScanOrder) -> tuple[np.ndarray, np.ndarray]:
+        """faiss's own scan, the tasks laid out as rows by `order`, rows merged back per task."""
+        layout = self._layout(clusters, flat, order)
+        dist, ids = self._scan(x[np.maximum(layout.owner, 0)], layout.assign, m)
         if layout.split:
             # A task's rows are merged like partials: they hold the same elements as one row.
-            dist, ids = merge_rows(owner, dist, ids, len(tasks), k + 1, self._metric)
-        partials = [TopK(dist[i], ids[i], c.copy()) for i, c in enumerate(clusters)]
-        return StepResult(partials, StepStats(scanned, on_accelerator, elapsed))
+            dist, ids = merge_rows(layout.owner, dist, ids, len(clusters), m, self._metric)
+        return dist, ids
 
     def _layout(self, clusters: Sequence[np.ndarray], flat: np.ndarray,
                 order: ScanOrder) -> Layout:
@@ -143,32 +172,33 @@ class FaissIVFEngine:
 
         if order is ScanOrder.QUERY:
             return Layout.of(clusters)
+        # A list-order step not taken list-major is laid out in cluster order.
         threads = faiss.omp_get_max_threads()
-        if order is ScanOrder.CLUSTER and not self._fits_in_cache(flat):
+        if order in (ScanOrder.CLUSTER, ScanOrder.LIST) and not self._fits_in_cache(flat):
             return by_cluster(clusters, self._sizes, threads)
         return balance(clusters, self._sizes, threads)
 
     def _fits_in_cache(self, flat: np.ndarray) -> bool:
         """Whether the step's lists (`flat`: all its clusters) stay cached in any order (then
         rows per pair cost more than they save; see `split`)."""
-        return int(self._list_bytes[np.unique(flat)].sum()) <= self._cache_bytes
+        return fits_in_cache(self._list_bytes, flat, self._cache_bytes)
 
     def finish(
         self, query: np.ndarray, probe: np.ndarray, partials: Sequence[TopK], k: int
     ) -> TopK:
-        check_coverage(probe, partials)
-        merged = merge_partials(partials, k, self._metric)
-        if not merged.tied:
-            return merged.topk
-        # An exact tie at the k-th distance: only faiss's scan order decides which ids it keeps.
-        probe = np.asarray(probe, dtype=np.int64).reshape(1, -1)
-        dist, ids = self._scan(self._queries(query), probe, k, selector=None)
-        return TopK(dist[0], ids[0], np.sort(probe[0]))
+        return finish_exact(probe, partials, k, self._metric,
+                            lambda probe: self._rescan(query, probe, k))
+
+    def _rescan(self, query: np.ndarray, probe: np.ndarray, k: int) -> TopK:
+        """One query's probe list in faiss's own order (an exact tie: only that order decides
+        which of the tied ids faiss keeps)."""
+        dist, ids = self._scan(self._queries(query), probe.reshape(1, -1), k)
+        return TopK(dist[0], ids[0], np.sort(probe))
 
     def search(self, queries: np.ndarray, k: int, nprobe: int) -> tuple[np.ndarray, np.ndarray]:
         _check_k(k)
         x = self._queries(queries)
-        return self._scan(x, self.probe(x, nprobe), k, selector=None)
+        return self._scan(x, self.probe(x, nprobe), k)
 
     def cluster_of(self, ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
@@ -179,18 +209,23 @@ class FaissIVFEngine:
         return out
 
     def list_ids(self, cluster: int) -> np.ndarray:
-        return list_ids(self._ivf, cluster)
+        return list_ids(self._ivf, cluster).copy()
+
+    def scan_list(self, query: np.ndarray, cluster: int) -> tuple[np.ndarray, np.ndarray]:
+        """(distances, ids) of every vector of one list, faiss's distances in storage order:
+        the order faiss's scanner feeds its heap. Needs unique ids within the list."""
+        ids = self.list_ids(cluster)
+        dist = np.empty(ids.size, dtype=np.float32)
+        if ids.size:
+            found_d, found = self._scan(self._queries(query), np.array([[cluster]], np.int64),
+                                        ids.size)
+            by_id = np.argsort(ids, kind="stable")
+            dist[by_id[np.searchsorted(ids[by_id], found[0])]] = found_d[0]
+        return dist, ids
 
     def list_vectors(self, cluster: int) -> np.ndarray:
-        """The raw float32 vectors of one IVF-Flat list, (n, d), in scan order."""
-        import faiss
-
-        n = self._ivf.invlists.list_size(int(cluster))
-        if n == 0:
-            return np.empty((0, self.dim), dtype=np.float32)
-        codes = self._ivf.invlists.get_codes(int(cluster))
-        raw = faiss.rev_swig_ptr(codes, n * self._ivf.code_size).copy()
-        return raw.view(np.float32).reshape(n, self.dim)
+        """The raw float32 vectors of one IVF-Flat list, (n, d), in scan order (a copy)."""
+        return list_view(self._ivf, cluster)[0].copy()
 
     def _id_table(self) -> np.ndarray:
         if self._cluster_of is None:
@@ -202,15 +237,13 @@ class FaissIVFEngine:
             self._cluster_of = table
         return self._cluster_of
 
-    def _scan(self, x: np.ndarray, assign: np.ndarray, k: int, selector):
+    def _scan(self, x: np.ndarray, assign: np.ndarray, k: int):
         import faiss
 
         n, width = assign.shape
         params = faiss.SearchParametersIVF()
         # nprobe = row width: the padded assignment, not the index's own nprobe, defines the scan.
         params.nprobe = max(width, 1)
-        if selector is not None:
-            params.sel = selector
         coarse = np.zeros(assign.shape, dtype=np.float32)
         dist = np.empty((n, k), dtype=np.float32)
         ids = np.empty((n, k), dtype=np.int64)
@@ -245,6 +278,35 @@ class FaissIVFEngine:
         if not 1 <= nprobe <= self.nlist:
             raise ConfigError("nprobe", f"must be in [1, {self.nlist}], got {nprobe}")
         return int(nprobe)
+
+
+class OverIVF:
+    """What an engine built over a `FaissIVFEngine` (`_base`) takes from it unchanged: the
+    index's shape and the coarse quantizer's probes."""
+
+    _base: FaissIVFEngine
+
+    @property
+    def dim(self) -> int:
+        return self._base.dim
+
+    @property
+    def nlist(self) -> int:
+        return self._base.nlist
+
+    @property
+    def metric(self) -> Metric:
+        return self._base.metric
+
+    def cluster_sizes(self) -> np.ndarray:
+        return self._base.cluster_sizes()
+
+    @property
+    def list_rule(self) -> ListMajorRule | None:
+        return self._base.list_rule
+
+    def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
+        return self._base.probe(queries, nprobe)
 
 
 def _flatten(clusters: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -16,7 +16,8 @@ the merge rests on them:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,3 +111,38 @@ def check_coverage(probe: np.ndarray, partials: Sequence[TopK]) -> None:
             f" ({missing[:8].tolist()}), {extra} searched twice, "
             f"{np.setdiff1d(got, want).size} outside the probe list",
         )
+
+
+def finish_exact(probe: np.ndarray, partials: Sequence[TopK], k: int, metric: Metric,
+                 rescan: Callable[[np.ndarray], TopK]) -> TopK:
+    """What every engine's `finish` does: check the coverage, merge, and on an exact tie at the
+    k-th value let `rescan(probe)` decide in faiss's scan order (fact 2 above)."""
+    check_coverage(probe, partials)
+    merged = merge_partials(partials, k, metric)
+    if not merged.tied:
+        return merged.topk
+    return rescan(np.asarray(probe, dtype=np.int64))
+
+
+def replay_heap(distances: np.ndarray, ids: np.ndarray, k: int, metric: Metric,
+                clusters: np.ndarray) -> TopK:
+    """faiss's size-k heap fed `distances`/`ids` in scan order, as its IVF scanners feed it: an
+    element enters a full heap only if strictly better than the top, the worst element (ties:
+    the larger id for L2, the smaller for inner product). Fed only the elements at least as good
+    as the final k-th value, it keeps what the whole scan keeps: a worse element only ever holds
+    a slot that the next such element takes."""
+    sign = 1.0 if metric is Metric.L2 else -1.0
+    heap: list[tuple[float, int]] = []  # (-badness, -tie id): heapq's min is faiss's top
+    for d, i in zip(distances.tolist(), ids.tolist(), strict=True):
+        bad = sign * d
+        if len(heap) < k:
+            heapq.heappush(heap, (-bad, -sign * i))
+        elif bad < -heap[0][0]:
+            heapq.heapreplace(heap, (-bad, -sign * i))
+    dist = np.array([-b * sign for b, _ in heap], dtype=np.float32)
+    kept = np.array([-t * sign for _, t in heap], dtype=np.int64)
+    order = faiss_order(dist, kept, metric)
+    out = empty_topk(k, metric)
+    out.distances[: order.size] = dist[order]
+    out.ids[: order.size] = kept[order]
+    return TopK(out.distances, out.ids, np.sort(clusters))

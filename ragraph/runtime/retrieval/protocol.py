@@ -40,12 +40,16 @@ class ScanOrder(StrEnum):
     - `query`: one row per task, one thread per row: how faiss's own `search` runs a batch.
     - `balanced`: query-major, long tasks cut so every thread gets equal work (see `split`).
     - `cluster`: one row per (task, cluster), sorted by cluster: queries sharing a list scan it
-      back to back, while it is in cache (the wavefront's steps).
+      back to back, while it is in cache.
+    - `list`: list-major (the wavefront's steps): each list read once, all its queries scored by
+      one matrix product, the candidates re-scored by faiss (`listmajor`), when the step's
+      lists are shared enough for that to pay on an IVF-Flat index; else `cluster`.
     """
 
     QUERY = "query"
     BALANCED = "balanced"
     CLUSTER = "cluster"
+    LIST = "list"
 
 
 @dataclass(frozen=True)
@@ -85,11 +89,13 @@ class TopK:
 
 @dataclass(frozen=True)
 class StepStats:
-    """What one step cost: vectors scanned in total and how many of them on the accelerator tier."""
+    """What one step cost: vectors scanned in total (per query and list) and how many of them on
+    the accelerator tier; `list_major`: whether each list was read once for all its queries."""
 
     vectors_scanned: int
     vectors_on_accelerator: int = 0
     seconds: float = 0.0
+    list_major: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,12 @@ class SearchEngine(Protocol):
         """Vectors per cluster, shape (nlist,), int64."""
         ...
 
+    @property
+    def list_rule(self):
+        """When list-order steps are scanned list-major (`listmajor.ListMajorRule`; None:
+        never), for the cost model to price them as the engine runs them."""
+        ...
+
     def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
         """Each query's clusters, nearest centroid first: shape (n, nprobe), int64."""
         ...
@@ -140,3 +152,16 @@ class SearchEngine(Protocol):
     def cluster_of(self, ids: np.ndarray) -> np.ndarray:
         """The cluster holding each id (-1 for unknown ids)."""
         ...
+
+
+def search_in_one_step(engine: SearchEngine, queries: np.ndarray, k: int,
+                       nprobe: int) -> tuple[np.ndarray, np.ndarray]:
+    """`search` as one step of whole probe lists and a `finish` per query: what engines whose
+    steps are their only scan path answer `search` with."""
+    x = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, engine.dim)
+    probe = engine.probe(x, nprobe)
+    step = engine.search_step([SearchTask.of(q, p) for q, p in zip(x, probe, strict=True)], k)
+    out = [engine.finish(q, p, [t], k) for q, p, t in zip(x, probe, step.partials, strict=True)]
+    if not out:
+        return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
+    return np.stack([t.distances for t in out]), np.stack([t.ids for t in out])

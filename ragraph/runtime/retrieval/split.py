@@ -116,6 +116,11 @@ def by_cluster(tasks: Sequence[np.ndarray], sizes: np.ndarray, threads: int) -> 
     return Layout(owner, assign)
 
 
+def fits_in_cache(list_bytes: np.ndarray, flat: np.ndarray, cache_bytes: int) -> bool:
+    """Whether the distinct lists among `flat` (a step's clusters) fit in `cache_bytes` together."""
+    return int(list_bytes[np.unique(flat)].sum()) <= cache_bytes
+
+
 def _equal_work(flat: np.ndarray, sizes: np.ndarray, threads: int) -> np.ndarray:
     """Bounds cutting the cluster sequence `flat` into `threads` runs of about equal vectors."""
     running = np.cumsum(sizes[flat].astype(np.float64) + 1)  # +1 per list: its fixed overhead

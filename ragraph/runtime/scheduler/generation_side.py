@@ -67,9 +67,12 @@ class GenerationSide:
         if spec.prompt != prompt or spec.failed:
             self._abort(spec)
             self.n.rollbacks += 1
+            self.s.hooks.speculation(state.rid, chain.origin, adopted=False)
             return False
         self.n.hits += 1
         spec.speculative = False
+        self.s.hooks.speculation(state.rid, chain.origin, adopted=True)
+        self.s.hooks.text(state.rid, chain.origin, chain.output, spec.text)  # its text so far
         self.real[(state.rid, chain.origin, 0)] = spec
         if spec.tokens and state.first_token_at is None:
             state.first_token_at = clock()
@@ -111,6 +114,8 @@ class GenerationSide:
         if spec is not None:
             self._abort(spec)
             self.n.rollbacks += int(rolled_back)
+            if rolled_back:
+                self.s.hooks.speculation(rid, origin, adopted=False)
 
     def start_ready(self) -> list[GenJob]:
         """Submit waiting generations in cache-aware order while the engine has room; the jobs
@@ -174,6 +179,9 @@ class GenerationSide:
         job.text += event.event.text
         if not job.speculative and job.state.first_token_at is None:
             job.state.first_token_at = clock()
+        # A map's branch writes one item of a list, not its output's text: not streamed.
+        if not job.speculative and job.chain is not None and job.fan is None:
+            self.s.hooks.text(job.state.rid, job.origin, job.chain.output, event.event.text)
         return job
 
     def ended(self, event: Generated) -> GenJob | None:

@@ -2,8 +2,9 @@
 them (on a thread of its own, so embedding overlaps the cluster scans of the running cycle);
 `run_cycle` is one retrieval sub-stage: take clusters from every prepared retrieval
 until the time budget is spent (plus, for the retrievals left behind, the lists the step scans
-anyway), search them in one batched call in cluster order, and finish the retrievals whose probe
-lists are exhausted.
+anyway), search them in one batched call in list order (each list read once for all its queries
+where they share it enough, `listmajor`), and finish the retrievals whose probe lists are
+exhausted.
 
 Inputs and outputs are immutable snapshots: the scheduler thread owns all mutable job state.
 """
@@ -108,7 +109,7 @@ def run_cycle(
     partial_of: dict[int, TopK] = {}
     for k, group in by_k.items():
         tasks = [SearchTask.of(item.vector, take[item.key]) for item in group]
-        step = service.step(tasks, k, ScanOrder.CLUSTER)
+        step = service.step(tasks, k, ScanOrder.LIST)
         scanned += step.stats.vectors_scanned
         on_acc += step.stats.vectors_on_accelerator
         scan_s += step.stats.seconds

@@ -89,9 +89,9 @@ class Units:
         rid = walk.state.rid
         if rid not in self.walks:
             return
-        start = self.entered.pop((rid, uid), clock())
-        self.s.tracer.add_span(rid, f"unit {uid}", start, clock(), engine=False,
-                               kind=walk.program.unit(uid).kind)
+        start, end, node = self.entered.pop((rid, uid), clock()), clock(), walk.program.unit(uid)
+        self.s.tracer.add_span(rid, f"unit {uid}", start, end, engine=False, kind=node.kind)
+        self.s.hooks.unit_completed(walk.state, node, start, end)
         self.executed += 1
         try:
             nxt = walk.completed(uid)
@@ -105,6 +105,13 @@ class Units:
         self.walks.pop(walk.state.rid, None)
         self._forget(walk.state.rid)
         self._retire(walk.state)
+
+    def cancel(self, rid: str, err: BaseException) -> bool:
+        """End a running request as failed with `err`; False when it is not running."""
+        walk = self.walks.get(rid)
+        if walk is not None:
+            self._fail(walk.state, err)
+        return walk is not None
 
     def _fail(self, state: RequestState, err: BaseException) -> None:
         if state.rid in self.walks:
@@ -207,6 +214,7 @@ class Units:
         if fan is not None:
             for done in fanout.finish_generations(self.gen, fan, state, chain):
                 self.gjobs.pop(done.key, None)
+                self.s.hooks.generated(state.rid, chain.origin, done.result)
             return
         job = self.gen.real[(state.rid, chain.origin, 0)]
         self.gjobs.pop(job.key, None)
@@ -215,6 +223,7 @@ class Units:
             raise job.error
         assert job.result is not None  # the decode unit completed
         text = generated_text(job.result)  # raises the engine's error for this request
+        self.s.hooks.generated(state.rid, chain.origin, job.result)
         effects.apply_generation_to(chain.output, chain.append, state.variables, text,
                                     text.min_prob, chain.items)
 

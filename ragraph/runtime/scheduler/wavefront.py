@@ -22,6 +22,7 @@ from typing import ClassVar
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.catalog import Catalog
+from ragraph.runtime.events import CancelRequest, RequestCancelled
 from ragraph.runtime.executors.base import OnDone, Services, admit, clock, finish
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
@@ -93,6 +94,7 @@ class _Run:
         # Lowered once per run, by source graph: the executable plans of the catalog.
         self.programs = {id(w.source): lower(w) for w in catalog.workflows.values()}
         self.engine_busy = policies.BusyMeter()
+        services.hooks.accept_cancel(self.inbox.put)  # a CancelRequest, in the loop's own turn
 
     async def main(self, arrivals: AsyncIterator[Request]) -> RunStats:
         feeder = asyncio.create_task(self._feed(arrivals))
@@ -129,6 +131,8 @@ class _Run:
             self.units.searched(self.ret.collect(event))
         elif isinstance(event, PrefetchDone):
             self.units.prefetched(event)
+        elif isinstance(event, CancelRequest):
+            self._cancel(event)
 
     def _admit(self) -> None:
         while self.waiting and len(self.units.walks) < self.cfg.max_active:
@@ -138,6 +142,16 @@ class _Run:
                 finish(state, self.on_done, clock())
                 continue
             self.units.begin(self.programs[id(state.graph)], state)
+
+    def _cancel(self, event: CancelRequest) -> None:
+        """Stop one request, running (its streams are aborted as it retires) or still waiting."""
+        if self.units.cancel(event.rid, RequestCancelled(event.reason)):
+            return
+        for request, arrived in [w for w in self.waiting if w[0].id == event.rid]:
+            self.waiting.remove((request, arrived))
+            state = admit(self.catalog, request, arrived)
+            state.error = state.error or event.reason
+            finish(state, self.on_done, clock())
 
     def _retire(self, state: RequestState) -> None:
         """The request is done (answered or failed): release everything it holds."""

@@ -1,0 +1,63 @@
+"""Bench presets: sizes and protocols for the questions the bench answers.
+
+- `quick`: under 10 minutes on 2 cores (sim) or a few (llama.cpp).
+- `llamacpp_preset`: the embedded engine against a real LangGraph app (issue 14).
+- `ablation_preset`: what each pass is worth.
+- `seeds_preset`: HedraRAG's retrieval-heavy regime (issue 15): the largest padded index memory
+  allows, IVF4096, nprobe 128/256/512, the paper's online and offline protocols.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ragraph.bench.config import LLAMACPP_EXECUTORS, LLAMACPP_WORKFLOWS, BenchConfig
+
+
+def quick(config: BenchConfig) -> BenchConfig:
+    """Sizes that finish in under 10 minutes on 2 cores, index build included. sim: a 400k-vector
+    index (IVF512, ~800 vectors per list as in the full IVF4096 x 4M setting), nprobe 128 only,
+    offline plus three request rates of 8 s each, no mix, no plots. llamacpp: 16 questions at 8
+    in flight."""
+    if config.engine == "llamacpp":
+        return replace(config, offline_requests=16, concurrencies=(8,), quick=True)
+    return replace(config, scale=400_000, nprobes=(128,), offline_requests=48, rate_points=3,
+                   window_s=8.0, max_online_requests=240, mix=False, plots=False, quick=True)
+
+
+def llamacpp_preset(config: BenchConfig) -> BenchConfig:
+    """The embedded engine's comparison (issue 14): HyDE, IRG, oneshot and multistep, 32 real
+    questions offline at 8 and 16 in flight, ragraph against a real LangGraph app, on the real
+    passages alone (no synthetic padding: retrieval is a small share of a request here)."""
+    return replace(config, workflows=LLAMACPP_WORKFLOWS, executors=LLAMACPP_EXECUTORS,
+                   concurrencies=(8, 16), rates=(), offline_requests=32, scale=0, nprobes=(32,),
+                   mix=False, plots=False)
+
+
+def ablation_preset(config: BenchConfig) -> BenchConfig:
+    """One workload's offline runs under every pass combination of `bench.ablation`."""
+    return replace(config, ablation=True, rates=(), mix=False, plots=False)
+
+
+# HedraRAG's evaluation (SOSP 2025, section 7): 38M passages, IVF4096, nprobe 128-512;
+# online: 128 questions arriving by Poisson at 4-28 req/s; offline: 1,024 questions at t=0.
+SEEDS_WORKFLOWS = ("oneshot", "hyde", "multistep", "irg", "recomp")
+SEEDS_RATES = (4.0, 8.0, 12.0, 16.0, 20.0, 24.0, 28.0)
+SEEDS_MAX_VECTORS = 38_000_000
+BYTES_PER_VECTOR = 384 * 4  # MiniLM, float32 in the IVF-Flat lists
+MEMORY_SHARE = 0.55  # of the memory available: the index, with room for its build and the run
+
+
+def seeds_preset(config: BenchConfig, available_bytes: int) -> BenchConfig:
+    """The paper's regime at the largest index this machine's memory holds (8M+ vectors on
+    24 GiB, 38M on 128 GiB). `quick`: 1M vectors, IVF1024, nprobe 128 and 256, three
+    workflows, 128 questions offline and two rates (about 15 minutes on 2 cores)."""
+    if config.quick:
+        return replace(config, workflows=("oneshot", "multistep", "irg"), scale=1_000_000,
+                       nlist=1024, nprobes=(128, 256), offline_requests=128, rates=(4.0, 8.0),
+                       window_s=16.0, max_online_requests=128, mix=False, plots=False)
+    fits = int(available_bytes * MEMORY_SHARE) // BYTES_PER_VECTOR
+    return replace(config, workflows=SEEDS_WORKFLOWS, scale=min(fits, SEEDS_MAX_VECTORS),
+                   nlist=4096, nprobes=(128, 256, 512), offline_requests=1024,
+                   rates=SEEDS_RATES, window_s=128 / 4, max_online_requests=128, mix=False,
+                   plots=True)

@@ -1,0 +1,91 @@
+"""`ragraph serve WORKFLOW...`: the workflows over HTTP, every client's requests in one scheduler.
+
+    ragraph serve workflows/*.rag                              # http://127.0.0.1:8000
+    ragraph serve workflows/hyde.rag --engine sim --port 9000 --api-key "$KEY"
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from pathlib import Path
+
+from rich.console import Console
+
+from ragraph.cli.options import add_runtime_flags, runtime_config
+from ragraph.errors import ConfigError, RagraphError
+
+KEY_ENV = "RAGRAPH_API_KEY"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "serve", help="serve workflows over HTTP (OpenAI-compatible, run API, metrics, a page)",
+        description="Load and compile every workflow once, open the engines once, and answer "
+        "HTTP requests through one scheduler, so concurrent clients batch together. Endpoints: "
+        "/v1/chat/completions, /v1/completions, /v1/models (model = workflow name), "
+        "/runs/stream, /runs/wait, /workflows/{name}, /ok, /health, /readiness, /metrics, and a "
+        "page at /. Engine, index and pass options are those of `ragraph run`.",
+    )
+    p.add_argument("files", type=Path, nargs="+", help="workflow files (.rag)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (127.0.0.1: this machine only; 0.0.0.0 exposes it)")
+    p.add_argument("--port", type=int, default=8000, help="port (8000)")
+    p.add_argument("--api-key", default=os.environ.get(KEY_ENV),
+                   help=f"require 'Authorization: Bearer KEY' (default: ${KEY_ENV} if set)")
+    p.add_argument("--max-body-bytes", type=int, default=1 << 20,
+                   help="larger request bodies get 413 (1 MiB)")
+    p.add_argument("--max-queue", type=int, default=256,
+                   help="requests waiting beyond --concurrency before 429 (256)")
+    p.add_argument("--request-timeout", type=float, default=300.0,
+                   help="seconds before a request is cancelled with 504 (300)")
+    p.add_argument("--drain-timeout", type=float, default=60.0,
+                   help="seconds in-flight requests get to finish on shutdown (60)")
+    add_runtime_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from ragraph.serve import ServeSettings, build_app, run_server
+    except ImportError as err:
+        raise RagraphError(f"error: ragraph serve needs the serve extra ({err.name} is "
+                           "missing): pip install 'ragraph[serve]'") from err
+    from ragraph.cli.run_single import engine_label, open_run
+    from ragraph.runtime.catalog import Catalog
+
+    settings = ServeSettings(host=args.host, port=args.port, api_key=args.api_key,
+                             max_body_bytes=args.max_body_bytes, max_queue=args.max_queue,
+                             request_timeout_s=args.request_timeout,
+                             drain_timeout_s=args.drain_timeout)
+    config = runtime_config(args)
+    # Compiled once, here: a bad file or pass spec fails before any model loads.
+    catalog = Catalog.compile(load_workflows(args.files), config.passes)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    search = asyncio.run(open_run(config, err))
+    err.print(f"[dim]workflows {', '.join(catalog.workflows)} · executor {config.executor} "
+              f"{config.passes} · engine {engine_label(config)} · concurrency "
+              f"{config.concurrency}, queue {settings.max_queue} · {config.describe_threads()}"
+              f"\n{config.gpu.describe()}[/dim]")
+    where = f"http://{settings.host}:{settings.port}"
+    err.print(f"serving on {where} (page: {where}/) · API key "
+              f"{'required' if settings.api_key else 'off'}")
+    if not settings.loopback and not settings.api_key:
+        err.print("[yellow]warning:[/yellow] bound beyond this machine without --api-key: "
+                  "anyone who can reach the port can use the engines")
+    run_server(build_app(catalog, config, settings, search), settings)
+    return 0
+
+
+def load_workflows(files: list[Path]) -> dict:
+    """Each file's workflow by its name; two files may not define the same name."""
+    from ragraph.dsl import load
+
+    graphs: dict = {}
+    for path in files:
+        graph = load(path)
+        if graph.name in graphs:
+            raise ConfigError("files", f"{path} defines workflow {graph.name!r} again")
+        graphs[graph.name] = graph
+    return graphs

@@ -1,0 +1,31 @@
+"""The scale-out flags `run` and `bench` share: a Ray cluster for the index, server replicas."""
+
+from __future__ import annotations
+
+import argparse
+
+from ragraph.errors import ConfigError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("scale-out (Ray; needs the extra: pip install \"ragraph[ray]\")")
+    group.add_argument("--ray", metavar="ADDRESS",
+                       help="run the index's lists on this Ray cluster (HOST:PORT of `ray start "
+                       "--head`, or auto); the index directory must be on a path every node reads")
+    group.add_argument("--shards", type=int, default=2, help="shard actors for the lists (2)")
+    group.add_argument("--replicate", type=float, default=0.1,
+                       help="share of the lists, the largest, held by two shards (0.1)")
+    group.add_argument("--shard-cpus", type=float, default=1.0,
+                       help="Ray CPUs per shard actor; faiss threads = its whole part (1)")
+    group.add_argument("--replicas", metavar="URLS",
+                       help="comma-separated OpenAI-compatible server URLs (with --engine openai): "
+                       "prefix-aware routing, least-loaded otherwise, failover when one dies")
+
+
+def fields(args: argparse.Namespace) -> dict[str, object]:
+    """The RuntimeConfig fields of the flags above."""
+    if args.ray is None and (args.shards != 2 or args.replicate != 0.1):
+        raise ConfigError("--shards", "--shards and --replicate need --ray ADDRESS")
+    replicas = tuple(u.strip() for u in (args.replicas or "").split(",") if u.strip())
+    return {"ray": args.ray, "shards": args.shards, "replicate": args.replicate,
+            "shard_cpus": args.shard_cpus, "replicas": replicas}

@@ -1,0 +1,167 @@
+"""`ReplicaRouter`: one `LLMEngine` in front of several, with prefix-aware routing and failover.
+
+A request that fails on a replica is retried on another only when that replica is down (it no
+longer answers its health check): a request that fails on a live replica (a prompt over the
+context, a server error of its own) fails as it would on one server. On failover the request
+starts again on the new replica; the tokens its stream already delivered are checked against the
+new replica's first tokens (greedy decoding makes them equal) and not delivered twice. Every
+failover is logged for the run summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import fields, replace
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from ragraph.errors import ConfigError, EngineError
+from ragraph.runtime.distributed.faults import Fault, FaultLog
+from ragraph.runtime.distributed.routing import PrefixTable, RouterConfig, choose, prefix_hashes
+from ragraph.runtime.llm.base import EngineBase
+from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
+from ragraph.runtime.llm.protocol import (
+    EngineCounters,
+    GenerationRequest,
+    GenerationResult,
+    LLMEngine,
+    TokenEvent,
+)
+from ragraph.runtime.llm.stream import GenerationStream
+
+if TYPE_CHECKING:
+    from ragraph.runtime.config import RuntimeConfig
+
+
+@runtime_checkable
+class HealthChecked(Protocol):
+    async def alive(self) -> bool: ...
+
+
+class ReplicaRouter(EngineBase):
+    """Several engines serving one model, seen by the scheduler as one engine."""
+
+    def __init__(self, engines: Sequence[LLMEngine], config: RouterConfig | None = None) -> None:
+        if not engines:
+            raise ConfigError("replicas", "a router needs at least one engine")
+        super().__init__(f"{len(engines)} x {engines[0].name}", engines[0].context_length)
+        self.engines = list(engines)
+        self.config = config or RouterConfig()
+        self.simulated = bool(engines[0].simulated)  # type: ignore[misc]
+        self._tables = [PrefixTable(self.config.table_blocks) for _ in engines]
+        self._load = [0] * len(engines)
+        self._down: set[int] = set()
+        self._inner: dict[str, GenerationStream] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._log = FaultLog()
+        self.routed = [0] * len(engines)
+
+    async def _open(self) -> None:
+        await asyncio.gather(*(e.start() for e in self.engines))
+
+    async def _shut(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(e.close() for e in self.engines))
+
+    def faults(self) -> tuple[Fault, ...]:
+        return self._log.snapshot()
+
+    def counters(self) -> EngineCounters:
+        """The replicas' counters added up."""
+        snaps = [e.counters() for e in self.engines]
+        summed = {f.name: sum(getattr(s, f.name) for s in snaps)
+                  for f in fields(EngineCounters) if f.name != "simulated"}
+        return EngineCounters(**summed, simulated=self.simulated)
+
+    def tokenize(self, text: str) -> tuple[int, ...]:
+        usable = [r for r in range(len(self.engines)) if r not in self._down] or [0]
+        return self.engines[usable[0]].tokenize(text)
+
+    def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
+        task = asyncio.get_running_loop().create_task(self._serve(request, stream))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _abort(self, rid: str) -> None:
+        inner = self._inner.get(rid)
+        if inner is not None:
+            inner.abort()
+
+    def _route(self, request: GenerationRequest, tried: set[int]) -> int | None:
+        prompt = request.prompt if request.prompt is not None else " ".join(
+            map(str, request.prompt_ids or ()))
+        hashes = prefix_hashes(prompt, self.config.block_chars)
+        usable = set(range(len(self.engines))) - tried - self._down
+        replica = choose(hashes, self._tables, self._load, usable, self.config.min_match)
+        if replica is not None:
+            self._tables[replica].add(hashes)
+            self.routed[replica] += 1
+        return replica
+
+    async def _serve(self, request: GenerationRequest, stream: GenerationStream) -> None:
+        delivered: list[TokenEvent] = []
+        tried: set[int] = set()
+        try:
+            while True:
+                replica = self._route(request, tried)
+                if replica is None:
+                    self._fail(stream, f"{self.name}: every replica is down")
+                    return
+                result = await self._attempt(replica, request, stream, delivered)
+                if result.finish_reason != "error" or stream.abort_requested:
+                    self._end(stream, result)
+                    return
+                if not await self._is_down(replica):
+                    self._fail(stream, result.error or "failed", result.prompt_tokens)
+                    return
+                tried.add(replica)
+                self._log.record(Fault(f"replica {replica} ({self.engines[replica].name})",
+                                       f"request {request.rid}", result.error or "failed",
+                                       "marked down; request sent to another replica"))
+        except EngineError as err:
+            self._fail(stream, str(err))
+
+    async def _attempt(self, replica: int, request: GenerationRequest,
+                       stream: GenerationStream, delivered: list[TokenEvent]) -> GenerationResult:
+        """One try on one replica: events past those already delivered are passed on."""
+        inner = self.engines[replica].submit(request)
+        self._inner[request.rid] = inner
+        self._load[replica] += 1
+        already, replayed = len(delivered), 0
+        try:
+            async for event in inner:
+                if replayed < already:
+                    _check_replay(delivered[replayed], event, replica)
+                    replayed += 1
+                    continue
+                delivered.append(event)
+                stream.push(event)
+        except EngineError:
+            pass  # the result says why
+        finally:
+            self._load[replica] -= 1
+            self._inner.pop(request.rid, None)
+        return await inner.result(raise_on_error=False)
+
+    async def _is_down(self, replica: int) -> bool:
+        engine = self.engines[replica]
+        # An engine without a health check is taken to be up: its errors are its requests'.
+        down = not await engine.alive() if isinstance(engine, HealthChecked) else False
+        if down:
+            self._down.add(replica)
+        return down
+
+
+def _check_replay(before: TokenEvent, again: TokenEvent, replica: int) -> None:
+    if before.text != again.text:
+        raise EngineError(f"replica {replica} continued differently after a failover "
+                          f"({before.text!r} then {again.text!r}); not sampled greedily?")
+
+
+def replicas_for(run: RuntimeConfig) -> ReplicaRouter:
+    """The router over a run's `--replicas` servers (OpenAI-compatible, each its own URL)."""
+    return ReplicaRouter([OpenAIHttpEngine(replace(OpenAIHttpConfig.from_run(run), base_url=url,
+                                                   name=f"openai-http {url}"))
+                          for url in run.replicas])

@@ -1,0 +1,118 @@
+"""The shard actors, and the one way work reaches them: scatter by cluster, retry what failed.
+
+Each shard is a Ray actor with `max_restarts`: when its process dies, Ray starts it again (it
+reloads its lists from the shared path) and queues the calls sent meanwhile. A call that was in
+flight fails with `RayActorError`; `scatter` then sends that shard's clusters again, to the other
+holder of a replicated list when it has one, else to the restarting shard itself, and logs the
+retry. Errors raised by ragraph's own code inside a shard are not retried: they are re-raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragraph.errors import ConfigError, SearchIndexError
+from ragraph.runtime.distributed.faults import Fault, FaultLog
+from ragraph.runtime.distributed.ray_env import require_ray
+from ragraph.runtime.distributed.shard_server import ShardServer
+from ragraph.runtime.retrieval.shard_lists import ShardSource
+from ragraph.runtime.retrieval.shard_plan import ShardPlan, route_step
+
+# (the shard's actor, its clusters for each task) -> an ObjectRef of the call
+Call = Callable[[object, list[np.ndarray]], object]
+
+
+@dataclass(frozen=True)
+class ShardOptions:
+    shards: int = 2
+    # The share of lists (the largest) held by two shards.
+    replicate: float = 0.1
+    # Ray CPUs per shard actor; faiss runs max(1, floor(cpus)) threads in it.
+    cpus: float = 1.0
+    max_restarts: int = 3
+    # Sends of one step's share before giving up (the first try included).
+    attempts: int = 4
+
+    def __post_init__(self) -> None:
+        if isinstance(self.shards, bool) or not isinstance(self.shards, int) or self.shards < 1:
+            raise ConfigError("shards", f"must be a positive integer, got {self.shards!r}")
+        if not 0 <= self.replicate <= 1:
+            raise ConfigError("replicate", f"must be in [0, 1], got {self.replicate}")
+        if self.cpus <= 0:
+            raise ConfigError("shard_cpus", f"must be positive, got {self.cpus}")
+        if self.max_restarts < 0 or self.attempts < 1:
+            raise ConfigError("attempts", "needs max_restarts >= 0 and attempts >= 1")
+
+
+class ShardPool:
+    """`plan.shards` actors spread over the cluster's nodes, each loading its own lists."""
+
+    def __init__(self, plan: ShardPlan, source: ShardSource, sizes: np.ndarray,
+                 options: ShardOptions, faults: FaultLog, server: type = ShardServer) -> None:
+        """`server`: the actor's class (a ShardServer; tests inject crashes with a subclass)."""
+        ray = require_ray()
+        self.plan, self._sizes, self._options, self._faults = plan, sizes, options, faults
+        remote = ray.remote(server).options(
+            num_cpus=options.cpus, max_restarts=options.max_restarts, max_task_retries=0,
+            scheduling_strategy="SPREAD")
+        threads = max(1, int(options.cpus))
+        self.actors = [remote.remote(source, s, plan.clusters_of(s), sizes, threads)
+                       for s in range(plan.shards)]
+        self.pids = self._get([a.ready.remote() for a in self.actors])
+
+    def scatter(self, tasks: Sequence[np.ndarray], call: Call, during: str
+                ) -> list[tuple[list[np.ndarray], object]]:
+        """Each task's clusters routed to the shards holding them, `call` per shard, failed
+        shares re-sent; (the clusters per task a call searched, its result) for every call that
+        succeeded. Together they cover every task's clusters exactly once."""
+        ray = require_ray()
+        done: list[tuple[list[np.ndarray], object]] = []
+        alive = set(range(self.plan.shards))
+        todo = list(tasks)
+        for attempt in range(1, self._options.attempts + 1):
+            routes = route_step(todo, self.plan, self._sizes, alive)
+            refs = {s: call(self.actors[s], rows) for s, rows in routes.items()}
+            failed: dict[int, str] = {}
+            for s, ref in refs.items():
+                try:
+                    done.append((routes[s], self._get(ref)))
+                except ray.exceptions.RayActorError as err:
+                    failed[s] = type(err).__name__
+            if not failed:
+                return done
+            alive -= failed.keys()
+            todo = _leftover([routes[s] for s in failed], len(tasks))
+            if attempt < self._options.attempts:
+                self._log(failed, {s: routes[s] for s in failed}, alive, during)
+        raise SearchIndexError(f"shards {sorted(failed)} failed {self._options.attempts} times"
+                               f" during {during}; giving up")
+
+    def _log(self, failed: dict[int, str], shares: dict[int, list[np.ndarray]],
+             alive: set[int], during: str) -> None:
+        for s, error in failed.items():
+            mine = np.concatenate(shares[s]).tolist()
+            moved = sum(any(h in alive for h in self.plan.holders[c]) for c in mine)
+            action = (f"re-sent {len(mine)} cluster(s): {moved} to a replica, "
+                      f"{len(mine) - moved} to shard {s} once restarted")
+            self._faults.record(Fault(f"shard {s}", during, error, action))
+
+    def _get(self, refs):
+        ray = require_ray()
+        try:
+            return ray.get(refs)
+        except ray.exceptions.RayTaskError as err:
+            # ragraph's own error inside the shard: the same error here, not a retry.
+            raise err.as_instanceof_cause() from None
+
+    def close(self) -> None:
+        ray = require_ray()
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+
+
+def _leftover(shares: list[list[np.ndarray]], n: int) -> list[np.ndarray]:
+    """The failed shards' clusters, per task."""
+    return [np.concatenate([share[t] for share in shares]).astype(np.int64) for t in range(n)]

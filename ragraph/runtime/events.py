@@ -1,0 +1,134 @@
+"""What a run reports while its requests are in flight, and how a caller cancels one request.
+
+Executors call `RunHooks` at a few points (a unit completed, a generation produced text, a
+speculative generation was adopted or rolled back, a generation ended); a caller that wants to
+watch (the HTTP server) passes a `RunObserver`. Without one every call returns at once, so a
+batch run pays nothing for it. Events are frozen and carry plain values: the observer runs on the
+scheduler's loop thread and must not block it.
+
+Cancelling is the other direction: an executor that can stop one request says how with
+`accept_cancel`; `cancel(rid)` then ends that request as failed and releases its engine work
+(the wavefront aborts its generation streams as the request retires).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ragraph.errors import RagraphError
+from ragraph.ir.nodes import Node
+from ragraph.ir.values import Value
+from ragraph.runtime.llm.protocol import GenerationResult
+from ragraph.runtime.request import RequestState
+
+
+@dataclass(frozen=True)
+class UnitCompleted:
+    """A unit of the request's graph completed; `outputs`: the variables it assigned."""
+
+    rid: str
+    unit: str
+    kind: str
+    origin: str  # the workflow node the unit belongs to (itself when not split)
+    outputs: Mapping[str, Value]
+    started: float
+    ended: float
+
+
+@dataclass(frozen=True)
+class TextProduced:
+    """Text a generation of the request produced (tokens, or the text of an adopted speculation)."""
+
+    rid: str
+    origin: str
+    output: str  # the variable the generation assigns
+    text: str
+
+
+@dataclass(frozen=True)
+class SpeculationSettled:
+    """A speculative generation met its commit point: adopted, or rolled back and restarted."""
+
+    rid: str
+    origin: str
+    adopted: bool
+
+
+@dataclass(frozen=True)
+class GenerationUsage:
+    """A generation whose output the request used ended: what the engine computed for it."""
+
+    rid: str
+    origin: str
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class CancelRequest:
+    """A caller gave up on a request (its client went away, its time ran out)."""
+
+    rid: str
+    reason: str
+
+
+RunEvent = UnitCompleted | TextProduced | SpeculationSettled | GenerationUsage
+
+
+class RunObserver(Protocol):
+    def emit(self, event: RunEvent) -> None: ...
+
+
+class RequestCancelled(RagraphError):
+    """The error a cancelled request finishes with (its message is the reason)."""
+
+
+class RunHooks:
+    """The observer of a run (optional) and the way its executor cancels a request."""
+
+    def __init__(self, observer: RunObserver | None = None) -> None:
+        self.observer = observer
+        self._cancel: Callable[[CancelRequest], None] | None = None
+
+    def unit_completed(self, state: RequestState, node: Node, started: float,
+                       ended: float) -> None:
+        if self.observer is not None:
+            outputs = {v: state.variables[v] for v in sorted(node.writes())
+                       if v in state.variables}
+            origin = getattr(node, "origin", node.id)  # a sub-stage's workflow node
+            self.observer.emit(UnitCompleted(state.rid, node.id, node.kind, origin, outputs,
+                                             started, ended))
+
+    def text(self, rid: str, origin: str, output: str, text: str) -> None:
+        if self.observer is not None and text:
+            self.observer.emit(TextProduced(rid, origin, output, text))
+
+    def speculation(self, rid: str, origin: str, adopted: bool) -> None:
+        if self.observer is not None:
+            self.observer.emit(SpeculationSettled(rid, origin, adopted))
+
+    def generated(self, rid: str, origin: str, result: GenerationResult | None) -> None:
+        if self.observer is not None and result is not None:
+            self.observer.emit(GenerationUsage(rid, origin, result.prompt_tokens,
+                                               result.cached_tokens, result.completion_tokens))
+
+    # -- cancelling ------------------------------------------------------------------------------
+
+    def accept_cancel(self, cancel: Callable[[CancelRequest], None]) -> None:
+        """The running executor's way to stop one request (called on the loop thread)."""
+        self._cancel = cancel
+
+    @property
+    def can_cancel(self) -> bool:
+        return self._cancel is not None
+
+    def cancel(self, rid: str, reason: str) -> bool:
+        """Ask the executor to stop `rid`; False when it cannot (the request then runs to its
+        end and its outcome is reported as usual)."""
+        if self._cancel is None:
+            return False
+        self._cancel(CancelRequest(rid, reason))
+        return True

@@ -1,0 +1,103 @@
+"""`GET /metrics`: Prometheus text format, from a registry of the server's own (no global state).
+
+Request counters and latency histograms are fed as requests finish; the engines' totals (tokens,
+prefix-cache and cluster-cache hit rates) and the queue are read at scrape time, from the same
+counters `ragraph run` summarizes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from ragraph.runtime.events import RunEvent, SpeculationSettled
+from ragraph.runtime.outcome import Outcome
+from ragraph.serve.hub import Hub, Ticket
+
+# Seconds: from 10 ms (a simulated GPU's short answer) to 10 minutes (a long CPU workflow).
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 150, 600)
+EWMA = 0.1  # weight of the newest latency in the mean that sizes Retry-After
+
+
+class ServerMetrics:
+    """A HubListener that counts; `render()` is the scrape."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("ragraph_requests", "Requests finished, by workflow and status "
+                                "(ok, failed, cancelled, timeout)", ("workflow", "status"),
+                                registry=self.registry)
+        self.rejected = Counter("ragraph_rejected_requests", "Requests refused before running, "
+                                "by HTTP status (400, 401, 404, 413, 429, 503)", ("code",),
+                                registry=self.registry)
+        self.latency = Histogram("ragraph_request_latency_seconds", "Answered requests: from "
+                                 "arrival to the answer", ("workflow",), buckets=LATENCY_BUCKETS,
+                                 registry=self.registry)
+        self.ttft = Histogram("ragraph_time_to_first_token_seconds", "Answered requests: from "
+                              "arrival to their first generated token", ("workflow",),
+                              buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.speculation = Counter("ragraph_speculations", "Speculative generations at their "
+                                   "commit point, by result (adopted, rolled_back)", ("result",),
+                                   registry=self.registry)
+        self.registry.register(_EngineCollector(hub))
+        self.mean_latency_s: float | None = None
+
+    def submitted(self, ticket: Ticket) -> None:
+        pass
+
+    def event(self, ticket: Ticket, event: RunEvent) -> None:
+        if isinstance(event, SpeculationSettled):
+            self.speculation.labels("adopted" if event.adopted else "rolled_back").inc()
+
+    def finished(self, ticket: Ticket, outcome: Outcome) -> None:
+        self.requests.labels(ticket.workflow, ticket.status or "failed").inc()
+        if ticket.status != "ok":
+            return
+        latency = outcome.finished_at - ticket.submitted
+        self.latency.labels(ticket.workflow).observe(latency)
+        if outcome.first_token_at is not None:
+            self.ttft.labels(ticket.workflow).observe(outcome.first_token_at - ticket.submitted)
+        last = self.mean_latency_s
+        self.mean_latency_s = latency if last is None else (1 - EWMA) * last + EWMA * latency
+
+    def reject(self, status: int) -> None:
+        self.rejected.labels(str(status)).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _EngineCollector:
+    """The engines' own totals and the queue, read when scraped."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub, self.s = hub, hub.services
+
+    def collect(self) -> Iterator[Metric]:
+        n, in_flight = self.s.llm.counters(), self.hub.in_flight
+        yield _gauge("ragraph_requests_in_flight", "Requests running or queued", in_flight)
+        yield _gauge("ragraph_queue_depth", "Requests waiting for a scheduler slot",
+                     max(in_flight - self.hub.config.concurrency, 0))
+        yield _gauge("ragraph_engine_simulated", "1 when the LLM engine is the simulated one "
+                     "(its text is synthetic, its timing a GPU model)", int(bool(n.simulated)))
+        yield _gauge("ragraph_engine_streams_in_flight", "Generations the LLM engine is running",
+                     getattr(self.s.llm, "in_flight", 0))
+        for name, value, what in (("prompt", n.prompt_tokens, "Prompt tokens submitted"),
+                                  ("cached", n.cached_tokens, "Prompt tokens reused from the "
+                                   "prefix cache"),
+                                  ("completion", n.completion_tokens, "Tokens generated")):
+            counter = CounterMetricFamily(f"ragraph_engine_{name}_tokens", what)
+            counter.add_metric([], value)
+            yield counter
+        yield _gauge("ragraph_prefix_cache_hit_rate", "Cached / prompt tokens since start",
+                     n.cached_tokens / n.prompt_tokens if n.prompt_tokens else 0.0)
+        cache = getattr(self.s.search.engine, "cache", None)
+        if cache is not None:
+            stats = cache.stats()
+            yield _gauge("ragraph_cluster_cache_hit_rate", "Share of scanned vectors the "
+                         "accelerator's hot-cluster cache served", stats.served_fraction)
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, value=value)

@@ -1,0 +1,83 @@
+"""The run API, after LangGraph's Agent Server: `POST /runs/stream` and `POST /runs/wait` with
+`{workflow, input: {question, ...}}`.
+
+The stream sends `metadata` (the run id), then as the request advances `updates` (a workflow node
+completed: the variables it assigned, retrieved passages as ids and titles), `speculation` (a
+speculative generation adopted or rolled back), with `stream_mode` "units" every unit of the
+compiled graph and with "messages" the generated text as it comes; and at the end `end` (the
+answer, path, passages, usage and timings) or `error`. `/runs/wait` answers with what `end`
+carries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ragraph.runtime.events import RunEvent, SpeculationSettled, TextProduced, UnitCompleted
+from ragraph.runtime.outcome import Outcome
+from ragraph.serve.bodies import Ask, HttpError, parse_run
+from ragraph.serve.hub import Ticket
+from ragraph.serve.results import failure, finished_json, values_json
+from ragraph.serve.sse import event_stream
+from ragraph.serve.state import ServerState
+
+
+def routes() -> list[Route]:
+    return [Route("/runs/stream", stream, methods=["POST"]),
+            Route("/runs/wait", wait, methods=["POST"])]
+
+
+async def wait(request: Request) -> Response:
+    state: ServerState = request.app.state.server
+    ticket = state.submit(await state.read(request, parse_run))
+    outcome = await state.outcome(request, ticket)
+    if outcome is None:
+        return Response(status_code=499)  # the client is gone
+    if outcome.error is not None:
+        raise failure(outcome)
+    return JSONResponse(finished_json(ticket, outcome))
+
+
+async def stream(request: Request) -> Response:
+    state: ServerState = request.app.state.server
+    ask = await state.read(request, parse_run)
+    ticket = state.submit(ask, watch=(UnitCompleted, SpeculationSettled, TextProduced))
+    return event_stream(_events(state, ticket, ask), state.settings, gone=state.gone(ticket))
+
+
+async def _events(state: ServerState, ticket: Ticket, ask: Ask) -> AsyncIterator[dict[str, str]]:
+    yield _sse("metadata", {"run_id": ticket.rid, "workflow": ticket.workflow})
+    try:
+        async for item in state.follow(ticket):
+            if isinstance(item, Outcome) and item.error is not None:
+                yield _sse("error", {"run_id": ticket.rid, **failure(item).body()["error"]})
+            elif isinstance(item, Outcome):
+                yield _sse("end", finished_json(ticket, item))
+            else:
+                for event in _events_of(item, ask.stream_modes):
+                    yield event
+    except HttpError as err:  # timed out
+        yield _sse("error", {"run_id": ticket.rid, **err.body()["error"]})
+
+
+def _events_of(item: RunEvent, modes: tuple[str, ...]) -> list[dict[str, str]]:
+    if isinstance(item, UnitCompleted):
+        body = {"node": item.origin, "unit": item.unit, "kind": item.kind,
+                "outputs": values_json(item.outputs),
+                "ms": round((item.ended - item.started) * 1e3, 3)}
+        return ([_sse("units", body)] if "units" in modes else []) + (
+            [_sse("updates", body)] if item.outputs and "updates" in modes else [])
+    if isinstance(item, SpeculationSettled):
+        return [_sse("speculation", {"node": item.origin, "adopted": item.adopted})]
+    if isinstance(item, TextProduced) and "messages" in modes:
+        return [_sse("messages", {"node": item.origin, "output": item.output, "text": item.text})]
+    return []
+
+
+def _sse(name: str, data: dict[str, Any]) -> dict[str, str]:
+    return {"event": name, "data": json.dumps(data, ensure_ascii=False)}

@@ -1,0 +1,40 @@
+"""Bench presets: the seeds' regime sized by memory, the quick variants, llama.cpp's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragraph.bench.config import BenchConfig
+from ragraph.bench.machine import available_memory_bytes
+from ragraph.bench.presets import llamacpp_preset, quick, seeds_preset
+
+GIB = 2**30
+
+
+def test_seeds_takes_the_largest_index_memory_allows():
+    laptop = seeds_preset(BenchConfig(), 24 * GIB)
+    assert laptop.scale >= 8_000_000  # the issue: at least 8M vectors on 24 GiB
+    assert seeds_preset(BenchConfig(), 128 * GIB).scale == 38_000_000  # the paper's 38M
+    assert (laptop.nlist, laptop.nprobes) == (4096, (128, 256, 512))
+    assert laptop.workflows == ("oneshot", "hyde", "multistep", "irg", "recomp")
+    assert laptop.offline_requests == 1024 and min(laptop.rates) == 4 and max(laptop.rates) == 28
+    assert laptop.max_online_requests == 128 and laptop.plots
+
+
+def test_quick_seeds_is_small():
+    small = seeds_preset(quick(BenchConfig()), 24 * GIB)
+    assert small.quick and small.scale == 1_000_000 and small.nprobes == (128, 256)
+    assert len(small.workflows) == 3 and not small.plots
+
+
+def test_llamacpp_preset_compares_with_the_langgraph_app():
+    config = llamacpp_preset(BenchConfig(engine="llamacpp"))
+    assert config.executors == ("ragraph", "langgraph") and config.concurrencies == (8, 16)
+    labels = [v.label for v in config.variants()]
+    assert labels == ["ragraph", "ragraph, no prefix store", "langgraph"]
+
+
+def test_available_memory_reads_meminfo(tmp_path: Path):
+    info = tmp_path / "meminfo"
+    info.write_text("MemTotal: 100 kB\nMemAvailable:   2048 kB\n")
+    assert available_memory_bytes(info) == 2048 * 1024
