@@ -27,7 +27,7 @@ from ragraph.bench.index import BenchIndexInfo, IndexSpec, ensure_bench_index
 from ragraph.bench.questions import load_questions
 from ragraph.bench.realbase import ensure_real_base
 from ragraph.bench.results import Target, write_csv
-from ragraph.bench.session import Workbench, load_graphs, run_cells
+from ragraph.bench.session import WARM_UP_REQUESTS, Workbench, load_graphs, run_cells
 from ragraph.runtime.app import open_search
 from ragraph.runtime.llm.sim import SimConfig
 
@@ -121,6 +121,8 @@ def _notes(config: BenchConfig, rows) -> list[str]:
     out = ["latency = arrival to answer (queueing included); throughput = requests / wall time",
            "max throughput within the SLO: the highest measured req/s (completed / wall) among runs "
            "whose p95 latency <= the SLO (p95, not the mean)"]
+    out.append(f"before the first cell, {WARM_UP_REQUESTS} untimed requests on its first variant "
+               "(first use of the embedder, the index and the model)")
     share = max((r.synthetic_share for r in rows), default=0.0)
     out.append(f"synthetic passages reached at most {share * 100:.1f}% of the final top-k "
                "(they are flagged, titled '(synthetic padding)', and have no text)")

@@ -57,3 +57,25 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     written = plots.latency_vs_rate(rows, tmp_path, caption, config.slo_s)
     assert [p.name for p in written] == ["latency_vs_rate_nprobe8.png"]
     assert written[0].stat().st_size > 10_000
+
+
+def test_an_untimed_warm_up_runs_the_first_variant_before_the_first_cell(monkeypatch):
+    from ragraph.bench import session
+
+    calls = []
+
+    async def record(cell, jobs, runtime, search, variants, on_done):
+        calls.append((cell, sum(len(j.requests) for j in jobs), [v.label for v in variants]))
+        return []
+
+    monkeypatch.setattr(session, "run_cell", record)
+    config = BenchConfig(workflows=("hyde", "irg"), nprobes=(8,), offline_requests=6, rates=(),
+                         concurrencies=(4,), mix=False, data=None)
+    graphs = {"hyde": workflows.hyde(), "irg": workflows.irg()}
+    bench = Workbench(config, graphs, load_questions(None), None, RuntimeConfig(engine="sim"))
+    rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _o: None))
+    assert rows == []
+    warm, *cells = calls
+    assert warm == (session.Cell("hyde", 8, None, 4), session.WARM_UP_REQUESTS,
+                    ["ragraph"])
+    assert [(c.workload, n) for c, n, _ in cells] == [("hyde", 6), ("irg", 6)]
