@@ -101,10 +101,3 @@ def test_prefills_sharing_their_documents_go_back_to_back():
     assert p.order_prefills(cands) == ["a", "c", "b", "d"]
     ungrouped = [p.PrefillCandidate(c.rid, 0, 100, 0, c.arrival) for c in cands]
     assert p.order_prefills(ungrouped) == ["a", "b", "c", "d"]
-
-
-def test_a_saturated_search_side_takes_the_whole_backlog_in_one_step():
-    assert p.step_budget_ms(0.5, 40.0, backlog_ms=900.0, saturated=True) == 900.0
-    latency = p.step_budget_ms(0.5, 40.0, backlog_ms=900.0, saturated=False)
-    assert latency == p.loaded_budget_ms(p.retrieval_budget_ms(0.5, 40.0), 0.5, 900.0) < 900.0
-    assert p.step_budget_ms(0.5, None, backlog_ms=0.0, saturated=False) == float("inf")

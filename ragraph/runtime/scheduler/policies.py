@@ -55,19 +55,6 @@ def loaded_budget_ms(budget_ms: float, beta_ms: float, backlog_ms: float) -> flo
     return max(budget_ms, min(beta_ms * (1 - share) / share, backlog_ms))
 
 
-def step_budget_ms(beta_ms: float, mean_retrieval_ms: float | None, backlog_ms: float,
-                   saturated: bool) -> float:
-    """A search step's budget: the whole backlog while the search side is the bottleneck (one
-    big step shares each list among all the queries probing it; latency is queueing then);
-    else sqrt(2·β·t_R), grown under load so β stays a small share; whole searches until a
-    retrieval has been timed."""
-    if saturated and backlog_ms > 0:
-        return backlog_ms
-    if mean_retrieval_ms is None:
-        return float("inf")
-    return loaded_budget_ms(retrieval_budget_ms(beta_ms, mean_retrieval_ms), beta_ms, backlog_ms)
-
-
 @dataclass(frozen=True)
 class SpeculationCandidate:
     """A request whose next stage could start early; `drift` measures how much its partial

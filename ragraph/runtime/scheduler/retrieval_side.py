@@ -7,7 +7,6 @@ every search core in turn instead of fighting over them."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -34,12 +33,6 @@ from ragraph.runtime.scheduler.search_worker import Prepared as Prepared_
 # in sixteens, 12 ms in sixty-fours. Past 16 a batch saves nothing and only holds its first
 # queries back from the search (64 new requests at once waited 0.8 s for one batch).
 EMBED_BATCH = 16
-# When the search side is the bottleneck (its thread busy this share of the recent time), a step
-# takes every ready retrieval's whole remaining probe list and batches embed up to 64 queries:
-# latency is queueing then, and one big step shares each list among all the queries probing it
-# (list-major scans): 64 queries at nprobe 256 ran 1.9x faster than in budgeted steps.
-SATURATED_SHARE = 0.9
-SATURATED_EMBED_BATCH = 64
 
 
 class RetrievalSide:
@@ -62,8 +55,6 @@ class RetrievalSide:
         self.beta = policies.RunningMean(value=initial_beta_ms)
         self.t_r = policies.RunningMean()
         self.fixed_budget_ms = budget_ms
-        self.busy_s = 0.0  # the search thread's work: cycles and embedding batches
-        self.meter = policies.BusyMeter()
         self._next_key = 0
         self._cycle_started = 0.0
 
@@ -87,14 +78,13 @@ class RetrievalSide:
         16 the batches went from 1.7 queries to 7, and throughput from 20 to 24 req/s)."""
         if self.preparing is not None or not self.to_prepare:
             return
-        batch = SATURATED_EMBED_BATCH if self.saturated else EMBED_BATCH
-        if len(self.to_prepare) < batch and backlog_ms > self._budget_ms(backlog_ms):
+        if len(self.to_prepare) < EMBED_BATCH and backlog_ms > self._budget_ms(backlog_ms):
             return
-        jobs, self.to_prepare = self.to_prepare[:batch], self.to_prepare[batch:]
+        jobs, self.to_prepare = self.to_prepare[:EMBED_BATCH], self.to_prepare[EMBED_BATCH:]
         queries = [Query(j.query, j.chain.nprobe, j.chain.order,  # type: ignore[union-attr]
                          self.history.get(j.state.rid, History())) for j in jobs]
         self.preparing = asyncio.get_running_loop().run_in_executor(
-            self.worker, timed, prepare, self.s.search, queries, self.s.search_threads)
+            self.worker, prepare, self.s.search, queries, self.s.search_threads)
         keys = tuple(j.key for j in jobs)
         self.preparing.add_done_callback(self.inbox.done_callback(lambda f: Prepared(keys, f)))
 
@@ -112,11 +102,7 @@ class RetrievalSide:
         if event.future.cancelled():  # the run is closing
             return []
         error = event.future.exception()
-        if error is None:
-            outcomes, seconds = event.future.result()
-            self.busy_s += seconds
-        else:
-            outcomes = [error] * len(event.keys)
+        outcomes = [error] * len(event.keys) if error is not None else event.future.result()
         out = []
         for key, outcome in zip(event.keys, outcomes, strict=True):
             job = self.jobs.get(key)
@@ -206,19 +192,16 @@ class RetrievalSide:
             self.s.tracer.add_span(rid, f"retrieve {job.origin}", job.started, clock(),
                                    engine=False)
 
-    @property
-    def saturated(self) -> bool:
-        share = self.meter.sample(self.busy_s, clock())
-        return share is not None and share >= SATURATED_SHARE
-
     def _budget_ms(self, backlog_ms: float) -> float:
         if self.fixed_budget_ms is not None:
             return self.fixed_budget_ms
-        return policies.step_budget_ms(self.beta.value or 0.0, self.t_r.value, backlog_ms,
-                                       self.saturated)
+        if self.t_r.value is None:
+            return float("inf")  # no retrieval to go by yet: whole searches
+        beta = self.beta.value or 0.0
+        budget = policies.retrieval_budget_ms(beta, self.t_r.value)
+        return policies.loaded_budget_ms(budget, beta, backlog_ms)
 
     def _account(self, cycle: CycleResult) -> None:
-        self.busy_s += cycle.wall_s
         self.n.steps += 1
         self.n.scanned += cycle.vectors_scanned
         self.n.on_acc += cycle.vectors_on_accelerator
@@ -229,8 +212,3 @@ class RetrievalSide:
             self.cost = self.cost.observe(cycle.predicted_ms, cycle.scan_s * 1e3)
         self.s.tracer.add_span("search", f"step x{len(cycle.results)}", self._cycle_started,
                                clock(), clusters=clusters)
-
-
-def timed(fn, *args):  # noqa: ANN001, ANN201 - a worker call and its seconds
-    start = time.perf_counter()
-    return fn(*args), time.perf_counter() - start
