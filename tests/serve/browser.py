@@ -6,12 +6,15 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import os
 import queue
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -84,23 +87,55 @@ def headless(width: int = 1400, height: int = 1000) -> Iterator[Page]:
     binary = chromium()
     if binary is None:
         raise RuntimeError("chromium is not on PATH")
-    with tempfile.TemporaryDirectory() as profile:
-        proc = subprocess.Popen(
-            # As root (CI) Chromium needs --no-sandbox; containers give /dev/shm little room.
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--no-first-run",
-             "--remote-debugging-port=0", f"--user-data-dir={profile}",
-             f"--window-size={width},{height}", "about:blank"],
-            stderr=subprocess.PIPE, text=True)
+    profile = tempfile.mkdtemp(prefix="ragraph-chromium-")
+    proc = subprocess.Popen(
+        # As root (CI) Chromium needs --no-sandbox; containers give /dev/shm little room.
+        [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         "--no-first-run",
+         "--remote-debugging-port=0", f"--user-data-dir={profile}",
+         f"--window-size={width},{height}", "about:blank"],
+        # Its own process group: the renderer and utility processes outlive the browser by a
+        # moment and keep writing into the profile (CI once failed removing it), so the whole
+        # group is stopped before the profile goes. Its scratch files go inside the profile too.
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "TMPDIR": profile})
+    try:
+        endpoint = _endpoint(proc)
+        port = re.search(r":(\d+)/", endpoint).group(1)  # type: ignore[union-attr]
+        targets = httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json()
+        target = next(t for t in targets if t["type"] == "page")
+        with connect(target["webSocketDebuggerUrl"], max_size=None) as socket:
+            yield Page(socket)
+    finally:
+        stop(proc)
+        _stop_group(proc.pid)
+        _remove(profile)
+
+
+def _stop_group(pgid: int, timeout_s: float = 10) -> None:
+    """SIGKILL whatever is left of the browser's process group and wait until it is gone."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
         try:
-            endpoint = _endpoint(proc)
-            port = re.search(r":(\d+)/", endpoint).group(1)  # type: ignore[union-attr]
-            targets = httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json()
-            target = next(t for t in targets if t["type"] == "page")
-            with connect(target["webSocketDebuggerUrl"], max_size=None) as socket:
-                yield Page(socket)
-        finally:
-            stop(proc)
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+
+
+def _remove(path: str, timeout_s: float = 10) -> None:
+    """Remove the profile, retrying while a straggler finishes its last write."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            shutil.rmtree(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def _endpoint(proc: subprocess.Popen, timeout_s: float = 60) -> str:
