@@ -14,7 +14,7 @@ from rich.console import Console
 
 from ragraph.cli.cmd_serve import announce, describe
 from ragraph.cli.run_single import with_index
-from ragraph.errors import ConfigError, RagraphError
+from ragraph.errors import ConfigError
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.serve.settings import ServeSettings
@@ -34,8 +34,8 @@ def serve_on_ray(catalog: Catalog, config: RuntimeConfig, settings: ServeSetting
     try:
         on_ray.start(settings)
         try:
-            _deploy(on_ray, catalog, config, settings, partial(open_attached_search, index,
-                                                               config))
+            on_ray.deploy(catalog, config, settings, partial(open_attached_search, index,
+                                                             config))
             announce(settings, err, f" through Ray Serve at {config.ray}")
             threading.Event().wait()  # until SIGINT or SIGTERM
         except KeyboardInterrupt:
@@ -45,13 +45,6 @@ def serve_on_ray(catalog: Catalog, config: RuntimeConfig, settings: ServeSetting
     finally:
         index.stop()
     return 0
-
-
-def _deploy(on_ray, *args) -> None:
-    try:
-        on_ray.deploy(*args)
-    except RuntimeError as error:  # Serve's report of a replica that failed to start
-        raise RagraphError(f"error: the Ray Serve replicas did not start: {error}") from error
 
 
 def _ray_serve():

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from ray import serve
 from starlette.applications import Starlette
 
+from ragraph.errors import RagraphError
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.search_service import SearchService
@@ -30,6 +31,7 @@ APP = "ragraph"
 # Serve holds back requests beyond a replica's `max_ongoing_requests`; ragraph's own admission
 # decides instead (429 past --max-queue), so Serve lets through that many and room for probes.
 PROBES = 16
+REPLICA_LOGS = "/tmp/ray/session_latest/logs/serve/"
 
 
 @serve.ingress()
@@ -63,7 +65,21 @@ def deploy(catalog: Catalog, config: RuntimeConfig, settings: ServeSettings,
         ray_actor_options={"num_cpus": settings.serve_cpus},
         max_ongoing_requests=config.concurrency + settings.max_queue + PROBES,
         graceful_shutdown_timeout_s=settings.drain_timeout_s)
-    serve.run(ingress.bind(catalog, config, settings, open_search), name=APP, route_prefix="/")
+    try:
+        serve.run(ingress.bind(catalog, config, settings, open_search), name=APP,
+                  route_prefix="/")
+    except RuntimeError as err:  # Serve's summary; why the replicas failed is in its status
+        raise RagraphError(f"error: the Ray Serve replicas did not start: {err}"
+                           f"{_why_not_running()}\n(a replica's log: {REPLICA_LOGS} on its node)"
+                           ) from err
+
+
+def _why_not_running() -> str:
+    """Each deployment's message: what Serve saw (its first line) and the replica's error (the
+    last line of its traceback)."""
+    app = serve.status().applications.get(APP)
+    lines = [d.message.strip().splitlines() for d in (app.deployments.values() if app else ())]
+    return "".join(f"\n{m[0]}\n{m[-1]}" for m in lines if m)
 
 
 def undeploy() -> None:
