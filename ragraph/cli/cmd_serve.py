@@ -51,12 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds before a request is cancelled with 504 (300)")
     p.add_argument("--drain-timeout", type=float, default=60.0,
                    help="seconds in-flight requests get to finish on shutdown (60)")
-    add_runtime_flags(p)
-    p.add_argument("--serve-replicas", type=int, default=1,
-                   help="with --ray: Ray Serve replicas of the server, each its own scheduler and "
-                   "engines over the shared shards (1)")
-    p.add_argument("--serve-cpus", type=float, default=1.0,
-                   help="with --ray: Ray CPUs each Serve replica holds (1)")
+    ray = add_runtime_flags(p)
+    ray.add_argument("--serve-replicas", type=int, default=1, metavar="N",
+                     help="Ray Serve replicas of the server, each its own scheduler and engines "
+                     "over the same shards (1)")
+    ray.add_argument("--serve-cpus", type=float, default=1.0, metavar="CPUS",
+                     help="Ray CPUs each Serve replica holds (1)")
     p.set_defaults(func=run)
 
 

@@ -70,7 +70,8 @@ def deploy(catalog: Catalog, config: RuntimeConfig, settings: ServeSettings,
                   route_prefix="/")
     except RuntimeError as err:  # Serve's summary; why the replicas failed is in its status
         raise RagraphError(f"error: the Ray Serve replicas did not start: {err}"
-                           f"{_why_not_running()}\n(a replica's log: {REPLICA_LOGS} on its node)"
+                           f"{_why_not_running()}\n(the replicas' logs: {REPLICA_LOGS} on their nodes, "
+                           "Ray's default place)"
                            ) from err
 
 
