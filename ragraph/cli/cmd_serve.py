@@ -2,6 +2,7 @@
 
     ragraph serve workflows/*.rag                              # http://127.0.0.1:8000
     ragraph serve workflows/hyde.rag --engine sim --port 9000 --api-key "$KEY"
+    ragraph serve workflows/*.rag --ray HEAD:6379 --shards 4 --serve-replicas 2  # on Ray Serve
 """
 
 from __future__ import annotations
@@ -10,11 +11,17 @@ import argparse
 import asyncio
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from ragraph.cli.options import add_runtime_flags, runtime_config
 from ragraph.errors import ConfigError, RagraphError
+
+if TYPE_CHECKING:
+    from ragraph.runtime.catalog import Catalog
+    from ragraph.runtime.config import RuntimeConfig
+    from ragraph.serve import ServeSettings
 
 KEY_ENV = "RAGRAPH_API_KEY"
 
@@ -26,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "HTTP requests through one scheduler, so concurrent clients batch together. Endpoints: "
         "/v1/chat/completions, /v1/completions, /v1/models (model = workflow name), "
         "/runs/stream, /runs/wait, /workflows/{name}, /ok, /health, /readiness, /metrics, and a "
-        "page at /. Engine, index and pass options are those of `ragraph run`.",
+        "page at /. Engine, index and pass options are those of `ragraph run`. With --ray ADDRESS "
+        "the index's lists go to shard actors and the server to Ray Serve replicas "
+        "(--serve-replicas), behind Serve's proxies on --host/--port.",
     )
     p.add_argument("files", type=Path, nargs="+", help="workflow files (.rag)")
     p.add_argument("--host", default="127.0.0.1",
@@ -42,7 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds before a request is cancelled with 504 (300)")
     p.add_argument("--drain-timeout", type=float, default=60.0,
                    help="seconds in-flight requests get to finish on shutdown (60)")
-    add_runtime_flags(p)
+    ray = add_runtime_flags(p)
+    ray.add_argument("--serve-replicas", type=int, default=1, metavar="N",
+                     help="Ray Serve replicas of the server, each its own scheduler and engines "
+                     "over the same shards (1)")
+    ray.add_argument("--serve-cpus", type=float, default=1.0, metavar="CPUS",
+                     help="Ray CPUs each Serve replica holds (1)")
     p.set_defaults(func=run)
 
 
@@ -52,30 +66,48 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise RagraphError(f"error: ragraph serve needs the serve extra ({err.name} is "
                            "missing): pip install 'ragraph[serve]'") from err
-    from ragraph.cli.run_single import engine_label, open_run
+    from ragraph.cli.run_single import open_run
     from ragraph.runtime.catalog import Catalog
 
     settings = ServeSettings(host=args.host, port=args.port, api_key=args.api_key,
                              max_body_bytes=args.max_body_bytes, max_queue=args.max_queue,
                              request_timeout_s=args.request_timeout,
-                             drain_timeout_s=args.drain_timeout)
+                             drain_timeout_s=args.drain_timeout,
+                             serve_replicas=args.serve_replicas, serve_cpus=args.serve_cpus)
     config = runtime_config(args)
+    if config.ray is None and (settings.serve_replicas != 1 or settings.serve_cpus != 1.0):
+        raise ConfigError("--serve-replicas", "--serve-replicas and --serve-cpus need --ray "
+                          "ADDRESS")
     # Compiled once, here: a bad file or pass spec fails before any model loads.
     catalog = Catalog.compile(load_workflows(args.files), config.passes)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if config.ray is not None:
+        from ragraph.cli.serve_ray import serve_on_ray
+
+        return serve_on_ray(catalog, config, settings, err)
     search = asyncio.run(open_run(config, err))
-    err.print(f"[dim]workflows {', '.join(catalog.workflows)} · executor {config.executor} "
-              f"{config.passes} · engine {engine_label(config)} · concurrency "
-              f"{config.concurrency}, queue {settings.max_queue} · {config.describe_threads()}"
-              f"\n{config.gpu.describe()}[/dim]")
+    err.print(describe(catalog, config, settings))
+    announce(settings, err)
+    run_server(build_app(catalog, config, settings, search), settings)
+    return 0
+
+
+def describe(catalog: Catalog, config: RuntimeConfig, settings: ServeSettings) -> str:
+    from ragraph.cli.run_single import engine_label
+
+    return (f"[dim]workflows {', '.join(catalog.workflows)} · executor {config.executor} "
+            f"{config.passes} · engine {engine_label(config)} · concurrency "
+            f"{config.concurrency}, queue {settings.max_queue} · {config.describe_threads()}"
+            f"\n{config.gpu.describe()}[/dim]")
+
+
+def announce(settings: ServeSettings, err: Console, how: str = "") -> None:
     where = f"http://{settings.host}:{settings.port}"
-    err.print(f"serving on {where} (page: {where}/) · API key "
+    err.print(f"serving on {where}{how} (page: {where}/) · API key "
               f"{'required' if settings.api_key else 'off'}")
     if not settings.loopback and not settings.api_key:
         err.print("[yellow]warning:[/yellow] bound beyond this machine without --api-key: "
                   "anyone who can reach the port can use the engines")
-    run_server(build_app(catalog, config, settings, search), settings)
-    return 0
 
 
 def load_workflows(files: list[Path]) -> dict:

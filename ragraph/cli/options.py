@@ -10,9 +10,9 @@ from ragraph.errors import ConfigError
 from ragraph.runtime.config import ENGINES, EXECUTORS, RuntimeConfig
 
 
-def add_runtime_flags(p: argparse.ArgumentParser) -> None:
+def add_runtime_flags(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     """How `run` and `serve` execute workflows: executor, passes, engines, index, core split,
-    scale-out."""
+    scale-out (its group returned)."""
     p.add_argument("--concurrency", "-c", type=int, default=8, help="requests in flight (8)")
     p.add_argument("--executor", choices=EXECUTORS, default="ragraph",
                    help="ragraph (wavefront, default), sequential or stage-batched baselines")
@@ -26,7 +26,7 @@ def add_runtime_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nprobe", type=int, default=32, help="clusters searched per query (32)")
     add_thread_flags(p)
     add_gpu_flags(p)
-    scale_out.add_arguments(p)
+    return scale_out.add_arguments(p)
 
 
 def add_thread_flags(p: argparse.ArgumentParser) -> None:

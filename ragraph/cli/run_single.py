@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -12,6 +14,8 @@ from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.request import Request
 from ragraph.runtime.trace import Tracer
+
+T = TypeVar("T")
 
 
 def engine_label(config: RuntimeConfig) -> str:
@@ -31,15 +35,22 @@ def engine_label(config: RuntimeConfig) -> str:
 
 async def open_run(config: RuntimeConfig, err: Console):
     """The search side; the first use builds the default index, with a progress bar."""
-    from ragraph.cli.cmd_index import progress_bar
     from ragraph.runtime.app import open_search
+
+    return with_index(config, err, open_search)
+
+
+def with_index(config: RuntimeConfig, err: Console, opener: Callable[..., T]) -> T:
+    """`opener(config, progress)`: the first use of the default index builds it, with a
+    progress bar."""
+    from ragraph.cli.cmd_index import progress_bar
     from ragraph.runtime.retrieval.corpus import default_index_dir
 
     if config.index is not None or (default_index_dir() / "manifest.json").is_file():
-        return open_search(config)
+        return opener(config)
     with progress_bar(err, "building the default Wikipedia index (first use only)",
                       transient=True) as bar:
-        return open_search(config, bar)
+        return opener(config, bar)
 
 
 async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,

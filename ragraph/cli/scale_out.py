@@ -7,7 +7,8 @@ import argparse
 from ragraph.errors import ConfigError
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The flags, in a group of their own (returned: `serve` adds its Ray flags to it)."""
     group = p.add_argument_group("scale-out (Ray; needs the extra: pip install \"ragraph[ray]\")")
     group.add_argument("--ray", metavar="ADDRESS",
                        help="run the index's lists on this Ray cluster (HOST:PORT of `ray start "
@@ -20,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     group.add_argument("--replicas", metavar="URLS",
                        help="comma-separated OpenAI-compatible server URLs (with --engine openai): "
                        "prefix-aware routing, least-loaded otherwise, failover when one dies")
+    return group
 
 
 def fields(args: argparse.Namespace) -> dict[str, object]:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ragraph.runtime.catalog import Catalog, Workflows
 from ragraph.runtime.config import RuntimeConfig
@@ -18,6 +19,9 @@ from ragraph.runtime.outcome import Outcome, RunStats, Summary, summarize
 from ragraph.runtime.request import Request
 from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.trace import Tracer
+
+if TYPE_CHECKING:
+    from ragraph.runtime.distributed.search import ShardedIndex
 
 
 def create_llm(config: RuntimeConfig):
@@ -48,7 +52,7 @@ def open_search(config: RuntimeConfig, progress=None,
     embedder = query_embedder(threads=embed_threads or config.search_threads,
                               device=config.gpu.device)
     if config.ray is not None:
-        return _sharded_search(config, embedder, progress)
+        return start_sharded_index(config, progress).search(embedder, config.nprobe, owner=True)
     if config.index is None:
         from ragraph.runtime.retrieval.corpus import ensure_default_index
 
@@ -59,9 +63,12 @@ def open_search(config: RuntimeConfig, progress=None,
                          nprobe=config.nprobe)
 
 
-def _sharded_search(config: RuntimeConfig, embedder, progress) -> SearchService:
-    from ragraph.runtime.distributed.search import open_sharded_search
+def start_sharded_index(config: RuntimeConfig, progress=None) -> ShardedIndex:
+    """Join `config.ray`'s cluster and start the shard actors for the run's index (the
+    embedded default unless `config.index`)."""
+    from ragraph.runtime.distributed.search import ShardedIndex
     from ragraph.runtime.distributed.shard_pool import ShardOptions
+    from ragraph.runtime.retrieval.embedder import EMBEDDER_DIM, EMBEDDER_NAME
 
     if config.index is None:
         from ragraph.runtime.retrieval.corpus import ensure_default_index
@@ -70,7 +77,21 @@ def _sharded_search(config: RuntimeConfig, embedder, progress) -> SearchService:
     else:
         directory = Path(config.index)
     options = ShardOptions(config.shards, config.replicate, config.shard_cpus)
-    return open_sharded_search(config.ray or "auto", directory, embedder, options, config.nprobe)
+    return ShardedIndex.start(config.ray or "auto", directory, options, EMBEDDER_NAME,
+                              EMBEDDER_DIM)
+
+
+def open_attached_search(index: ShardedIndex, config: RuntimeConfig) -> SearchService:
+    """The search side of one of several processes sharing `index`'s shards (a Serve replica
+    of `serve --ray`): its own query embedder and passage store; the shards stay up when it
+    closes."""
+    import faiss
+
+    from ragraph.runtime.retrieval.embedder import query_embedder
+
+    faiss.omp_set_num_threads(config.search_threads)
+    embedder = query_embedder(threads=config.search_threads, device=config.gpu.device)
+    return index.search(embedder, config.nprobe)
 
 
 def on_gpu_paths(engine, config: RuntimeConfig):

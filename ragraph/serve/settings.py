@@ -20,14 +20,18 @@ class ServeSettings:
     request_timeout_s: float = 300.0
     # On shutdown, in-flight requests get this long to finish (uvicorn's graceful timeout).
     drain_timeout_s: float = 60.0
+    # With --ray: Ray Serve replicas of the server (each its own scheduler and engines), and
+    # the Ray CPUs each one holds.
+    serve_replicas: int = 1
+    serve_cpus: float = 1.0
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError("--port", f"must be in 0..65535, got {self.port}")
-        for name in ("max_body_bytes", "max_queue"):
+        for name in ("max_body_bytes", "max_queue", "serve_replicas"):
             if getattr(self, name) < 1:
                 raise ConfigError(flag(name), f"must be at least 1, got {getattr(self, name)}")
-        for name in ("request_timeout_s", "drain_timeout_s"):
+        for name in ("request_timeout_s", "drain_timeout_s", "serve_cpus"):
             if not getattr(self, name) > 0:
                 raise ConfigError(flag(name), f"must be positive, got {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():

@@ -5,6 +5,10 @@ reloads its lists from the shared path) and queues the calls sent meanwhile. A c
 flight fails with `RayActorError`; `scatter` then sends that shard's clusters again, to the other
 holder of a replicated list when it has one, else to the restarting shard itself, and logs the
 retry. Errors raised by ragraph's own code inside a shard are not retried: they are re-raised.
+
+`start_shards` starts the actors; a `ShardPool` uses them. The process that started them owns
+them (closing its pool kills them); other processes, Serve replicas, attach to the same actors
+(`RunningShards` pickles: Ray's actor handles do) and leave them running when they close.
 """
 
 from __future__ import annotations
@@ -47,21 +51,40 @@ class ShardOptions:
             raise ConfigError("attempts", "needs max_restarts >= 0 and attempts >= 1")
 
 
-class ShardPool:
-    """`plan.shards` actors spread over the cluster's nodes, each loading its own lists."""
+@dataclass(frozen=True, eq=False)
+class RunningShards:
+    """Shard actors that are up: their plan, the list sizes, and their Ray handles."""
 
-    def __init__(self, plan: ShardPlan, source: ShardSource, sizes: np.ndarray,
-                 options: ShardOptions, faults: FaultLog, server: type = ShardServer) -> None:
-        """`server`: the actor's class (a ShardServer; tests inject crashes with a subclass)."""
-        ray = require_ray()
-        self.plan, self._sizes, self._options, self._faults = plan, sizes, options, faults
-        remote = ray.remote(server).options(
-            num_cpus=options.cpus, max_restarts=options.max_restarts, max_task_retries=0,
-            scheduling_strategy="SPREAD")
-        threads = max(1, int(options.cpus))
-        self.actors = [remote.remote(source, s, plan.clusters_of(s), sizes, threads)
-                       for s in range(plan.shards)]
-        self.pids = self._get([a.ready.remote() for a in self.actors])
+    plan: ShardPlan
+    sizes: np.ndarray
+    options: ShardOptions
+    source: ShardSource
+    actors: tuple[object, ...]
+    pids: tuple[int, ...]  # the first processes (a restarted shard has a new one)
+
+
+def start_shards(plan: ShardPlan, source: ShardSource, sizes: np.ndarray,
+                 options: ShardOptions, server: type = ShardServer) -> RunningShards:
+    """`plan.shards` actors spread over the cluster's nodes, each loading its own lists;
+    `server`: the actor's class (a ShardServer; tests inject crashes with a subclass)."""
+    ray = require_ray()
+    remote = ray.remote(server).options(
+        num_cpus=options.cpus, max_restarts=options.max_restarts, max_task_retries=0,
+        scheduling_strategy="SPREAD")
+    threads = max(1, int(options.cpus))
+    actors = tuple(remote.remote(source, s, plan.clusters_of(s), sizes, threads)
+                   for s in range(plan.shards))
+    pids = _get([a.ready.remote() for a in actors])
+    return RunningShards(plan, sizes, options, source, actors, tuple(pids))
+
+
+class ShardPool:
+    """The running shards as one search step sees them; `owner`: close() kills them."""
+
+    def __init__(self, shards: RunningShards, faults: FaultLog, owner: bool) -> None:
+        self.shards, self._faults, self._owner = shards, faults, owner
+        self.plan, self._sizes, self._options = shards.plan, shards.sizes, shards.options
+        self.actors, self.pids = list(shards.actors), list(shards.pids)
 
     def scatter(self, tasks: Sequence[np.ndarray], call: Call, during: str
                 ) -> list[tuple[list[np.ndarray], object]]:
@@ -78,7 +101,7 @@ class ShardPool:
             failed: dict[int, str] = {}
             for s, ref in refs.items():
                 try:
-                    done.append((routes[s], self._get(ref)))
+                    done.append((routes[s], _get(ref)))
                 except ray.exceptions.RayActorError as err:
                     failed[s] = type(err).__name__
             if not failed:
@@ -99,18 +122,24 @@ class ShardPool:
                       f"{len(mine) - moved} to shard {s} once restarted")
             self._faults.record(Fault(f"shard {s}", during, error, action))
 
-    def _get(self, refs):
-        ray = require_ray()
-        try:
-            return ray.get(refs)
-        except ray.exceptions.RayTaskError as err:
-            # ragraph's own error inside the shard: the same error here, not a retry.
-            raise err.as_instanceof_cause() from None
-
     def close(self) -> None:
-        ray = require_ray()
-        for actor in self.actors:
-            ray.kill(actor, no_restart=True)
+        if self._owner:
+            stop_shards(self.shards)
+
+
+def stop_shards(shards: RunningShards) -> None:
+    ray = require_ray()
+    for actor in shards.actors:
+        ray.kill(actor, no_restart=True)
+
+
+def _get(refs):
+    ray = require_ray()
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as err:
+        # ragraph's own error inside the shard: the same error here, not a retry.
+        raise err.as_instanceof_cause() from None
 
 
 def _leftover(shares: list[list[np.ndarray]], n: int) -> list[np.ndarray]:

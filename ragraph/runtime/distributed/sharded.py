@@ -20,7 +20,12 @@ import numpy as np
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.distributed.faults import Fault, FaultLog
-from ragraph.runtime.distributed.shard_pool import ShardOptions, ShardPool
+from ragraph.runtime.distributed.shard_pool import (
+    RunningShards,
+    ShardOptions,
+    ShardPool,
+    start_shards,
+)
 from ragraph.runtime.distributed.shard_server import ShardServer
 from ragraph.runtime.retrieval.ivf import FaissIVFEngine, OverIVF
 from ragraph.runtime.retrieval.merge import (
@@ -52,11 +57,18 @@ class ShardedEngine(OverIVF):
     @staticmethod
     def open(index_dir: Path, options: ShardOptions,
              server: type = ShardServer) -> ShardedEngine:
-        """Shards for an index directory: its prebuilt `shards-N/` or lists cut at start-up."""
+        """Shards for an index directory: its prebuilt `shards-N/` or lists cut at start-up;
+        closing the engine kills them."""
         plan, source, sizes = open_plan(Path(index_dir), options.shards, options.replicate)
+        return ShardedEngine.attach(start_shards(plan, source, sizes, options, server),
+                                    owner=True)
+
+    @staticmethod
+    def attach(shards: RunningShards, owner: bool = False) -> ShardedEngine:
+        """An engine over shards already running (started by another process, or `open`)."""
         log = FaultLog()
-        local = FaissIVFEngine(read_mapped(Path(source.index_file)))
-        return ShardedEngine(local, ShardPool(plan, source, sizes, options, log, server), log)
+        local = FaissIVFEngine(read_mapped(Path(shards.source.index_file)))
+        return ShardedEngine(local, ShardPool(shards, log, owner), log)
 
     def faults(self) -> tuple[Fault, ...]:
         return self._log.snapshot()
