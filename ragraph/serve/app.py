@@ -92,6 +92,8 @@ def run_server(app: Starlette, settings: ServeSettings) -> None:
     """Serve until SIGINT/SIGTERM, then drain (blocking)."""
     import uvicorn
 
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
+    # The asyncio loop always: uvicorn would take uvloop whenever some extra (Ray Serve's) happens
+    # to install it, and the server should not change under the user with what else is installed.
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", loop="asyncio",
                 timeout_graceful_shutdown=int(settings.drain_timeout_s) + 5,
                 limit_concurrency=None, access_log=False)
