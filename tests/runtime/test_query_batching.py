@@ -1,5 +1,6 @@
-"""The wavefront embeds the queries of concurrent requests in batches, and a query that cannot be
-embedded fails only its own request."""
+"""The wavefront embeds the queries of concurrent requests in batches that take turns with the
+search steps on the search thread, and a query that cannot be embedded fails only its own
+request."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import asyncio
 
 import pytest
 
+from ragraph.ir.graph import RAGraph
+from ragraph.ir.nodes import END, START
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim import SimEngine
 from ragraph.runtime.request import Request
 from ragraph.runtime.retrieval.locality import History
-from ragraph.runtime.scheduler.retrieval_side import EMBED_BATCH
+from ragraph.runtime.scheduler.retrieval_side import MAX_EMBED_BATCH
 from ragraph.runtime.scheduler.search_worker import Prepared, Query, prepare
 from ragraph.runtime.search_service import SearchService
 from tests.runtime import fakes, workflows
@@ -66,8 +69,8 @@ def test_concurrent_requests_share_embedding_batches_with_the_same_answers(execu
     batched = run(search, requests, executor)
     assert max(embedder.batches) > 1
     assert len(embedder.batches) < 3 * len(requests)  # three retrievals each, fewer calls
-    if executor == "ragraph":  # bounded batches, so the first queries reach the search early
-        assert max(embedder.batches) <= EMBED_BATCH
+    if executor == "ragraph":
+        assert max(embedder.batches) <= MAX_EMBED_BATCH
     alone, _ = service()
     reference = run(alone, requests, "sequential")
     assert {o.rid: o.answer for o in batched.outcomes} == {o.rid: o.answer for o in reference.outcomes}
@@ -82,3 +85,57 @@ def test_a_query_that_cannot_be_embedded_fails_only_its_request(executor):
     failed = {o.rid: o.error for o in result.outcomes if o.error}
     assert list(failed) == ["q5"] and "cannot embed" in failed["q5"]
     assert len(result.outcomes) == 16
+
+
+class Recording(SearchService):
+    """Writes down, in order, what the search thread did: ("embed", n) and ("step", n)."""
+
+    def __init__(self, base: SearchService) -> None:
+        super().__init__(base.engine, base.embedder, base.store, nprobe=base.nprobe)
+        self.log: list[tuple[str, int]] = []
+
+    def embed_and_probe(self, texts, nprobes, threads=None):
+        self.log.append(("embed", len(texts)))
+        return super().embed_and_probe(texts, nprobes, threads)
+
+    def step(self, tasks, k, order=None):
+        self.log.append(("step", len(tasks)))
+        return super().step(tasks, k, order)
+
+
+def search_only() -> RAGraph:
+    g = RAGraph("search-only")
+    g.add_input("question")
+    g.add_retrieval("search", topk=3, query="question", output="docs")
+    g.add_edge(START, "search")
+    g.add_edge("search", END)
+    return g
+
+
+def test_a_step_carries_every_query_embedded_before_it():
+    """48 requests at once: one batch of all 48, then whole searches in one step of 48 (a step
+    started while the batch was embedded would have carried none of it); every batch is
+    followed by a step, never by another batch while queries wait to be searched."""
+    search = Recording(fakes.random_search())
+    requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(48)]
+
+    async def go():
+        config = RuntimeConfig(engine="sim", passes="-O0", concurrency=48)
+        async with SimEngine(FAST) as engine:
+            return await execute(search_only(), requests, config,
+                                 Services(llm=engine, search=search))
+
+    result = asyncio.run(go())
+    assert not any(o.error for o in result.outcomes)
+    assert search.log == [("embed", 48), ("step", 48)]
+
+
+def test_batches_and_steps_take_turns_under_a_stream_of_requests():
+    search = Recording(fakes.random_search())
+    requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(96)]
+    result = run(search, requests, "ragraph")
+    assert not any(o.error for o in result.outcomes)
+    kinds = [kind for kind, _ in search.log]
+    assert kinds[0] == "embed"
+    assert ("embed", "embed") not in set(zip(kinds, kinds[1:], strict=False))
+    assert sum(n for kind, n in search.log if kind == "embed") == 3 * len(requests)
