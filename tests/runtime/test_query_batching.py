@@ -103,15 +103,6 @@ class Recording(SearchService):
         return super().step(tasks, k, order)
 
 
-def search_only() -> RAGraph:
-    g = RAGraph("search-only")
-    g.add_input("question")
-    g.add_retrieval("search", topk=3, query="question", output="docs")
-    g.add_edge(START, "search")
-    g.add_edge("search", END)
-    return g
-
-
 def test_a_step_carries_every_query_embedded_before_it():
     """48 requests at once: one batch of all 48, then whole searches in one step of 48 (a step
     started while the batch was embedded would have carried none of it); every batch is
@@ -139,3 +130,43 @@ def test_batches_and_steps_take_turns_under_a_stream_of_requests():
     assert kinds[0] == "embed"
     assert ("embed", "embed") not in set(zip(kinds, kinds[1:], strict=False))
     assert sum(n for kind, n in search.log if kind == "embed") == 3 * len(requests)
+
+
+def searches_then(generate: bool) -> RAGraph:
+    g = RAGraph("search-then-answer" if generate else "search-only")
+    g.add_input("question")
+    g.add_retrieval("search", topk=3, query="question", output="docs")
+    g.add_edge(START, "search")
+    if generate:
+        g.add_generation("answer", prompt="{docs} {question}", output="answer", max_tokens=4)
+        g.add_edge("search", "answer")
+        g.add_edge("answer", END)
+    else:
+        g.add_edge("search", END)
+    return g
+
+
+def search_only() -> RAGraph:
+    return searches_then(generate=False)
+
+
+def steps_for(graph: RAGraph) -> list[int]:
+    # Big enough that a retrieval outlasts a sub-stage: 48 searches of 32 lists of ~600 vectors.
+    search = Recording(fakes.random_search(n=40_000, nlist=64, nprobe=32))
+    requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(96)]
+
+    async def go():
+        config = RuntimeConfig(engine="sim", passes="-O2", concurrency=48)
+        async with SimEngine(FAST) as engine:
+            return await execute(graph, requests, config, Services(llm=engine, search=search))
+
+    result = asyncio.run(go())
+    assert not any(o.error for o in result.outcomes)
+    return [n for kind, n in search.log if kind == "step"]
+
+
+def test_searches_that_end_their_requests_go_whole_in_one_step():
+    """Sub-stages exist so a generation can start while other searches go on; with none to
+    start, each step takes the whole backlog (one list-major step shares every list)."""
+    assert steps_for(searches_then(generate=False)) == [48, 48]
+    assert len(steps_for(searches_then(generate=True))) > 2

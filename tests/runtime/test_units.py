@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ragraph import dsl
-from ragraph.ir.nodes import END
+from ragraph.ir.graph import RAGraph
+from ragraph.ir.nodes import END, START
 from ragraph.passes import compile
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
@@ -17,6 +18,7 @@ from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim import SimConfig, SimEngine
 from ragraph.runtime.request import Request
+from ragraph.runtime.scheduler.program import lower
 from ragraph.runtime.trace import Tracer
 from tests.passes import graphs
 from tests.runtime import fakes
@@ -66,6 +68,23 @@ def test_the_executed_units_are_exactly_the_compiled_graphs_nodes(name, search):
                     routes.questions(2 * len(routes.KINDS)))
     control = {n.id for n in compiled.graph.nodes() if n.in_control_flow} - {END}
     assert set(units(tracer)) == control
+
+
+@pytest.mark.parametrize("passes", ["-O0", "-O2"])
+def test_every_shipped_retrieval_feeds_a_generation_and_a_search_only_one_does_not(passes):
+    """What the search side's budget asks: whether finishing a retrieval early can start a
+    generation of its request (see RetrievalSide._budget_ms)."""
+    for name in NAMES:
+        program = lower(compile(dsl.load(ROOT / "workflows" / f"{name}.rag"), passes))
+        assert program.retrievals and all(c.feeds_generation
+                                          for c in program.retrievals.values()), name
+    g = RAGraph("search-only")
+    g.add_input("question")
+    g.add_retrieval("search", topk=3, query="question", output="docs")
+    g.add_edge(START, "search")
+    g.add_edge("search", END)
+    program = lower(compile(g, passes))
+    assert [c.feeds_generation for c in program.retrievals.values()] == [False]
 
 
 def schedules(workflow, search, without: str, with_: str, tau: float = 0.6, engine=None,

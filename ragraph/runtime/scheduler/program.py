@@ -54,6 +54,9 @@ class RetrievalChain:
     speculate_into: str | None  # the generation origin a partial top-k may start early
     each: tuple[Binding, ...] = ()  # a map: one search per branch
     via: Merge | None = None  # the merge between a map and the generation it may start early
+    # A generation can follow it in its request: finishing it early lets that generation
+    # overlap the search (else its request has only searches, or nothing, left).
+    feeds_generation: bool = True
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,8 @@ def _prefetch_of(graph: RAGraph, uid: str) -> Prefetch | None:
 
 def _retrieval_of_node(graph: RAGraph, r: Retrieve) -> RetrievalChain:
     return RetrievalChain(r.id, r.query, r.output, r.topk, r.nprobe, stepwise=False,
-                          order="probe", keep=0, speculate_into=None, each=r.each)
+                          order="probe", keep=0, speculate_into=None, each=r.each,
+                          feeds_generation=_generation_follows(graph, r.id))
 
 
 def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) -> RetrievalChain:
@@ -168,7 +172,22 @@ def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) ->
     return RetrievalChain(origin, embed.query, commit.output, commit.topk, probe.nprobe,
                           stepwise=True, order=order, keep=commit.cache,
                           speculate_into=_speculative_target(graph, search.id),
-                          each=embed.each, via=_merge_after(graph, commit))
+                          each=embed.each, via=_merge_after(graph, commit),
+                          feeds_generation=_generation_follows(graph, commit.id))
+
+
+def _generation_follows(graph: RAGraph, uid: str) -> bool:
+    """Whether any generation unit is reachable from `uid` (loops included)."""
+    seen, todo = {uid}, [uid]
+    while todo:
+        for edge in graph.out_edges(todo.pop()):
+            if edge.dst in seen:
+                continue
+            if isinstance(graph.node(edge.dst), Generate | Prefill):
+                return True
+            seen.add(edge.dst)
+            todo.append(edge.dst)
+    return False
 
 
 def _merge_after(graph: RAGraph, commit: RetrieveCommit) -> Merge | None:
