@@ -16,7 +16,8 @@ from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim import SimEngine
 from ragraph.runtime.request import Request
 from ragraph.runtime.retrieval.locality import History
-from ragraph.runtime.scheduler.retrieval_side import MAX_EMBED_BATCH
+from ragraph.runtime.scheduler.policies import RunningMean
+from ragraph.runtime.scheduler.retrieval_side import EMBED_BATCH, MAX_EMBED_BATCH, RetrievalSide
 from ragraph.runtime.scheduler.search_worker import Prepared, Query, prepare
 from ragraph.runtime.search_service import SearchService
 from tests.runtime import fakes, workflows
@@ -104,9 +105,8 @@ class Recording(SearchService):
 
 
 def test_a_step_carries_every_query_embedded_before_it():
-    """48 requests at once: one batch of all 48, then whole searches in one step of 48 (a step
-    started while the batch was embedded would have carried none of it); every batch is
-    followed by a step, never by another batch while queries wait to be searched."""
+    """Whole searches (-O0): each batch is followed by one step carrying exactly its queries (a
+    step started while the batch was embedded would have carried none of them)."""
     search = Recording(fakes.random_search())
     requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(48)]
 
@@ -118,7 +118,23 @@ def test_a_step_carries_every_query_embedded_before_it():
 
     result = asyncio.run(go())
     assert not any(o.error for o in result.outcomes)
-    assert search.log == [("embed", 48), ("step", 48)]
+    assert search.log[0::2] == [("embed", n) for _, n in search.log[1::2]]
+    assert [kind for kind, _ in search.log[1::2]] == ["step"] * (len(search.log) // 2)
+    assert sum(n for _, n in search.log[0::2]) == 48
+
+
+def test_a_batch_grows_while_it_embeds_within_one_retrievals_search_time():
+    side = RetrievalSide(None, None, None, None, 0.3, None, lambda: False)
+    try:
+        assert side._batch_size() == EMBED_BATCH  # nothing measured yet
+        side.t_r, side.embed_ms = RunningMean(value=40.0), RunningMean(value=11.0)
+        assert side._batch_size() == EMBED_BATCH  # MiniLM on 2 cores: 3 fit
+        side.embed_ms = RunningMean(value=1.0)
+        assert side._batch_size() == 40
+        side.embed_ms = RunningMean(value=0.05)  # a lookup
+        assert side._batch_size() == MAX_EMBED_BATCH
+    finally:
+        side.close()
 
 
 def test_batches_and_steps_take_turns_under_a_stream_of_requests():
@@ -150,7 +166,8 @@ def search_only() -> RAGraph:
     return searches_then(generate=False)
 
 
-def steps_for(graph: RAGraph) -> list[int]:
+def steps_after_batches(graph: RAGraph) -> list[tuple[int, int]]:
+    """(queries in a batch, retrievals in the step after it), for 96 requests, 48 at a time."""
     # Big enough that a retrieval outlasts a sub-stage: 48 searches of 32 lists of ~600 vectors.
     search = Recording(fakes.random_search(n=40_000, nlist=64, nprobe=32))
     requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(96)]
@@ -162,11 +179,15 @@ def steps_for(graph: RAGraph) -> list[int]:
 
     result = asyncio.run(go())
     assert not any(o.error for o in result.outcomes)
-    return [n for kind, n in search.log if kind == "step"]
+    return [(n, m) for (kind, n), (_, m) in zip(search.log, search.log[1:], strict=False)
+            if kind == "embed"]
 
 
 def test_searches_that_end_their_requests_go_whole_in_one_step():
     """Sub-stages exist so a generation can start while other searches go on; with none to
-    start, each step takes the whole backlog (one list-major step shares every list)."""
-    assert steps_for(searches_then(generate=False)) == [48, 48]
-    assert len(steps_for(searches_then(generate=True))) > 2
+    start, every retrieval finishes in the first step that carries it (one list-major step
+    shares every list), while with a generation after it some retrieval spans steps."""
+    alone = steps_after_batches(searches_then(generate=False))
+    assert all(step == batch for batch, step in alone)
+    answered = steps_after_batches(searches_then(generate=True))
+    assert any(step > batch for batch, step in answered)

@@ -7,6 +7,7 @@ every search core in turn instead of fighting over them."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -33,11 +34,12 @@ from ragraph.runtime.scheduler.search_worker import Prepared as Prepared_
 # embedded. MiniLM on one core here: 31 ms a query alone, 15 ms in fours, 11 ms in sixteens,
 # 12 ms in sixty-fours.
 EMBED_BATCH = 16
-# The queries waiting when the search thread frees up are embedded in one batch of up to this
-# many, ahead of the next step, which then carries them all beside the retrievals under way: a
-# list-major step reads each list once for every query probing it (64 queries at nprobe 256 in one
-# step scan 1.9x faster than in four steps of 16). Batches of 16 started while steps ran had
-# split 64 requests into cohorts of 16 and 48 that never shared a step again.
+# The queries waiting when the search thread frees up are embedded in one batch ahead of the next
+# step, which then carries them all beside the retrievals under way: a list-major step reads each
+# list once for every query probing it (64 queries at nprobe 256 in one step scan 1.9x faster
+# than in four steps of 16). A batch grows past EMBED_BATCH only while it embeds within the time
+# one retrieval takes to search: 64 MiniLM queries (0.7 s on 2 cores) held the retrievals under
+# way back long enough to cost IRG 4% on the seeds' regime.
 MAX_EMBED_BATCH = 64
 
 
@@ -60,6 +62,7 @@ class RetrievalSide:
         self.future: asyncio.Future | None = None
         self.beta = policies.RunningMean(value=initial_beta_ms)
         self.t_r = policies.RunningMean()
+        self.embed_ms = policies.RunningMean()  # embedding (and probing), per query
         self.fixed_budget_ms = budget_ms
         self._next_key = 0
         self._cycle_started = 0.0
@@ -87,16 +90,25 @@ class RetrievalSide:
             return False
         if len(self.to_prepare) < EMBED_BATCH and backlog_ms > self._budget_ms(backlog_ms):
             return False
-        jobs = self.to_prepare[:MAX_EMBED_BATCH]
-        self.to_prepare = self.to_prepare[MAX_EMBED_BATCH:]
+        size = self._batch_size()
+        jobs, self.to_prepare = self.to_prepare[:size], self.to_prepare[size:]
         queries = [Query(j.query, j.chain.nprobe, j.chain.order,  # type: ignore[union-attr]
                          self.history.get(j.state.rid, History())) for j in jobs]
         self.preparing = asyncio.get_running_loop().run_in_executor(
-            self.worker, prepare, self.s.search, queries, self.s.search_threads)
+            self.worker, timed, prepare, self.s.search, queries, self.s.search_threads)
         keys = tuple(j.key for j in jobs)
         self.preparing.add_done_callback(self.inbox.done_callback(lambda f: Prepared(keys, f)))
         self._stepped_last = False
         return True
+
+    def _batch_size(self) -> int:
+        """EMBED_BATCH queries, or as many as embed within a retrieval's mean search time t_R
+        (MAX_EMBED_BATCH at most); EMBED_BATCH until both have been measured."""
+        per_query, t_r = self.embed_ms.value, self.t_r.value
+        if per_query is None or t_r is None:
+            return EMBED_BATCH
+        fits = t_r / max(per_query, 1e-6)
+        return int(min(max(fits, EMBED_BATCH), MAX_EMBED_BATCH))
 
     def _backlog_ms(self) -> float:
         """Predicted scan time of the embedded retrievals not finished yet (at the mean cluster
@@ -112,7 +124,11 @@ class RetrievalSide:
         if event.future.cancelled():  # the run is closing
             return []
         error = event.future.exception()
-        outcomes = [error] * len(event.keys) if error is not None else event.future.result()
+        if error is None:
+            outcomes, seconds = event.future.result()
+            self.embed_ms.add(seconds * 1e3 / max(len(event.keys), 1))
+        else:
+            outcomes = [error] * len(event.keys)
         out = []
         for key, outcome in zip(event.keys, outcomes, strict=True):
             job = self.jobs.get(key)
@@ -223,7 +239,7 @@ class RetrievalSide:
             return self.fixed_budget_ms
         if backlog_ms > 0 and not any(j.chain.feeds_generation  # type: ignore[union-attr]
                                       for j in self.jobs.values() if not j.warm_only):
-            return backlog_ms
+            return float("inf")  # every ready retrieval whole
         if self.t_r.value is None:
             return float("inf")  # no retrieval to go by yet: whole searches
         beta = self.beta.value or 0.0
@@ -241,3 +257,8 @@ class RetrievalSide:
             self.cost = self.cost.observe(cycle.predicted_ms, cycle.scan_s * 1e3)
         self.s.tracer.add_span("search", f"step x{len(cycle.results)}", self._cycle_started,
                                clock(), clusters=clusters)
+
+
+def timed(fn, *args):  # noqa: ANN001, ANN201 - a search-thread call and its seconds
+    start = time.perf_counter()
+    return fn(*args), time.perf_counter() - start
