@@ -5,6 +5,7 @@ request."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,7 +17,7 @@ from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim import SimEngine
 from ragraph.runtime.request import Request
 from ragraph.runtime.retrieval.locality import History
-from ragraph.runtime.scheduler.policies import RunningMean
+from ragraph.runtime.scheduler.policies import RunningMean, loaded_budget_ms, retrieval_budget_ms
 from ragraph.runtime.scheduler.retrieval_side import EMBED_BATCH, MAX_EMBED_BATCH, RetrievalSide
 from ragraph.runtime.scheduler.search_worker import Prepared, Query, prepare
 from ragraph.runtime.search_service import SearchService
@@ -184,10 +185,23 @@ def steps_after_batches(graph: RAGraph) -> list[tuple[int, int]]:
 
 
 def test_searches_that_end_their_requests_go_whole_in_one_step():
-    """Sub-stages exist so a generation can start while other searches go on; with none to
-    start, every retrieval finishes in the first step that carries it (one list-major step
-    shares every list), while with a generation after it some retrieval spans steps."""
-    alone = steps_after_batches(searches_then(generate=False))
-    assert all(step == batch for batch, step in alone)
-    answered = steps_after_batches(searches_then(generate=True))
-    assert any(step > batch for batch, step in answered)
+    """With no generation to start early, every retrieval finishes in the first step that
+    carries it (one list-major step shares every list)."""
+    assert all(step == batch for batch, step in steps_after_batches(searches_then(False)))
+
+
+def test_sub_stages_stay_where_a_generation_follows():
+    side = RetrievalSide(None, None, None, None, 0.3, None, lambda: False)
+    try:
+        side.t_r, side.beta = RunningMean(value=40.0), RunningMean(value=1.0)
+
+        def job(feeds: bool, warm: bool = False) -> SimpleNamespace:
+            return SimpleNamespace(warm_only=warm, chain=SimpleNamespace(feeds_generation=feeds))
+
+        side.jobs = {1: job(False), 2: job(True, warm=True)}  # a warm-up does not count
+        assert side._budget_ms(100.0) == float("inf")
+        side.jobs[3] = job(True)
+        staged = loaded_budget_ms(retrieval_budget_ms(1.0, 40.0), 1.0, 100.0)
+        assert side._budget_ms(100.0) == staged < 100.0
+    finally:
+        side.close()
