@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import networkx as nx
+
 from ragraph.ir.edges import EdgeKind
 from ragraph.ir.fanout import Binding
 from ragraph.ir.graph import RAGraph
@@ -116,14 +118,15 @@ def lower(compiled: CompiledWorkflow) -> Program:
         if origin is not None:
             by_origin.setdefault(origin, {})[type(node)] = node
     retrievals, generations = {}, {}
+    feeders = _lead_to_generation(graph)
     for node in graph.nodes():
         if isinstance(node, Retrieve):
-            retrievals[node.id] = _retrieval_of_node(graph, node)
+            retrievals[node.id] = _retrieval_of_node(node, feeders)
         elif isinstance(node, Generate):
             generations[node.id] = _generation_of_node(graph, node)
     for origin, chain in by_origin.items():
         if EmbedQuery in chain:
-            retrievals[origin] = _retrieval_of_chain(graph, origin, chain)
+            retrievals[origin] = _retrieval_of_chain(graph, origin, chain, feeders)
         elif Prefill in chain:
             generations[origin] = _generation_of_chain(graph, origin, chain)
     regions = {n.id: _region(graph, n) for n in graph.nodes() if isinstance(n, Fork)}
@@ -157,13 +160,21 @@ def _prefetch_of(graph: RAGraph, uid: str) -> Prefetch | None:
     return None
 
 
-def _retrieval_of_node(graph: RAGraph, r: Retrieve) -> RetrievalChain:
+def _lead_to_generation(graph: RAGraph) -> frozenset[str]:
+    """The units after which a generation can still run in the same request (loops included)."""
+    control = graph.control_graph()
+    return frozenset().union(*(nx.ancestors(control, n.id) for n in graph.nodes()
+                               if isinstance(n, Generate | Prefill)))
+
+
+def _retrieval_of_node(r: Retrieve, feeders: frozenset[str]) -> RetrievalChain:
     return RetrievalChain(r.id, r.query, r.output, r.topk, r.nprobe, stepwise=False,
                           order="probe", keep=0, speculate_into=None, each=r.each,
-                          feeds_generation=_generation_follows(graph, r.id))
+                          feeds_generation=r.id in feeders)
 
 
-def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) -> RetrievalChain:
+def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node],
+                        feeders: frozenset[str]) -> RetrievalChain:
     embed, probe = chain[EmbedQuery], chain[Probe]
     search, commit = chain[SearchSteps], chain[RetrieveCommit]
     assert isinstance(embed, EmbedQuery) and isinstance(probe, Probe)  # typed by the dict key
@@ -173,21 +184,7 @@ def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) ->
                           stepwise=True, order=order, keep=commit.cache,
                           speculate_into=_speculative_target(graph, search.id),
                           each=embed.each, via=_merge_after(graph, commit),
-                          feeds_generation=_generation_follows(graph, commit.id))
-
-
-def _generation_follows(graph: RAGraph, uid: str) -> bool:
-    """Whether any generation unit is reachable from `uid` (loops included)."""
-    seen, todo = {uid}, [uid]
-    while todo:
-        for edge in graph.out_edges(todo.pop()):
-            if edge.dst in seen:
-                continue
-            if isinstance(graph.node(edge.dst), Generate | Prefill):
-                return True
-            seen.add(edge.dst)
-            todo.append(edge.dst)
-    return False
+                          feeds_generation=commit.id in feeders)
 
 
 def _merge_after(graph: RAGraph, commit: RetrieveCommit) -> Merge | None:
