@@ -101,3 +101,17 @@ def test_prefills_sharing_their_documents_go_back_to_back():
     assert p.order_prefills(cands) == ["a", "c", "b", "d"]
     ungrouped = [p.PrefillCandidate(c.rid, 0, 100, 0, c.arrival) for c in cands]
     assert p.order_prefills(ungrouped) == ["a", "b", "c", "d"]
+
+
+def test_steps_search_whole_where_no_generation_follows():
+    staged = p.loaded_budget_ms(p.retrieval_budget_ms(1.0, 40.0), 1.0, 100.0)
+    assert p.step_budget_ms(1.0, 40.0, 100.0, generation_follows=True) == staged < 100.0
+    assert p.step_budget_ms(1.0, 40.0, 100.0, generation_follows=False) == math.inf
+    assert p.step_budget_ms(1.0, None, 100.0, generation_follows=True) == math.inf  # untimed
+
+
+def test_embedding_batches_grow_while_they_embed_within_one_search():
+    assert p.embed_batch_size(None, 40.0, 16, 64) == 16  # nothing measured yet
+    assert p.embed_batch_size(11.0, 40.0, 16, 64) == 16  # MiniLM on 2 cores: 3 fit
+    assert p.embed_batch_size(1.0, 40.0, 16, 64) == 40
+    assert p.embed_batch_size(0.05, 40.0, 16, 64) == 64  # a lookup

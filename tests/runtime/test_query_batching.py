@@ -17,6 +17,7 @@ from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim import SimEngine
 from ragraph.runtime.request import Request
 from ragraph.runtime.retrieval.locality import History
+from ragraph.runtime.retrieval.protocol import ScanOrder
 from ragraph.runtime.scheduler.policies import RunningMean, loaded_budget_ms, retrieval_budget_ms
 from ragraph.runtime.scheduler.retrieval_side import EMBED_BATCH, MAX_EMBED_BATCH, RetrievalSide
 from ragraph.runtime.scheduler.search_worker import Prepared, Query, prepare
@@ -100,7 +101,7 @@ class Recording(SearchService):
         self.log.append(("embed", len(texts)))
         return super().embed_and_probe(texts, nprobes, threads)
 
-    def step(self, tasks, k, order=None):
+    def step(self, tasks, k, order=ScanOrder.BALANCED):
         self.log.append(("step", len(tasks)))
         return super().step(tasks, k, order)
 

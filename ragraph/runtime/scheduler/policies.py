@@ -55,6 +55,33 @@ def loaded_budget_ms(budget_ms: float, beta_ms: float, backlog_ms: float) -> flo
     return max(budget_ms, min(beta_ms * (1 - share) / share, backlog_ms))
 
 
+def step_budget_ms(beta_ms: float, mean_retrieval_ms: float | None, backlog_ms: float,
+                   generation_follows: bool) -> float:
+    """A search step's budget. Whole searches (infinite) while no retrieval waiting has a
+    generation after it in its request: sub-stages pay for themselves by letting a generation
+    start while other searches go on, and they cost the sharing of lists among queries that one
+    big list-major step gets (retrieval-only requests at 1M vectors, nprobe 256: 0.39 of the
+    engine's own search rate in sub-stages, 0.68 whole, both before list-major's BLAS fix).
+    Where generations follow, whole searches put requests in lockstep with them (8-12% less
+    oneshot and IRG throughput on the seeds' regime), so: sqrt(2·β·t_R) grown under load, and
+    whole searches until a retrieval has been timed."""
+    if backlog_ms > 0 and not generation_follows:
+        return math.inf
+    if mean_retrieval_ms is None:
+        return math.inf
+    return loaded_budget_ms(retrieval_budget_ms(beta_ms, mean_retrieval_ms), beta_ms, backlog_ms)
+
+
+def embed_batch_size(per_query_ms: float | None, mean_retrieval_ms: float | None,
+                     least: int, most: int) -> int:
+    """Queries in the next embedding batch: `least`, or as many as embed within one
+    retrieval's mean search time, up to `most`; `least` until both have been measured."""
+    if per_query_ms is None or mean_retrieval_ms is None:
+        return least
+    fits = mean_retrieval_ms / max(per_query_ms, 1e-6)
+    return int(min(max(fits, least), most))
+
+
 @dataclass(frozen=True)
 class SpeculationCandidate:
     """A request whose next stage could start early; `drift` measures how much its partial

@@ -102,13 +102,8 @@ class RetrievalSide:
         return True
 
     def _batch_size(self) -> int:
-        """EMBED_BATCH queries, or as many as embed within a retrieval's mean search time t_R
-        (MAX_EMBED_BATCH at most); EMBED_BATCH until both have been measured."""
-        per_query, t_r = self.embed_ms.value, self.t_r.value
-        if per_query is None or t_r is None:
-            return EMBED_BATCH
-        fits = t_r / max(per_query, 1e-6)
-        return int(min(max(fits, EMBED_BATCH), MAX_EMBED_BATCH))
+        return policies.embed_batch_size(self.embed_ms.value, self.t_r.value, EMBED_BATCH,
+                                         MAX_EMBED_BATCH)
 
     def _backlog_ms(self) -> float:
         """Predicted scan time of the embedded retrievals not finished yet (at the mean cluster
@@ -228,23 +223,12 @@ class RetrievalSide:
                                    engine=False)
 
     def _budget_ms(self, backlog_ms: float) -> float:
-        """sqrt(2·β·t_R), grown under load (see `policies`); the whole backlog when no
-        retrieval waiting has a generation after it in its request. Sub-stages pay for
-        themselves by letting a generation start while other searches go on, and cost the
-        sharing of lists among queries that one big list-major step gets (retrieval-only
-        requests, 1M vectors, nprobe 256: 0.39 of the engine's own rate in sub-stages, 0.68
-        whole). Where generations follow, the whole backlog put requests in lockstep: 12% less
-        oneshot and IRG throughput on the seeds' regime."""
         if self.fixed_budget_ms is not None:
             return self.fixed_budget_ms
-        if backlog_ms > 0 and not any(j.chain.feeds_generation  # type: ignore[union-attr]
-                                      for j in self.jobs.values() if not j.warm_only):
-            return float("inf")  # every ready retrieval whole
-        if self.t_r.value is None:
-            return float("inf")  # no retrieval to go by yet: whole searches
-        beta = self.beta.value or 0.0
-        budget = policies.retrieval_budget_ms(beta, self.t_r.value)
-        return policies.loaded_budget_ms(budget, beta, backlog_ms)
+        follows = any(j.chain.feeds_generation  # type: ignore[union-attr]
+                      for j in self.jobs.values() if not j.warm_only)
+        return policies.step_budget_ms(self.beta.value or 0.0, self.t_r.value, backlog_ms,
+                                       follows)
 
     def _account(self, cycle: CycleResult) -> None:
         self.n.steps += 1
