@@ -140,9 +140,39 @@ def test_swaps_are_asynchronous_and_counted(random_engine, random_vectors):
     cache.close()
 
 
+def test_one_big_step_swaps_by_probes_counted(random_engine, random_vectors):
+    # A wavefront step batching many queries must warm the cache as many one-query steps would.
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=8, swap_every=10_000,
+                                                          device="cpu"))
+    engine = TieredEngine(random_engine, cache)
+    rng = np.random.default_rng(12)
+    few = queries_from(rng, random_vectors, 1)
+    engine.search(few, 5, 8)  # 8 probes, fewer than nlist: nothing due yet
+    cache.wait_for_swap()
+    assert cache.stats().swaps == 0
+    many = queries_from(rng, random_vectors, random_engine.nlist // 8)
+    engine.search(many, 5, 8)  # nlist probes in one step
+    cache.wait_for_swap()
+    assert cache.stats().swaps == 1 and len(cache.resident.tiles) == 8
+    cache.close()
+
+
+def test_swap_probes_overrides_nlist(random_engine, random_vectors):
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=4, swap_every=10_000,
+                                                          swap_probes=4, device="cpu"))
+    engine = TieredEngine(random_engine, cache)
+    q = random_vectors[:1]
+    engine.search_step([SearchTask.of(q[0], engine.probe(q, 4)[0])], 3)
+    cache.wait_for_swap()
+    assert cache.stats().swaps == 1
+    cache.close()
+
+
 def test_config_and_index_errors(random_vectors):
     with pytest.raises(ConfigError, match="swap_every"):
         HotCacheConfig(capacity=1, swap_every=0)
+    with pytest.raises(ConfigError, match="swap_probes"):
+        HotCacheConfig(capacity=1, swap_probes=0)
     sq8 = FaissIVFEngine(make_ivf(random_vectors, 16, "l2", kind="sq8"))
     with pytest.raises(SearchIndexError, match="IVF-Flat"):
         HotClusterCache(sq8, HotCacheConfig(capacity=1, device="cpu"))

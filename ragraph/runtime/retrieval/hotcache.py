@@ -1,7 +1,7 @@
 """Hot-cluster cache: which IVF clusters live on the accelerator tier (HedraRAG technique 3).
 
-Per-cluster access counters pick the `capacity` most used clusters; every `swap_every` steps a
-background thread loads the new set and publishes it as one immutable snapshot, so a step never sees
+Per-cluster access counters pick the `capacity` most used clusters; every `swap_every` steps, or
+once `swap_probes` cluster probes have been counted since the last swap, a background thread loads the new set and publishes it as one immutable snapshot, so a step never sees
 a half-swapped cache (it reads `resident` once). `prefetch` (TeleRAG lookahead) loads whole clusters
 nearest to a query's embedding, within a byte budget, on behalf of an owner (a request); later calls
 for the same owner fetch only what is missing, and `release` drops them.
@@ -34,6 +34,11 @@ class HotCacheConfig:
 
     capacity: int
     swap_every: int = 50
+    # Also swap once this many probes were counted since the last swap (None: the index's nlist,
+    # each cluster probed once on average). Steps alone are a poor clock: a wavefront that batches
+    # 64 queries into one step would otherwise run 50 big steps on an empty cache, while a
+    # one-query-per-step executor swaps within 50 queries.
+    swap_probes: int | None = None
     # Counters are multiplied by `decay` at each swap so the hot set follows a shifting workload.
     decay: float = 0.5
     device: str | None = None  # None: CUDA when available, else CPU
@@ -43,6 +48,8 @@ class HotCacheConfig:
             raise ConfigError("capacity", f"must be non-negative, got {self.capacity}")
         if self.swap_every < 1:
             raise ConfigError("swap_every", f"must be at least 1, got {self.swap_every}")
+        if self.swap_probes is not None and self.swap_probes < 1:
+            raise ConfigError("swap_probes", f"must be at least 1, got {self.swap_probes}")
         if not 0 <= self.decay <= 1:
             raise ConfigError("decay", f"must be in [0, 1], got {self.decay}")
 
@@ -106,6 +113,8 @@ class HotClusterCache:
         self._lock = threading.Lock()
         self._counts = np.zeros(engine.nlist, dtype=np.float64)
         self._steps = self._swaps = self._scanned = self._on_acc = 0
+        self._probes_since_swap = 0
+        self._swap_probes = config.swap_probes or engine.nlist
         self._resident = Resident(MappingProxyType({}), frozenset(), MappingProxyType({}))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragraph-hotcache")
         self._swap: Future | None = None
@@ -126,13 +135,17 @@ class HotClusterCache:
     def record_step(self, clusters: np.ndarray, scanned: int, on_accelerator: int) -> None:
         """Count one step's cluster accesses and work; start an asynchronous swap when it is due."""
         with self._lock:
-            np.add.at(self._counts, np.asarray(clusters, dtype=np.int64), 1.0)
+            probed = np.asarray(clusters, dtype=np.int64)
+            np.add.at(self._counts, probed, 1.0)
             self._steps += 1
             self._scanned += scanned
             self._on_acc += on_accelerator
-            due = self._steps % self._config.swap_every == 0
+            self._probes_since_swap += probed.size
+            due = (self._steps % self._config.swap_every == 0
+                   or self._probes_since_swap >= self._swap_probes)
             idle = self._swap is None or self._swap.done()
             if due and idle:
+                self._probes_since_swap = 0
                 self._swap = self._pool.submit(self.swap_now)
 
     def wait_for_swap(self) -> None:
