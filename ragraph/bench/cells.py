@@ -97,6 +97,9 @@ class CellResult:
     fan_steps: int = 0
     shared_steps: int = 0
     branch_searches: int = 0
+    # Share of the vectors scanned (probed-cluster work) that the accelerator tier's hot-cluster
+    # cache served during this run (None: the cache is off).
+    hot_served: float | None = None
 
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
@@ -127,11 +130,13 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
         loop = asyncio.get_running_loop()
         llm = services.app_llm or services.llm
         start, cpu_start, embed_start = loop.time(), time.process_time(), search.embed_seconds
+        cache_start = _cache_stats(search)
         runs = await asyncio.gather(*(
             execute(job.graph, arrive(job.requests, job.offsets), config, services, on_done)
             for job in jobs))
         wall, cpu = loop.time() - start, time.process_time() - cpu_start
         embed = search.embed_seconds - embed_start
+        hot = _served_between(cache_start, _cache_stats(search))
         used = llm.counters()
     outcomes = [o for run in runs for o in run.outcomes]
     result = _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
@@ -139,10 +144,23 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
     result = replace(result, llm_tokens=used.prompt_tokens - used.cached_tokens
                      + used.completion_tokens, prefill_s=used.prefill_s, decode_s=used.decode_s,
                      cached_tokens=used.cached_tokens, completion_tokens=used.completion_tokens,
-                     decode_steps=used.decode_steps)
+                     decode_steps=used.decode_steps, hot_served=hot)
     if wall > 0:
         result = replace(result, cpu_busy=cpu / (wall * usable_cores()), embed_busy=embed / wall)
     return result, {o.rid: o.answer for o in outcomes}
+
+
+def _cache_stats(search: SearchService):
+    cache = getattr(search.engine, "cache", None)
+    return None if cache is None else cache.stats()
+
+
+def _served_between(before, after) -> float | None:
+    if before is None or after is None:
+        return None
+    scanned = after.vectors_scanned - before.vectors_scanned
+    served = after.vectors_on_accelerator - before.vectors_on_accelerator
+    return served / scanned if scanned else None
 
 
 def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: list[Outcome],

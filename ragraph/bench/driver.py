@@ -126,6 +126,13 @@ def _notes(config: BenchConfig, rows) -> list[str]:
     share = max((r.synthetic_share for r in rows), default=0.0)
     out.append(f"synthetic passages reached at most {share * 100:.1f}% of the final top-k "
                "(they are flagged, titled '(synthetic padding)', and have no text)")
+    hot = [r for r in rows if r.hot_served is not None and r.cell.rate is None]
+    if hot:
+        share = config.runtime().hot_fraction
+        out.append(f"hot-cluster cache ({share * 100:.0f}% of clusters resident): share of the "
+                   "vectors scanned it served, offline: " + "; ".join(
+                       f"{r.cell.workload} nprobe {r.cell.nprobe} {r.executor} "
+                       f"{r.hot_served * 100:.0f}%" for r in hot))
     if config.quick:
         out.append("--quick: small index and few requests; numbers are indicative only")
     return out

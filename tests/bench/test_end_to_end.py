@@ -47,6 +47,7 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     assert all(0 < r.cpu_busy and 0 < r.embed_busy < 1 for r in rows)
     # What the LLM engine computed.
     assert all(r.llm_tokens > 0 for r in rows)
+    assert all(r.hot_served is None for r in rows)  # no accelerator tier here
     caption = caption_for(config, info, rows[0].engine, rows[0].simulated)
     assert "SIMULATED" in caption and "cores" in caption and "SYNTHETIC" in caption
     assert "profile h100-llama-3.1-8b" in caption and "GPU paths: query embedder" in caption
@@ -79,3 +80,31 @@ def test_an_untimed_warm_up_runs_the_first_variant_before_the_first_cell(monkeyp
     assert warm == (session.Cell("hyde", 8, None, 4), session.WARM_UP_REQUESTS,
                     ["ragraph"])
     assert [(c.workload, n) for c, n, _ in cells] == [("hyde", 6), ("irg", 6)]
+
+
+def test_offline_rows_report_the_share_the_hot_cache_served(tmp_path: Path):
+    import pytest
+
+    pytest.importorskip("torch")
+    from ragraph.bench.driver import _notes
+    from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
+    from ragraph.runtime.retrieval.tiered import TieredEngine
+
+    info = ensure_bench_index(tmp_path / "cache", toy_base(300), IndexSpec(scale=3000))
+    loaded = load_index(Path(info.directory))
+    cache = HotClusterCache(loaded.engine, HotCacheConfig(capacity=loaded.engine.nlist // 2,
+                                                          device="cpu"))
+    search = SearchService(TieredEngine(loaded.engine, cache), HashEmbedder(), loaded.store,
+                           nprobe=8)
+    config = BenchConfig(workflows=("hyde",), nprobes=(8,), offline_requests=12, rates=(),
+                         concurrencies=(4,), mix=False, data=None, out=tmp_path)
+    bench = Workbench(config, {"hyde": workflows.hyde()}, load_questions(None), search,
+                      RuntimeConfig(engine="sim", concurrency=4))
+    rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _o: None))
+    cache.close()
+    assert {r.executor for r in rows} == {"ragraph", "sequential", "stage-batched"}
+    assert all(r.hot_served is not None and 0 <= r.hot_served <= 1 for r in rows)
+    # The warm-up and the first executor's probes swap hot clusters in for the later ones.
+    assert max(r.hot_served for r in rows) > 0
+    note = next(n for n in _notes(config, rows) if n.startswith("hot-cluster cache"))
+    assert "hyde nprobe 8 ragraph" in note and "%" in note
