@@ -101,6 +101,11 @@ class CellResult:
     # cache served during this run (None: the cache is off).
     hot_served: float | None = None
 
+    @property
+    def engine_busy(self) -> float | None:
+        """Share of the wall time the LLM engine computed (simulated seconds for sim)."""
+        return (self.prefill_s + self.decode_s) / self.wall_s if self.wall_s > 0 else None
+
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
                    variants: Sequence[Variant], on_done: Callable[[Outcome], None]

@@ -39,7 +39,8 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
     ratios = [f"thr vs {SHORT[b]}" for b in baselines] + [f"p50 vs {SHORT[baselines[0]]}"
                                                            for _ in baselines[:1]]
     for col in ("workload", "nprobe", "load", "conc", "executor", "p50 s", "p95 s", "req/s",
-                *ratios, "retrieval", "spec hit", "CPU", "embedder", "LLM tokens", "agree"):
+                *ratios, "retrieval", "spec hit", "CPU", "embedder", "LLM busy", "LLM tokens",
+                "agree"):
         table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
     for _, group in groupby(rows, key=_cell_key):
         cell = list(group)
@@ -54,7 +55,8 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
                 r.executor, f"{r.p50_s:.2f}", f"{r.p95_s:.2f}", f"{r.throughput_rps:.2f}",
                 *vs, _pct(r.retrieval_share),
                 _pct(r.speculation_hit_rate) if mine else "",
-                _pct(r.cpu_busy), _pct(r.embed_busy), f"{r.llm_tokens:,}", _pct(r.agree),
+                _pct(r.cpu_busy), _pct(r.embed_busy), _pct(r.engine_busy),
+                f"{r.llm_tokens:,}", _pct(r.agree),
                 end_section=i == len(cell) - 1,
             )
     return table
@@ -70,12 +72,11 @@ def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
                 "CPU"):
         table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
     for r in rows:
-        busy = (r.prefill_s + r.decode_s) / r.wall_s if r.wall_s > 0 else None
         # The app decodes one request at a time: its batch is 1 by construction.
         batch = (f"{r.completion_tokens / r.decode_steps:.1f}" if r.decode_steps
                  else "1" if r.executor == "langgraph" else "-")
         table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
-                      f"{r.wall_s:.1f}", f"{r.prefill_s:.1f}", f"{r.decode_s:.1f}", _pct(busy),
+                      f"{r.wall_s:.1f}", f"{r.prefill_s:.1f}", f"{r.decode_s:.1f}", _pct(r.engine_busy),
                       f"{r.cached_tokens:,}", f"{r.llm_tokens:,}", batch, _pct(r.embed_busy),
                       _pct(r.cpu_busy))
     return table

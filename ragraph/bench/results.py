@@ -55,6 +55,11 @@ def why_missed(target: Target, share: float | None, busy: dict[str, Busy], cores
     if target.met:
         return ""
     ours, theirs = busy.get("ragraph"), busy.get(target.baseline)
+    if ours is not None and ours.llm >= 0.8:
+        seen = "" if theirs is None else f", {theirs.llm * 100:.0f}% under {target.baseline}"
+        return (f"LLM-bound: the (simulated) GPU computed {ours.llm * 100:.0f}% of ragraph's "
+                f"offline run{seen}; no scheduling of retrieval can take ragraph past the "
+                "engine's own rate, so the lead is bounded by how idle the baseline left it")
     if share is not None and share < 0.2:
         work = ""
         if ours is not None and theirs is not None and ours.llm_tokens and theirs.llm_tokens:
@@ -211,6 +216,7 @@ class Busy:
     cpu: float  # share of all cores' time
     embed: float  # share of the wall time the query embedder ran
     llm_tokens: int = 0  # tokens the LLM engine computed
+    llm: float = 0.0  # share of the wall time the LLM engine computed (simulated seconds for sim)
 
 
 def offline_busy(results: Sequence[CellResult]) -> dict[tuple[str, int], dict[str, Busy]]:
@@ -219,7 +225,7 @@ def offline_busy(results: Sequence[CellResult]) -> dict[tuple[str, int], dict[st
     for r in results:
         if r.cell.rate is None:
             out.setdefault((r.cell.workload, r.cell.nprobe), {})[r.executor] = Busy(
-                r.cpu_busy, r.embed_busy, r.llm_tokens)
+                r.cpu_busy, r.embed_busy, r.llm_tokens, r.engine_busy or 0.0)
     return out
 
 

@@ -47,6 +47,8 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     assert all(0 < r.cpu_busy and 0 < r.embed_busy < 1 for r in rows)
     # What the LLM engine computed.
     assert all(r.llm_tokens > 0 for r in rows)
+    # How busy the simulated GPU was: its simulated seconds fit in the wall time.
+    assert all(0 < r.engine_busy <= 1 for r in rows)
     assert all(r.hot_served is None for r in rows)  # no accelerator tier here
     caption = caption_for(config, info, rows[0].engine, rows[0].simulated)
     assert "SIMULATED" in caption and "cores" in caption and "SYNTHETIC" in caption
@@ -54,7 +56,7 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     console = Console(record=True, width=200)
     report.print_all(console, rows, config.slo_s, "sim", caption, ["a note"])
     text = console.export_text()
-    assert "thr vs seq" in text and "LLM tokens" in text and "SIMULATED" in text and "note: a note" in text
+    assert "thr vs seq" in text and "LLM busy" in text and "LLM tokens" in text and "SIMULATED" in text and "note: a note" in text
     written = plots.latency_vs_rate(rows, tmp_path, caption, config.slo_s)
     assert [p.name for p in written] == ["latency_vs_rate_nprobe8.png"]
     assert written[0].stat().st_size > 10_000

@@ -60,6 +60,9 @@ def test_targets_say_met_or_by_how_much_they_missed():
         seq, 0.4, {"ragraph": idle, "sequential": embed_bound}, cores=2)
     assert "not explained" in R.why_missed(seq, 0.4, {"ragraph": idle, "sequential": idle},
                                            cores=2)
+    gpu_bound = {"ragraph": R.Busy(0.5, 0.3, llm=0.93), "sequential": R.Busy(0.7, 0.9, llm=0.6)}
+    assert ("LLM-bound: the (simulated) GPU computed 93% of ragraph's offline run, 60% under "
+            "sequential") in R.why_missed(seq, 0.1, gpu_bound, cores=2)
     assert R.why_missed(found["stage-batched"], 0.4, {"ragraph": hot}, cores=2) == ""
     assert R.targets(points, "llamacpp") == []  # llama.cpp: from offline rows only
 

@@ -39,6 +39,9 @@ def test_one_request_takes_prefill_plus_decode_steps_of_the_cost_model() -> None
     )
     assert clock.now() == pytest.approx(expected)
     assert counters.steps == 11
+    # Simulated busy time, split as llama.cpp's engine splits its real one.
+    assert counters.prefill_s == pytest.approx(cost.prefill_s(n_prompt))
+    assert counters.busy_s == pytest.approx(expected) and counters.decode_steps == 10
 
 
 def test_batched_requests_share_the_step_clock() -> None:

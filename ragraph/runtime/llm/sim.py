@@ -152,8 +152,16 @@ class SimEngine(EngineBase):
             decoding = [s for s in self._running if s.prefilled]
             prefill = sum(len(s.prompt_ids) - s.cached for s in admitted)
             context = sum(len(s.prompt_ids) + s.produced for s in decoding)
-            await self._clock.sleep(self.config.cost.step_s(prefill, len(decoding), context))
+            step_s = self.config.cost.step_s(prefill, len(decoding), context)
+            await self._clock.sleep(step_s)
             self._tally.steps += 1
+            # Simulated seconds, so a bench can say how busy the simulated GPU was; a step that
+            # prefills counts as prefill (its decode tokens ride along in the same pass).
+            if prefill:
+                self._tally.prefill_s += step_s
+            elif decoding:
+                self._tally.decode_s += step_s
+                self._tally.decode_steps += 1
             for seq in admitted:
                 seq.prefilled = True
                 self._prefix.insert(seq.prompt_ids)
