@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ragraph.errors import ConfigError
 from ragraph.runtime.distributed.shard_pool import ShardOptions
 from ragraph.runtime.distributed.sharded import ShardedEngine
 from ragraph.runtime.llm.sim import SimEngine
@@ -72,3 +73,10 @@ def test_a_shard_crashing_mid_run_loses_nothing(ray_cluster, single, tmp_path, r
         assert ray.get(restarted) != pid, "Ray restarted the shard in a new process"
     finally:
         search.engine.close()
+
+
+@pytest.mark.parametrize("field,bad", [("shards", 0), ("replicate", 1.5), ("cpus", 0.0),
+                                       ("attempts", 0), ("restart_s", 0.0)])
+def test_shard_options_name_the_bad_field(field, bad):
+    with pytest.raises(ConfigError, match="shard_cpus" if field == "cpus" else field):
+        ShardOptions(**{field: bad})

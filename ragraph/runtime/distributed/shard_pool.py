@@ -3,8 +3,8 @@
 Each shard is a Ray actor with `max_restarts`: when its process dies, Ray starts it again (it
 reloads its lists from the shared path) and queues the calls sent meanwhile. A call that was in
 flight fails with `RayActorError`; `scatter` then sends that shard's clusters again, to the other
-holder of a replicated list when it has one, else to the restarting shard itself, and logs the
-retry. Errors raised by ragraph's own code inside a shard are not retried: they are re-raised.
+holder of a replicated list when it has one, else to the restarting shard itself once it answers
+again (a call sent before Ray has noticed the death fails too), and logs the retry. Errors raised by ragraph's own code inside a shard are not retried: they are re-raised.
 
 `start_shards` starts the actors; a `ShardPool` uses them. The process that started them owns
 them (closing its pool kills them); other processes, Serve replicas, attach to the same actors
@@ -13,6 +13,7 @@ them (closing its pool kills them); other processes, Serve replicas, attach to t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -39,6 +40,9 @@ class ShardOptions:
     max_restarts: int = 3
     # Sends of one step's share before giving up (the first try included).
     attempts: int = 4
+    # How long a re-send waits for a failed shard, the only holder of some of its lists, to
+    # answer again (Ray restarting its process and the shard reloading its lists).
+    restart_s: float = 120.0
 
     def __post_init__(self) -> None:
         if isinstance(self.shards, bool) or not isinstance(self.shards, int) or self.shards < 1:
@@ -49,6 +53,8 @@ class ShardOptions:
             raise ConfigError("shard_cpus", f"must be positive, got {self.cpus}")
         if self.max_restarts < 0 or self.attempts < 1:
             raise ConfigError("attempts", "needs max_restarts >= 0 and attempts >= 1")
+        if self.restart_s <= 0:
+            raise ConfigError("restart_s", f"must be positive, got {self.restart_s}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,6 +103,7 @@ class ShardPool:
         todo = list(tasks)
         for attempt in range(1, self._options.attempts + 1):
             routes = route_step(todo, self.plan, self._sizes, alive)
+            self._await_restart(routes.keys() - alive)
             refs = {s: call(self.actors[s], rows) for s, rows in routes.items()}
             failed: dict[int, str] = {}
             for s, ref in refs.items():
@@ -112,6 +119,22 @@ class ShardPool:
                 self._log(failed, {s: routes[s] for s in failed}, alive, during)
         raise SearchIndexError(f"shards {sorted(failed)} failed {self._options.attempts} times"
                                f" during {during}; giving up")
+
+    def _await_restart(self, shards: set[int]) -> None:
+        """Wait until each failed shard a re-send goes to answers again, up to `restart_s`:
+        a call sent while Ray still takes the dead process for a live one fails as well. A shard
+        dead for good, or slower than that, is left to the re-send to report."""
+        ray = require_ray()
+        deadline = time.monotonic() + self._options.restart_s
+        for s in sorted(shards):
+            while (left := deadline - time.monotonic()) > 0:
+                try:
+                    ray.get(self.actors[s].ready.remote(), timeout=left)
+                    break
+                except ray.exceptions.ActorUnavailableError:
+                    time.sleep(0.05)  # not known dead yet: ask again
+                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                    break
 
     def _log(self, failed: dict[int, str], shares: dict[int, list[np.ndarray]],
              alive: set[int], during: str) -> None:
