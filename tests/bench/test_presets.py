@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ragraph.bench.config import BenchConfig
 from ragraph.bench.machine import available_memory_bytes
-from ragraph.bench.presets import llamacpp_preset, quick, seeds_preset
+from ragraph.bench.presets import SEEDS_RATES, llamacpp_preset, quick, seeds_preset
 
 GIB = 2**30
 
@@ -25,6 +25,8 @@ def test_quick_seeds_is_small():
     small = seeds_preset(quick(BenchConfig()), 24 * GIB)
     assert small.quick and small.scale == 1_000_000 and small.nprobes == (128, 256)
     assert len(small.workflows) == 3 and not small.plots
+    # Two of the paper's rates, the higher one past what 2-core executors sustain.
+    assert set(small.rates) <= set(SEEDS_RATES) and max(small.rates) >= 16
 
 
 def test_llamacpp_preset_compares_with_the_langgraph_app():
