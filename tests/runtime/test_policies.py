@@ -115,3 +115,11 @@ def test_embedding_batches_grow_while_they_embed_within_one_search():
     assert p.embed_batch_size(11.0, 40.0, 16, 64) == 16  # MiniLM on 2 cores: 3 fit
     assert p.embed_batch_size(1.0, 40.0, 16, 64) == 40
     assert p.embed_batch_size(0.05, 40.0, 16, 64) == 64  # a lookup
+
+
+def test_waiting_queries_join_a_step_only_when_they_embed_within_a_share_of_it():
+    assert not p.join_before_step(None, 48, 300.0)  # the embedder not timed yet
+    assert p.join_before_step(0.2, 48, 300.0)  # a GPU embedder: 10 ms beside a 300 ms step
+    assert not p.join_before_step(11.0, 48, 300.0)  # MiniLM on 2 cores: 528 ms
+    assert p.join_before_step(1.0, 75, 300.0) and not p.join_before_step(1.0, 76, 300.0)
+    assert not p.join_before_step(0.2, 0, 300.0) and not p.join_before_step(0.2, 8, 0.0)

@@ -18,6 +18,7 @@ from ragraph.runtime.llm.sim import SimEngine
 from ragraph.runtime.request import Request
 from ragraph.runtime.retrieval.locality import History
 from ragraph.runtime.retrieval.protocol import ScanOrder
+from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.policies import RunningMean, loaded_budget_ms, retrieval_budget_ms
 from ragraph.runtime.scheduler.retrieval_side import EMBED_BATCH, MAX_EMBED_BATCH, RetrievalSide
 from ragraph.runtime.scheduler.search_worker import Prepared, Query, prepare
@@ -120,9 +121,21 @@ def test_a_step_carries_every_query_embedded_before_it():
 
     result = asyncio.run(go())
     assert not any(o.error for o in result.outcomes)
-    assert search.log[0::2] == [("embed", n) for _, n in search.log[1::2]]
-    assert [kind for kind, _ in search.log[1::2]] == ["step"] * (len(search.log) // 2)
-    assert sum(n for _, n in search.log[0::2]) == 48
+    assert search.log[0][0] == "embed" and search.log[-1][0] == "step"
+    assert all(step == sum(batches) for batches, step in steps_with_their_batches(search.log))
+    assert sum(n for kind, n in search.log if kind == "embed") == 48
+
+
+def steps_with_their_batches(log: list[tuple[str, int]]) -> list[tuple[list[int], int]]:
+    """Each step of a search thread's log with the batches embedded since the step before it."""
+    out, batches = [], []
+    for kind, n in log:
+        if kind == "embed":
+            batches.append(n)
+        else:
+            out.append((batches, n))
+            batches = []
+    return out
 
 
 def test_a_batch_grows_while_it_embeds_within_one_retrievals_search_time():
@@ -146,8 +159,32 @@ def test_batches_and_steps_take_turns_under_a_stream_of_requests():
     assert not any(o.error for o in result.outcomes)
     kinds = [kind for kind, _ in search.log]
     assert kinds[0] == "embed"
-    assert ("embed", "embed") not in set(zip(kinds, kinds[1:], strict=False))
+    # A batch, and at most one more joining the step, before each step: embedding cannot hold
+    # the search back.
+    assert all(1 <= len(b) <= 2 for b, _ in steps_with_their_batches(search.log) if b)
     assert sum(n for kind, n in search.log if kind == "embed") == 3 * len(requests)
+
+
+@pytest.mark.parametrize("cheap", [True, False])
+def test_waiting_queries_that_embed_cheaply_join_the_first_step(monkeypatch, cheap):
+    """64 requests at once. Where embedding is cheap beside a step (a lookup or GPU embedder;
+    the numbers are policies.join_before_step's, tested there), the 48 left after the first
+    batch of 16 has timed the embedder are embedded before the first step, which carries all
+    64; otherwise the first step carries the first batch."""
+    monkeypatch.setattr(policies, "join_before_step", lambda *_args: cheap)
+    search = Recording(fakes.random_search())
+    requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(64)]
+
+    async def go():
+        config = RuntimeConfig(engine="sim", passes="-O0", concurrency=64)
+        async with SimEngine(FAST) as engine:
+            return await execute(search_only(), requests, config,
+                                 Services(llm=engine, search=search))
+
+    assert not any(o.error for o in asyncio.run(go()).outcomes)
+    first = [("embed", EMBED_BATCH), ("embed", 64 - EMBED_BATCH), ("step", 64)] if cheap else [
+        ("embed", EMBED_BATCH), ("step", EMBED_BATCH)]
+    assert search.log[:len(first)] == first
 
 
 def searches_then(generate: bool) -> RAGraph:
@@ -169,7 +206,8 @@ def search_only() -> RAGraph:
 
 
 def steps_after_batches(graph: RAGraph) -> list[tuple[int, int]]:
-    """(queries in a batch, retrievals in the step after it), for 96 requests, 48 at a time."""
+    """(queries embedded since the step before, retrievals in the step), for 96 requests, 48 at
+    a time."""
     # Big enough that a retrieval outlasts a sub-stage: 48 searches of 32 lists of ~600 vectors.
     search = Recording(fakes.random_search(n=40_000, nlist=64, nprobe=32))
     requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(96)]
@@ -181,8 +219,7 @@ def steps_after_batches(graph: RAGraph) -> list[tuple[int, int]]:
 
     result = asyncio.run(go())
     assert not any(o.error for o in result.outcomes)
-    return [(n, m) for (kind, n), (_, m) in zip(search.log, search.log[1:], strict=False)
-            if kind == "embed"]
+    return [(sum(b), step) for b, step in steps_with_their_batches(search.log) if b]
 
 
 def test_searches_that_end_their_requests_go_whole_in_one_step():

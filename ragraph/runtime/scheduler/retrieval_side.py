@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.cost import CostModel
@@ -67,6 +69,7 @@ class RetrievalSide:
         self._next_key = 0
         self._cycle_started = 0.0
         self._stepped_last = True  # which of the two went last on the search thread
+        self._may_join = True  # no batch has joined the next step yet
 
     @property
     def busy_with_real_work(self) -> bool:
@@ -81,16 +84,18 @@ class RetrievalSide:
         self.to_prepare.append(job)
         return job
 
-    def _start_preparing(self, backlog_ms: float) -> bool:
+    def _start_preparing(self, backlog_ms: float, size: int | None = None) -> bool:
         """Embed the queries that arrived since the last batch, in one batch, once a full batch
         has gathered or the search is down to its last step: embedding waits its turn on the
         search thread anyway, and a query embedded alone costs three in a batch (at concurrency
-        16 the batches went from 1.7 queries to 7, and throughput from 20 to 24 req/s)."""
+        16 the batches went from 1.7 queries to 7, and throughput from 20 to 24 req/s).
+        `size`: this many now, whatever has gathered (queries joining the next step)."""
         if not self.to_prepare:
             return False
-        if len(self.to_prepare) < EMBED_BATCH and backlog_ms > self._budget_ms(backlog_ms):
-            return False
-        size = self._batch_size()
+        if size is None:
+            if len(self.to_prepare) < EMBED_BATCH and backlog_ms > self._budget_ms(backlog_ms):
+                return False
+            size = self._batch_size()
         jobs, self.to_prepare = self.to_prepare[:size], self.to_prepare[size:]
         queries = [Query(j.query, j.chain.nprobe, j.chain.order,  # type: ignore[union-attr]
                          self.history.get(j.state.rid, History())) for j in jobs]
@@ -156,8 +161,21 @@ class RetrievalSide:
         backlog = self._backlog_ms()
         if self._stepped_last and self._start_preparing(backlog):
             return
+        if self._may_join and self._join_next_step():
+            self._may_join = False
+            self._start_preparing(backlog, size=min(len(self.to_prepare), MAX_EMBED_BATCH))
+            return
         if not self._start_cycle(backlog):
             self._start_preparing(backlog)
+
+    def _join_next_step(self) -> bool:
+        """Whether the waiting queries embed cheaply enough to join the step about to start
+        (policies.join_before_step); once per step, so arrivals cannot hold a step back."""
+        ready = [j for j in self.jobs.values() if j.ready and not j.warm_only]
+        if not self.to_prepare or not ready:
+            return False
+        step = self.cost.step_ms(np.fromiter((c for j in ready for c in j.remaining), np.int64))
+        return policies.join_before_step(self.embed_ms.value, len(self.to_prepare), step)
 
     def _start_cycle(self, backlog: float) -> bool:
         ready = [j for j in self.jobs.values() if j.ready]
@@ -180,6 +198,7 @@ class RetrievalSide:
             self.cost)
         self.future.add_done_callback(self.inbox.done_callback(StepDone))
         self._stepped_last = True
+        self._may_join = True
         return True
 
     def collect(self, event: StepDone) -> list[tuple[RetJob, ScanResult | BaseException]]:
