@@ -56,10 +56,7 @@ def why_missed(target: Target, share: float | None, busy: dict[str, Busy], cores
         return ""
     ours, theirs = busy.get("ragraph"), busy.get(target.baseline)
     if ours is not None and ours.llm >= 0.8:
-        seen = "" if theirs is None else f", {theirs.llm * 100:.0f}% under {target.baseline}"
-        return (f"LLM-bound: the (simulated) GPU computed {ours.llm * 100:.0f}% of ragraph's "
-                f"offline run{seen}; no scheduling of retrieval can take ragraph past the "
-                "engine's own rate, so the lead is bounded by how idle the baseline left it")
+        return _llm_bound(ours, theirs, target.baseline)
     if share is not None and share < 0.2:
         work = ""
         if ours is not None and theirs is not None and ours.llm_tokens and theirs.llm_tokens:
@@ -217,6 +214,29 @@ class Busy:
     embed: float  # share of the wall time the query embedder ran
     llm_tokens: int = 0  # tokens the LLM engine computed
     llm: float = 0.0  # share of the wall time the LLM engine computed (simulated seconds for sim)
+    throughput: float = 0.0  # req/s of that run
+
+    @property
+    def llm_ms_per_request(self) -> float | None:
+        """The LLM engine's time a request cost: batching makes it smaller, not the engine's
+        busy share (a decode step of 64 sequences costs little more than one of 8)."""
+        return self.llm / self.throughput * 1000 if self.throughput > 0 and self.llm else None
+
+
+def _llm_bound(ours: Busy, theirs: Busy | None, baseline: str) -> str:
+    """With the engine computing most of ragraph's run, overlapping retrieval has little left
+    to give; what moves the lead is the engine time a request costs under each executor."""
+    seen = "" if theirs is None else f", {theirs.llm * 100:.0f}% under {baseline}"
+    said = (f"LLM-bound: the (simulated) GPU computed {ours.llm * 100:.0f}% of ragraph's "
+            f"offline run{seen}")
+    mine = ours.llm_ms_per_request
+    other = None if theirs is None else theirs.llm_ms_per_request
+    if mine is None or other is None or theirs is None:
+        return said + "; the lead is bounded by the engine's own rate"
+    ceiling = 1000 / mine / theirs.throughput
+    return (f"{said}; a request cost it {mine:.1f} ms under ragraph and {other:.1f} ms under "
+            f"{baseline}, so the lead can reach at most {ceiling:.2f}x with the "
+            "engine busy all the time; overlapping retrieval cannot take it further")
 
 
 def offline_busy(results: Sequence[CellResult]) -> dict[tuple[str, int], dict[str, Busy]]:
@@ -225,7 +245,7 @@ def offline_busy(results: Sequence[CellResult]) -> dict[tuple[str, int], dict[st
     for r in results:
         if r.cell.rate is None:
             out.setdefault((r.cell.workload, r.cell.nprobe), {})[r.executor] = Busy(
-                r.cpu_busy, r.embed_busy, r.llm_tokens, r.engine_busy or 0.0)
+                r.cpu_busy, r.embed_busy, r.llm_tokens, r.engine_busy or 0.0, r.throughput_rps)
     return out
 
 
