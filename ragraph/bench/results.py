@@ -215,6 +215,7 @@ class Busy:
     llm_tokens: int = 0  # tokens the LLM engine computed
     llm: float = 0.0  # share of the wall time the LLM engine computed (simulated seconds for sim)
     throughput: float = 0.0  # req/s of that run
+    prefill: float = 0.0  # share of the wall time the LLM engine spent in prefill
 
     @property
     def llm_ms_per_request(self) -> float | None:
@@ -224,9 +225,9 @@ class Busy:
 
 
 def _llm_bound(ours: Busy, theirs: Busy | None, baseline: str) -> str:
-    """The engine had work most of ragraph's run. Not a ceiling: a decode step of 64 sequences
-    costs little more than one of 8 (the measured thread pool kept the engine as busy at 12 req/s
-    as ragraph at 20), so what moves the lead is how many requests share its batches."""
+    """The engine had work most of ragraph's run. Only its prefill share is a ceiling: prefill is
+    compute-bound, while a decode step of 64 sequences costs little more than one of 8 (the
+    measured thread pool kept the engine as busy at 12 req/s as ragraph at 20)."""
     seen = "" if theirs is None else f", {theirs.llm * 100:.0f}% under {baseline}"
     said = (f"LLM engine busy: the (simulated) GPU computed {ours.llm * 100:.0f}% of ragraph's "
             f"offline run{seen}")
@@ -234,9 +235,13 @@ def _llm_bound(ours: Busy, theirs: Busy | None, baseline: str) -> str:
     other = None if theirs is None else theirs.llm_ms_per_request
     if mine is not None and other is not None:
         said += f", {mine:.1f} vs {other:.1f} ms of it a request"
-    return (f"{said}; a busy engine still takes larger batches at little cost a step, so the "
-            "lead grows only with more requests in them at once: less of a request's time in "
-            "retrieval and embedding, or more requests in flight")
+    if ours.prefill > 0:
+        said += (f"; prefill, {ours.prefill * 100:.0f}% of the run, grows with prompt tokens "
+                 f"rather than batching and caps this run at {1 / ours.prefill:.2f}x its "
+                 "throughput")
+    return (f"{said}; decode steps take larger batches at little cost a step, so the lead "
+            "grows with more requests in them at once: less of a request's time in retrieval "
+            "and embedding, or more requests in flight")
 
 
 def offline_busy(results: Sequence[CellResult]) -> dict[tuple[str, int], dict[str, Busy]]:
@@ -245,7 +250,8 @@ def offline_busy(results: Sequence[CellResult]) -> dict[tuple[str, int], dict[st
     for r in results:
         if r.cell.rate is None:
             out.setdefault((r.cell.workload, r.cell.nprobe), {})[r.executor] = Busy(
-                r.cpu_busy, r.embed_busy, r.llm_tokens, r.engine_busy or 0.0, r.throughput_rps)
+                r.cpu_busy, r.embed_busy, r.llm_tokens, r.engine_busy or 0.0, r.throughput_rps,
+                r.prefill_s / r.wall_s if r.wall_s > 0 else 0.0)
     return out
 
 

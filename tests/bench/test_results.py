@@ -62,13 +62,14 @@ def test_targets_say_met_or_by_how_much_they_missed():
                                            cores=2)
     gpu_bound = {"ragraph": R.Busy(0.5, 0.3, llm=0.93), "sequential": R.Busy(0.7, 0.9, llm=0.6)}
     assert ("LLM engine busy: the (simulated) GPU computed 93% of ragraph's offline run, 60% "
-            "under sequential; a busy engine") in R.why_missed(seq, 0.1, gpu_bound, cores=2)
+            "under sequential; decode steps") in R.why_missed(seq, 0.1, gpu_bound, cores=2)
     # seeds --quick, oneshot nprobe 128: the engine as busy under both, ragraph ahead by
     # costing it less a request (larger batches).
-    measured = {"ragraph": R.Busy(0.46, 0.22, llm=0.87, throughput=64.5),
+    measured = {"ragraph": R.Busy(0.46, 0.22, llm=0.87, throughput=64.5, prefill=0.655),
                 "sequential": R.Busy(0.61, 0.92, llm=0.85, throughput=44.74)}
     why = R.why_missed(seq, 0.14, measured, cores=2)
-    assert "85% under sequential, 13.5 vs 19.0 ms of it a request; a busy engine" in why
+    assert "85% under sequential, 13.5 vs 19.0 ms of it a request; prefill, 66% of" in why
+    assert "caps this run at 1.53x its throughput; decode steps take larger batches" in why
     assert R.why_missed(found["stage-batched"], 0.4, {"ragraph": hot}, cores=2) == ""
     assert R.targets(points, "llamacpp") == []  # llama.cpp: from offline rows only
 
