@@ -123,3 +123,13 @@ def test_waiting_queries_join_a_step_only_when_they_embed_within_a_share_of_it()
     assert not p.join_before_step(11.0, 48, 300.0)  # MiniLM on 2 cores: 528 ms
     assert p.join_before_step(1.0, 75, 300.0) and not p.join_before_step(1.0, 76, 300.0)
     assert not p.join_before_step(0.2, 0, 300.0) and not p.join_before_step(0.2, 8, 0.0)
+
+
+def test_a_split_pays_when_its_early_finishers_gain_more_than_the_others_lose():
+    # 2 retrievals end 30 ms sooner; 10 of the step and 6 queued lose 3 ms of sharing each.
+    assert p.split_pays(finishing=2, waiting=16, rest_ms=30.0, lost_ms=3.0)
+    assert not p.split_pays(finishing=1, waiting=16, rest_ms=30.0, lost_ms=3.0)
+    assert p.split_pays(finishing=1, waiting=0, rest_ms=1.0, lost_ms=50.0)  # nobody waits
+    assert not p.split_pays(finishing=0, waiting=4, rest_ms=30.0, lost_ms=0.0)  # ends nothing
+    with pytest.raises(ValueError):
+        p.split_pays(-1, 4, 1.0, 1.0)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ragraph.runtime.retrieval.cost import CostModel
-from ragraph.runtime.scheduler.search_worker import ScanItem, run_cycle
+from ragraph.runtime.scheduler.search_worker import ScanItem, SplitCheck, run_cycle
 
 from .fakes import random_search
 
@@ -59,3 +59,59 @@ def test_a_cycle_prices_each_k_as_its_own_step():
     once = cost.clusters_ms(lists)
     assert cycle_ms((5, 5)) < 2 * once  # one step: the second query's lists are rescans
     assert cycle_ms((5, 3)) == pytest.approx(2 * once)
+
+
+def _items(search, n: int, nprobe: int) -> list[ScanItem]:
+    vectors = search.embedder.embed([f"question {i}" for i in range(n)])
+    probes = search.engine.probe(vectors, nprobe)
+    return [ScanItem(i, 5, True, v, p, tuple(int(c) for c in p))
+            for i, (v, p) in enumerate(zip(vectors, probes, strict=True))]
+
+
+def test_a_step_takes_every_retrieval_whole_where_the_split_costs_the_waiting_more():
+    """Sixteen retrievals sharing most of their lists: a budget that finishes none of them
+    would read the shared lists again next step, so the step takes them all whole; with a
+    given budget (`split=None`), or where the queue is empty and sharing is priced at nothing,
+    the budget stands."""
+    search = random_search(nprobe=24)
+    items = _items(search, 16, 24)
+    sizes = tuple(int(s) for s in search.engine.cluster_sizes())
+    shared = CostModel(sizes, search.engine.dim, rescan_share=0.1)
+    budget = 4 * shared.mean_cluster_ms
+    whole = run_cycle(search, items, budget, shared, SplitCheck(waiting=8, beta_ms=0.5))
+    assert all(r.final is not None for r in whole.results)
+    given = run_cycle(search, items, budget, shared)
+    assert sum(r.final is not None for r in given.results) < len(items)
+    # No sharing to lose (a rescan costs a full scan) and no overhead: a budget that finishes
+    # one of two retrievals stands; one that finishes none never pays.
+    alone = CostModel(sizes, search.engine.dim, rescan_share=1.0)
+    first = min(alone.clusters_ms(i.remaining) for i in items[:2])
+    staged = run_cycle(search, items[:2], first * 1.01, alone, SplitCheck())
+    assert sum(r.final is not None for r in staged.results) == 1
+    none = run_cycle(search, items[:2], first / 2, alone, SplitCheck())
+    assert sum(r.final is not None for r in none.results) == 2
+
+
+def test_whole_steps_chosen_by_the_split_rule_end_in_faiss_results():
+    search = random_search(nprobe=24)
+    items = {i.key: i for i in _items(search, 12, 24)}
+    cost = CostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
+    vectors = np.stack([items[k].vector for k in sorted(items)])
+    finals = {}
+    while items:
+        cycle = run_cycle(search, list(items.values()), 2 * cost.mean_cluster_ms, cost,
+                          SplitCheck(waiting=len(items)))
+        for r in cycle.results:
+            item = items[r.key]
+            if r.final is not None:
+                finals[r.key] = r.final
+                del items[r.key]
+            else:
+                items[r.key] = ScanItem(r.key, 5, True, item.vector, item.probe, r.remaining,
+                                        item.partials + (r.partial,) if r.partial else item.partials)
+    index = search.engine.index
+    index.nprobe = 24
+    want_d, want_i = index.search(vectors, 5)
+    for i in range(len(vectors)):
+        np.testing.assert_array_equal(finals[i].ids, want_i[i])
+        np.testing.assert_array_equal(finals[i].distances, want_d[i])

@@ -27,6 +27,7 @@ from ragraph.runtime.scheduler.search_worker import (
     CycleResult,
     Query,
     ScanResult,
+    SplitCheck,
     prepare,
     run_cycle,
 )
@@ -195,7 +196,7 @@ class RetrievalSide:
         self._cycle_started = clock()
         self.future = asyncio.get_running_loop().run_in_executor(
             self.worker, run_cycle, self.s.search, items, self._budget_ms(backlog),
-            self.cost)
+            self.cost, self._split_check())
         self.future.add_done_callback(self.inbox.done_callback(StepDone))
         self._stepped_last = True
         self._may_join = True
@@ -240,6 +241,13 @@ class RetrievalSide:
         if not job.warm_only:
             self.s.tracer.add_span(rid, f"retrieve {job.origin}", job.started, clock(),
                                    engine=False)
+
+    def _split_check(self) -> SplitCheck | None:
+        """A given --budget-ms is taken as it is; the adaptive one yields to a whole step where
+        its split does not pay (`policies.split_pays`)."""
+        if self.fixed_budget_ms is not None:
+            return None
+        return SplitCheck(waiting=len(self.to_prepare), beta_ms=self.beta.value or 0.0)
 
     def _budget_ms(self, backlog_ms: float) -> float:
         if self.fixed_budget_ms is not None:

@@ -2,9 +2,10 @@
 them (on a thread of its own, so embedding overlaps the cluster scans of the running cycle);
 `run_cycle` is one retrieval sub-stage: take clusters from every prepared retrieval
 until the time budget is spent (plus, for the retrievals left behind, the lists the step scans
-anyway), search them in one batched call in list order (each list read once for all its queries
-where they share it enough, `listmajor`), and finish the retrievals whose probe lists are
-exhausted.
+anyway), or every retrieval whole where splitting them would cost the waiting retrievals more
+than it saves the first ones (`policies.split_pays`), search them in one batched call in list
+order (each list read once for all its queries where they share it enough, `listmajor`), and
+finish the retrievals whose probe lists are exhausted.
 
 Inputs and outputs are immutable snapshots: the scheduler thread owns all mutable job state.
 """
@@ -22,6 +23,7 @@ from ragraph.runtime.retrieval.cost import CostModel, Pending, plan_step
 from ragraph.runtime.retrieval.locality import History, reorder
 from ragraph.runtime.retrieval.merge import merge_partials
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask, TopK
+from ragraph.runtime.scheduler.policies import split_pays
 from ragraph.runtime.search_service import SearchService
 
 
@@ -75,6 +77,15 @@ class ScanItem:
 
 
 @dataclass(frozen=True)
+class SplitCheck:
+    """What deciding between a budgeted sub-stage and a whole step needs besides the step: the
+    queries queued behind it for the search thread, and the measured overhead of one more step."""
+
+    waiting: int = 0
+    beta_ms: float = 0.0
+
+
+@dataclass(frozen=True)
 class ScanResult:
     key: int
     searched: tuple[int, ...] = ()
@@ -97,10 +108,13 @@ class CycleResult:
 
 
 def run_cycle(
-    service: SearchService, items: Sequence[ScanItem], budget_ms: float, cost: CostModel
+    service: SearchService, items: Sequence[ScanItem], budget_ms: float, cost: CostModel,
+    split: SplitCheck | None = None,
 ) -> CycleResult:
+    """One step within `budget_ms`; with `split`, a step of every retrieval whole instead
+    when the budget's split does not pay (else the budget is taken as given)."""
     start = time.perf_counter()
-    take = _plan(items, budget_ms, cost)
+    take = _plan(items, budget_ms, cost, split)
     scanned, on_acc, scan_s = 0, 0, 0.0
     by_k: dict[int, list[ScanItem]] = {}
     for item in items:
@@ -127,15 +141,48 @@ def predicted_ms(steps: Iterable[Sequence[tuple[int, ...]]], cost: CostModel) ->
                for step in steps)
 
 
-def _plan(ready: Sequence[ScanItem], budget_ms: float, cost: CostModel) -> dict[int, tuple[int, ...]]:
-    """Whole probe lists for unsplit retrievals; budgeted clusters for the stepwise ones."""
+def _plan(ready: Sequence[ScanItem], budget_ms: float, cost: CostModel,
+          split: SplitCheck | None = None) -> dict[int, tuple[int, ...]]:
+    """Whole probe lists for unsplit retrievals; budgeted clusters for the stepwise ones, or
+    (`split` given) their whole probe lists where the budget's split does not pay."""
     take = {i.key: i.remaining for i in ready if not i.stepwise and i.remaining}
     spent = sum(cost.clusters_ms(c) for c in take.values())
-    pending = [Pending(i.key, i.remaining, i.waited) for i in ready if i.stepwise and i.remaining]
-    if pending:
-        plan = plan_step(pending, max(budget_ms - spent, 0.0), cost)
-        take.update({key: clusters for key, clusters in plan.take})
+    stepwise = [i for i in ready if i.stepwise and i.remaining]
+    if stepwise:
+        pending = [Pending(i.key, i.remaining, i.waited) for i in stepwise]
+        staged = dict(plan_step(pending, max(budget_ms - spent, 0.0), cost).take)
+        if split is not None and not _split_pays(ready, take, staged, cost, split):
+            staged = {i.key: i.remaining for i in stepwise}
+        take.update(staged)
     return take
+
+
+def _split_pays(ready: Sequence[ScanItem], unsplit: dict[int, tuple[int, ...]],
+                staged: dict[int, tuple[int, ...]], cost: CostModel, split: SplitCheck) -> bool:
+    """`policies.split_pays` for this step: the staged clusters against every retrieval whole,
+    each k priced as its own engine step as the cycle runs them."""
+    rest = {}
+    for item in ready:
+        if item.stepwise and item.remaining:
+            done = set(staged.get(item.key, ()))
+            left = tuple(c for c in item.remaining if c not in done)
+            if left:
+                rest[item.key] = left
+    if not rest:
+        return True  # the budget already finishes every retrieval: nothing is split
+    whole = {i.key: i.remaining for i in ready if i.remaining}
+    finishing = len(unsplit) + len(staged) - len(rest.keys() & staged.keys())
+    k_of = {i.key: i.k for i in ready}
+
+    def ms(take: dict[int, tuple[int, ...]]) -> float:
+        by_k: dict[int, list[tuple[int, ...]]] = {}
+        for key, clusters in take.items():
+            by_k.setdefault(k_of[key], []).append(clusters)
+        return predicted_ms(by_k.values(), cost)
+
+    rest_ms = ms(rest)
+    lost_ms = ms({**unsplit, **staged}) + rest_ms + split.beta_ms - ms(whole)
+    return split_pays(finishing, len(whole) + split.waiting, rest_ms, lost_ms)
 
 
 def _advance(service: SearchService, item: ScanItem, searched: tuple[int, ...],
