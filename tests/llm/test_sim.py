@@ -131,3 +131,29 @@ def test_roofline_engine_names_its_cost_model() -> None:
 
     eng = SimEngine(SimConfig(cost=cost_model_for("roofline")))
     assert eng.simulated and "roofline model" in eng.name and "not measured" in eng.name
+
+
+class LateClock(VirtualClock):
+    """A host that wakes `late` seconds after every sleep (the interpreter was busy)."""
+
+    def __init__(self, late: float) -> None:
+        super().__init__()
+        self.late = late
+
+    async def sleep(self, seconds: float) -> None:
+        await super().sleep(seconds + self.late)
+
+
+def test_steps_follow_the_gpu_timeline_not_the_hosts_late_wake_ups() -> None:
+    """A busy host that wakes 5 ms late does not stretch the simulated GPU's steps: ten steps
+    end one wake-up later than on time, not ten."""
+    cfg = SimConfig(output_lengths=(10,))
+
+    async def finish(clock: VirtualClock) -> float:
+        async with SimEngine(cfg, clock) as eng:
+            await run_all(eng, [req("a", "word " * 99, n=64)])
+        return clock.now()
+
+    on_time = asyncio.run(finish(VirtualClock()))
+    late = asyncio.run(finish(LateClock(0.005)))
+    assert late == pytest.approx(on_time + 0.005)
