@@ -8,6 +8,7 @@ from itertools import groupby
 from rich.console import Console
 from rich.table import Table
 
+from ragraph.bench import reasons as W
 from ragraph.bench import results as R
 from ragraph.bench.cells import CellResult
 from ragraph.bench.machine import detect
@@ -105,26 +106,25 @@ def engine_targets_table(targets: Sequence[R.Target], rows: Sequence[CellResult]
         cell = [r for r in rows if r.cell.rate is None and (r.cell.workload, r.cell.nprobe,
                 r.cell.concurrency) == (t.workload, t.nprobe, t.concurrency)]
         table.add_row(t.workload, str(t.concurrency), t.baseline, t.metric, f">= {t.want:.1f}x",
-                      _x(t.got), t.verdict(), R.why_engine_bound(t, cell))
+                      _x(t.got), t.verdict(), W.why_engine_bound(t, cell))
     return table
 
 
 def targets_table(targets: Sequence[R.Target], shares: dict[tuple[str, int], float],
-                  busy: dict[tuple[str, int], R.Busy], caption: str) -> Table:
+                  busy: dict[tuple[str, int], W.Busy], caption: str) -> Table:
     table = Table(title="Targets (issue 7) and the retrieval share of sequential requests",
                   caption=caption)
     cores = detect().cores
-    for col in ("workload", "nprobe", "vs", "target", "measured", "verdict",
-                "retrieval share (least loaded run)",
-                "why (when missed)"):
+    for col in ("workload", "nprobe", "vs", "target", "measured", "LLM engine ceiling",
+                "verdict", "retrieval share (least loaded run)", "why (when missed)"):
         table.add_column(col, overflow="fold")
     for t in targets:
         share = shares.get((t.workload, t.nprobe))
         regime = "" if share is None else (" (in 20-60%)" if 0.2 <= share <= 0.6 else
                                            " (OUTSIDE 20-60%)")
         table.add_row(t.workload, str(t.nprobe), t.baseline, f">= {t.want:.1f}x", _x(t.got),
-                      t.verdict(), _pct(share) + regime,
-                      R.why_missed(t, share, busy.get((t.workload, t.nprobe), {}), cores))
+                      _x(t.ceiling), t.verdict(), _pct(share) + regime,
+                      W.why_missed(t, share, busy.get((t.workload, t.nprobe), {}), cores))
     return table
 
 
@@ -195,8 +195,8 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
     if engine == "sim":
         console.print(slo_table(points, slo_s, caption))
         if found:
-            console.print(targets_table(found, R.sequential_retrieval_share(rows),
-                                        R.offline_busy(rows), caption))
+            console.print(targets_table(found, W.sequential_retrieval_share(rows),
+                                        W.offline_busy(rows), caption))
     else:
         console.print(time_split_table(rows, caption))
         for line in reuse_lines(rows):

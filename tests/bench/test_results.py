@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ragraph.bench import reasons as W
 from ragraph.bench import results as R
 from ragraph.bench.cells import Cell, CellResult
 from ragraph.bench.session import auto_rates
@@ -47,31 +48,56 @@ def test_targets_say_met_or_by_how_much_they_missed():
     seq = found["sequential"]
     assert not seq.met and seq.want == 1.5
     assert seq.verdict() == "MISSED by 20% (1.20x < 1.5x)"
-    hot, embed_bound, idle = R.Busy(0.95, 0.3), R.Busy(0.7, 0.9), R.Busy(0.5, 0.3)
-    assert "only 10%" in R.why_missed(seq, 0.1, {"ragraph": hot}, cores=2)
-    same_work = {"ragraph": R.Busy(0.5, 0.0, 10_250), "sequential": R.Busy(0.5, 0.0, 10_234)}
+    hot, embed_bound, idle = W.Busy(0.95, 0.3), W.Busy(0.7, 0.9), W.Busy(0.5, 0.3)
+    assert "only 10%" in W.why_missed(seq, 0.1, {"ragraph": hot}, cores=2)
+    same_work = {"ragraph": W.Busy(0.5, 0.0, 10_250), "sequential": W.Busy(0.5, 0.0, 10_234)}
     assert ("the LLM engine computed 10,250 tokens for ragraph and 10,234 for sequential"
-            in R.why_missed(seq, 0.01, same_work, cores=2))
-    both = R.why_missed(seq, 0.4, {"ragraph": hot, "sequential": embed_bound}, cores=2)
+            in W.why_missed(seq, 0.01, same_work, cores=2))
+    both = W.why_missed(seq, 0.4, {"ragraph": hot, "sequential": embed_bound}, cores=2)
     assert "sequential ran out of query embedder first (busy 90%" in both
     assert "CPU-bound" in both and "2 cores, which were 95% busy" in both
-    assert "CPU-bound" in R.why_missed(seq, 0.4, {"ragraph": hot, "sequential": idle}, cores=2)
-    assert "embedder ran 90% of the time offline, but ragraph was not CPU-bound" in R.why_missed(
+    assert "CPU-bound" in W.why_missed(seq, 0.4, {"ragraph": hot, "sequential": idle}, cores=2)
+    assert "embedder ran 90% of the time offline, but ragraph was not CPU-bound" in W.why_missed(
         seq, 0.4, {"ragraph": idle, "sequential": embed_bound}, cores=2)
-    assert "not explained" in R.why_missed(seq, 0.4, {"ragraph": idle, "sequential": idle},
+    assert "not explained" in W.why_missed(seq, 0.4, {"ragraph": idle, "sequential": idle},
                                            cores=2)
-    gpu_bound = {"ragraph": R.Busy(0.5, 0.3, llm=0.93), "sequential": R.Busy(0.7, 0.9, llm=0.6)}
+    gpu_bound = {"ragraph": W.Busy(0.5, 0.3, llm=0.93), "sequential": W.Busy(0.7, 0.9, llm=0.6)}
     assert ("LLM engine busy: the (simulated) GPU computed 93% of ragraph's offline run, 60% "
-            "under sequential; decode steps") in R.why_missed(seq, 0.1, gpu_bound, cores=2)
+            "under sequential; decode steps") in W.why_missed(seq, 0.1, gpu_bound, cores=2)
     # seeds --quick, oneshot nprobe 128: the engine as busy under both, ragraph ahead by
     # costing it less a request (larger batches).
-    measured = {"ragraph": R.Busy(0.46, 0.22, llm=0.87, throughput=64.5, prefill=0.655),
-                "sequential": R.Busy(0.61, 0.92, llm=0.85, throughput=44.74)}
-    why = R.why_missed(seq, 0.14, measured, cores=2)
+    measured = {"ragraph": W.Busy(0.46, 0.22, llm=0.87, throughput=64.5, prefill=0.655),
+                "sequential": W.Busy(0.61, 0.92, llm=0.85, throughput=44.74)}
+    why = W.why_missed(seq, 0.14, measured, cores=2)
     assert "85% under sequential, 13.5 vs 19.0 ms of it a request; prefill, 66% of" in why
     assert "caps this run at 1.53x its throughput; decode steps take larger batches" in why
-    assert R.why_missed(found["stage-batched"], 0.4, {"ragraph": hot}, cores=2) == ""
+    assert W.why_missed(found["stage-batched"], 0.4, {"ragraph": hot}, cores=2) == ""
     assert R.targets(points, "llamacpp") == []  # llama.cpp: from offline rows only
+
+
+def test_a_target_beyond_what_the_llm_engine_serves_is_called_out_of_reach():
+    """seeds --quick, oneshot nprobe 128: stage-batched's full batches cost the engine 15.9 ms
+    a request, so no executor passes 63 req/s, 1.31x the thread pool's 47.9: a 1.5x target is
+    out of reach whatever ragraph schedules; 1.3x over stage-batched is not."""
+    def offline(executor: str, thr: float, engine_s: float) -> CellResult:
+        return replace(row(executor, None, thr, 2.0), requests=128, wall_s=128 / thr,
+                       prefill_s=0.8 * engine_s,
+                       decode_s=0.2 * engine_s)
+
+    rows = [offline("ragraph", 54.9, 2.02), offline("sequential", 47.9, 2.26),
+            offline("stage-batched", 37.2, 2.03)]
+    assert R.engine_ceiling_rps(rows) == pytest.approx(128 / 2.02)
+    found = {t.baseline: t for t in R.targets(R.slo_points(rows, 10.0), "sim", rows)}
+    seq, stage = found["sequential"], found["stage-batched"]
+    assert seq.ceiling == pytest.approx(128 / 2.02 / 47.9) and not seq.reachable
+    assert seq.verdict().endswith("; out of reach on this LLM engine (at most 1.32x)")
+    assert stage.reachable and "out of reach" not in stage.verdict()
+    busy = W.offline_busy(rows)[("oneshot", 32)]
+    why = W.why_missed(seq, 0.5, busy, cores=2)
+    assert why.startswith("out of reach on this LLM engine: a request took at least 15.8 ms")
+    assert "(ragraph's batches; ragraph's cost 15.8 ms a request)" in why
+    assert "no executor serves more than 63.4 req/s, 1.32x sequential's" in why
+    assert R.engine_ceiling_rps([row("ragraph", None, 5.0, 1.0)]) is None  # no engine times
 
 
 def test_llamacpp_targets_are_offline_throughput_and_p95_against_the_langgraph_app():
@@ -97,17 +123,17 @@ def test_a_missed_llamacpp_target_says_where_the_engine_time_went():
                    cached_tokens=5000)
     theirs = replace(row("langgraph", None, 1.0, 30.0), prefill_s=85.0, decode_s=35.0)
     (throughput, p95) = R.llamacpp_targets([ours, theirs])
-    why = R.why_engine_bound(throughput, [ours, theirs])
+    why = W.why_engine_bound(throughput, [ours, theirs])
     assert "prefill-bound" in why and "85 s on prompts and 35 s decoding" in why
     assert "5,000 prompt tokens reused" in why and "1.50x" in why  # (85 + 35) / 80
-    assert "p95 40.0 s vs 30.0 s" in R.why_engine_bound(p95, [ours, theirs])
+    assert "p95 40.0 s vs 30.0 s" in W.why_engine_bound(p95, [ours, theirs])
 
 
 def test_sequential_retrieval_share_comes_from_the_least_loaded_run():
     rows = [row("sequential", 4.0, 1, 1, share=0.5), row("sequential", None, 1, 1, share=0.9),
             row("sequential", 2.0, 1, 1, share=0.3), row("ragraph", 1.0, 1, 1, share=0.1)]
-    assert R.sequential_retrieval_share(rows) == {("oneshot", 32): 0.3}
-    assert R.sequential_retrieval_share(rows[1:2]) == {("oneshot", 32): 0.9}  # offline only
+    assert W.sequential_retrieval_share(rows) == {("oneshot", 32): 0.3}
+    assert W.sequential_retrieval_share(rows[1:2]) == {("oneshot", 32): 0.9}  # offline only
 
 
 def test_auto_rates_bracket_the_offline_throughputs():

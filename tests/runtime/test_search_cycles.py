@@ -13,33 +13,50 @@ from ragraph.runtime.scheduler.search_worker import ScanItem, SplitCheck, run_cy
 from .fakes import random_search
 
 
-def test_cycles_with_shared_lists_end_in_faiss_results():
-    search = random_search(nprobe=24)
-    vectors = search.embedder.embed([f"question {i}" for i in range(12)])
-    probes = search.engine.probe(vectors, 24)
-    cost = CostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
-    items = {i: ScanItem(i, 5, True, v, p, tuple(int(c) for c in p))
-             for i, (v, p) in enumerate(zip(vectors, probes, strict=True))}
+def _items(search, n: int, nprobe: int) -> list[ScanItem]:
+    vectors = search.embedder.embed([f"question {i}" for i in range(n)])
+    probes = search.engine.probe(vectors, nprobe)
+    return [ScanItem(i, 5, True, v, p, tuple(int(c) for c in p))
+            for i, (v, p) in enumerate(zip(vectors, probes, strict=True))]
+
+
+def run_to_end(search, items: list[ScanItem], budget_ms: float, cost: CostModel,
+               split: SplitCheck | None = None) -> tuple[dict, int]:
+    """Cycles until every retrieval has its final top-k; how many took a list ahead of its turn."""
+    pending = {i.key: i for i in items}
     finals, out_of_order = {}, 0
-    while items:
-        # A budget of a few clusters: most retrievals are left behind each cycle.
-        cycle = run_cycle(search, list(items.values()), 4 * cost.mean_cluster_ms, cost)
+    while pending:
+        cycle = run_cycle(search, list(pending.values()), budget_ms, cost, split)
         for r in cycle.results:
-            item = items[r.key]
+            item = pending[r.key]
             out_of_order += r.searched != item.remaining[:len(r.searched)]
             if r.final is not None:
                 finals[r.key] = r.final
-                del items[r.key]
+                del pending[r.key]
             else:
-                items[r.key] = ScanItem(r.key, 5, True, item.vector, item.probe, r.remaining,
-                                        item.partials + (r.partial,) if r.partial else item.partials)
-    assert out_of_order > 0  # the shared lists were scanned ahead of their turn
+                pending[r.key] = ScanItem(r.key, 5, True, item.vector, item.probe, r.remaining,
+                                          item.partials + (r.partial,) if r.partial
+                                          else item.partials)
+    return finals, out_of_order
+
+
+def assert_faiss_results(search, items: list[ScanItem], finals: dict, nprobe: int) -> None:
     index = search.engine.index
-    index.nprobe = 24
-    want_d, want_i = index.search(vectors, 5)
-    for i in range(len(vectors)):
-        np.testing.assert_array_equal(finals[i].ids, want_i[i])
-        np.testing.assert_array_equal(finals[i].distances, want_d[i])
+    index.nprobe = nprobe
+    want_d, want_i = index.search(np.stack([i.vector for i in items]), 5)
+    for n, item in enumerate(items):
+        np.testing.assert_array_equal(finals[item.key].ids, want_i[n])
+        np.testing.assert_array_equal(finals[item.key].distances, want_d[n])
+
+
+def test_cycles_with_shared_lists_end_in_faiss_results():
+    search = random_search(nprobe=24)
+    items = _items(search, 12, 24)
+    cost = CostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
+    # A budget of a few clusters: most retrievals are left behind each cycle.
+    finals, out_of_order = run_to_end(search, items, 4 * cost.mean_cluster_ms, cost)
+    assert out_of_order > 0  # the shared lists were scanned ahead of their turn
+    assert_faiss_results(search, items, finals, 24)
 
 
 def test_a_cycle_prices_each_k_as_its_own_step():
@@ -59,13 +76,6 @@ def test_a_cycle_prices_each_k_as_its_own_step():
     once = cost.clusters_ms(lists)
     assert cycle_ms((5, 5)) < 2 * once  # one step: the second query's lists are rescans
     assert cycle_ms((5, 3)) == pytest.approx(2 * once)
-
-
-def _items(search, n: int, nprobe: int) -> list[ScanItem]:
-    vectors = search.embedder.embed([f"question {i}" for i in range(n)])
-    probes = search.engine.probe(vectors, nprobe)
-    return [ScanItem(i, 5, True, v, p, tuple(int(c) for c in p))
-            for i, (v, p) in enumerate(zip(vectors, probes, strict=True))]
 
 
 def test_a_step_takes_every_retrieval_whole_where_the_split_costs_the_waiting_more():
@@ -94,24 +104,7 @@ def test_a_step_takes_every_retrieval_whole_where_the_split_costs_the_waiting_mo
 
 def test_whole_steps_chosen_by_the_split_rule_end_in_faiss_results():
     search = random_search(nprobe=24)
-    items = {i.key: i for i in _items(search, 12, 24)}
+    items = _items(search, 12, 24)
     cost = CostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
-    vectors = np.stack([items[k].vector for k in sorted(items)])
-    finals = {}
-    while items:
-        cycle = run_cycle(search, list(items.values()), 2 * cost.mean_cluster_ms, cost,
-                          SplitCheck(waiting=len(items)))
-        for r in cycle.results:
-            item = items[r.key]
-            if r.final is not None:
-                finals[r.key] = r.final
-                del items[r.key]
-            else:
-                items[r.key] = ScanItem(r.key, 5, True, item.vector, item.probe, r.remaining,
-                                        item.partials + (r.partial,) if r.partial else item.partials)
-    index = search.engine.index
-    index.nprobe = 24
-    want_d, want_i = index.search(vectors, 5)
-    for i in range(len(vectors)):
-        np.testing.assert_array_equal(finals[i].ids, want_i[i])
-        np.testing.assert_array_equal(finals[i].distances, want_d[i])
+    finals, _ = run_to_end(search, items, 2 * cost.mean_cluster_ms, cost, SplitCheck(waiting=12))
+    assert_faiss_results(search, items, finals, 24)
