@@ -92,6 +92,8 @@ def slo_points(results: Sequence[CellResult], slo_s: float) -> list[SloPoint]:
             continue
         rps = r.throughput_rps
         src = "offline" if r.cell.rate is None else f"online @ {r.cell.rate:.2f}/s"
+        if r.cell.concurrency:
+            src += f", {r.cell.concurrency} in flight"
         if best[key].rps is None or rps > best[key].rps:
             best[key] = SloPoint(*key, rps, src)
     return list(best.values())

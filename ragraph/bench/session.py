@@ -94,7 +94,10 @@ async def warm_up(bench: Workbench) -> None:
 
 async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, seed: int,
                     progress: CellProgress, cell_done: CellDone | None) -> list[CellResult]:
-    """The offline run, then the online rates, of one workload at one nprobe and concurrency."""
+    """The offline run, then the online rates, of one workload at one nprobe and concurrency.
+    Online runs only at the first concurrency listed: arrivals, not the cap, set how many
+    requests are in flight there until an executor falls behind, and each rate costs a window
+    of arrivals on every executor."""
     config = bench.config
     rows: list[CellResult] = []
     offline: list[CellResult] = []
@@ -105,6 +108,8 @@ async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, see
         if cell_done is not None:
             cell_done(offline)
     rates = config.rates if config.rates is not None else auto_rates(offline, config.rate_points)
+    if conc != config.concurrencies[0]:
+        rates = ()
     for i, rate in enumerate(rates):
         count = min(config.max_online_requests, max(8, math.ceil(rate * config.window_s)))
         cell = await _cell(bench, Cell(workload, nprobe, rate, conc), count, seed + i + 1,

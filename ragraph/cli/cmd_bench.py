@@ -55,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--requests", type=int, help="requests per offline run (64)")
     p.add_argument("--concurrency", "-c",
                    help="requests in flight, the same for every executor; comma-separated for "
-                   "several (sim: 64; llamacpp: 8,16)")
+                   "several, offline runs at each and online runs at the first (sim: 64; "
+                   "llamacpp: 8,16; --preset seeds: 64,128)")
     p.add_argument("--no-offline", action="store_true", help="online runs only (needs --rates)")
     p.add_argument("--no-mix", action="store_true", help="skip the random mix of the workflows")
     p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")

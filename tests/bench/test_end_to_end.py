@@ -110,3 +110,19 @@ def test_offline_rows_report_the_share_the_hot_cache_served(tmp_path: Path):
     assert max(r.hot_served for r in rows) > 0
     note = next(n for n in _notes(config, rows) if n.startswith("hot-cluster cache"))
     assert "hyde nprobe 8 ragraph" in note and "%" in note
+
+
+def test_offline_runs_at_every_concurrency_and_online_at_the_first(tmp_path: Path):
+    base = toy_base(300)
+    info = ensure_bench_index(tmp_path / "cache", base, IndexSpec(scale=3000))
+    loaded = load_index(Path(info.directory))
+    search = SearchService(loaded.engine, HashEmbedder(), loaded.store, nprobe=8)
+    config = BenchConfig(workflows=("irg",), nprobes=(8,), offline_requests=4, rates=(20.0,),
+                         window_s=0.2, concurrencies=(2, 4), mix=False, data=None,
+                         executors=("ragraph",), out=tmp_path)
+    bench = Workbench(config, {"irg": workflows.irg()}, load_questions(None), search,
+                      RuntimeConfig(engine="sim", concurrency=2))
+    rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _: None))
+    assert sorted((r.cell.rate, r.cell.concurrency) for r in rows if r.cell.rate is None) == \
+        [(None, 2), (None, 4)]
+    assert [(r.cell.rate, r.cell.concurrency) for r in rows if r.cell.rate] == [(20.0, 2)]

@@ -19,6 +19,7 @@ def test_seeds_takes_the_largest_index_memory_allows():
     assert laptop.workflows == ("oneshot", "hyde", "multistep", "irg", "recomp")
     assert laptop.offline_requests == 1024 and min(laptop.rates) == 4 and max(laptop.rates) == 28
     assert laptop.max_online_requests == 128 and laptop.plots
+    assert laptop.concurrencies == (64, 128)  # each executor's best counts
 
 
 def test_quick_seeds_is_small():
@@ -27,6 +28,7 @@ def test_quick_seeds_is_small():
     assert len(small.workflows) == 3 and not small.plots
     # Two of the paper's rates, the higher one past what 2-core executors sustain.
     assert set(small.rates) <= set(SEEDS_RATES) and max(small.rates) >= 16
+    assert small.concurrencies == (64, 128)
 
 
 def test_llamacpp_preset_compares_with_the_langgraph_app():
