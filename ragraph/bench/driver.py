@@ -95,8 +95,13 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
                                 f"c{cell.concurrency}", total=total)
             return lambda _outcome: bar.advance(task, 1)
 
+        done: list = []
+
         def cell_done(cell_rows) -> None:
-            # One line per cell as it ends, so a long run shows its numbers in logs too.
+            # One line per cell as it ends, so a long run shows its numbers in logs too, and
+            # the CSV (and plots) so far: a run cut short keeps what it measured.
+            done.extend(cell_rows)
+            _write(config, done, caption_for(config, info, done[0].engine, done[0].simulated))
             for r in cell_rows:
                 load = "offline" if r.cell.rate is None else f"{r.cell.rate:.2f}/s"
                 bar.console.log(f"{r.cell.workload} nprobe {r.cell.nprobe} {load} "
@@ -109,12 +114,18 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
     notes += list(questions.notes) + _notes(config, rows)
     found = report.print_all(console, rows, config.slo_s, config.engine, caption, notes,
                              config.ablation)
-    csv_path = config.out / "bench.csv"
-    write_csv(csv_path, rows, {"caption": caption})
-    written = plots.latency_vs_rate(rows, config.out, caption, config.slo_s) if config.plots else []
+    csv_path, written = _write(config, rows, caption)
     console.print(f"wrote {csv_path}" + "".join(f", {p}" for p in written))
     return BenchReport(tuple(rows), tuple(found), csv_path, tuple(written), caption,
                        time.perf_counter() - started)
+
+
+def _write(config: BenchConfig, rows, caption: str) -> tuple[Path, list[Path]]:
+    """The CSV and, where asked, the latency-vs-rate plots of `rows`."""
+    csv_path = config.out / "bench.csv"
+    write_csv(csv_path, rows, {"caption": caption})
+    written = plots.latency_vs_rate(rows, config.out, caption, config.slo_s) if config.plots else []
+    return csv_path, written
 
 
 def _notes(config: BenchConfig, rows) -> list[str]:

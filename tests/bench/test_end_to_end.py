@@ -126,3 +126,35 @@ def test_offline_runs_at_every_concurrency_and_online_at_the_first(tmp_path: Pat
     assert sorted((r.cell.rate, r.cell.concurrency) for r in rows if r.cell.rate is None) == \
         [(None, 2), (None, 4)]
     assert [(r.cell.rate, r.cell.concurrency) for r in rows if r.cell.rate] == [(20.0, 2)]
+
+
+def test_a_bench_cut_short_keeps_the_cells_it_measured(tmp_path: Path, monkeypatch):
+    """The CSV is written as each cell ends: a long run stopped midway (Ctrl-C, a lost
+    machine) leaves what it measured."""
+    import csv
+    import io
+
+    import pytest
+
+    from ragraph.bench import driver
+    from ragraph.bench.cells import Cell, CellResult
+
+    info = ensure_bench_index(tmp_path / "cache", toy_base(300), IndexSpec(scale=3000))
+    monkeypatch.setattr(driver, "prepare_index", lambda config, cache, bar: (info, []))
+    monkeypatch.setattr(driver, "open_search", lambda runtime, embed_threads=None: None)
+
+    async def two_cells_then_stop(bench, progress, cell_done):
+        for rate in (None, 4.0):
+            cell_done([CellResult(Cell("irg", 8, rate, 4), "ragraph", "sim", True, 10, 0, 1.0,
+                                  10.0, 0.5, 1.0, 0.6, None, 0, None, 0.0)])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(driver, "run_cells", two_cells_then_stop)
+    config = BenchConfig(workflows=("irg",), nprobes=(8,), concurrencies=(4,), data=None,
+                         out=tmp_path / "out", workflow_dir=Path("workflows"))
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(driver.run(config, Console(file=io.StringIO())))
+    with (tmp_path / "out" / "bench.csv").open() as handle:
+        kept = list(csv.DictReader(handle))
+    assert [(r["mode"], r["rate_rps"]) for r in kept] == [("offline", ""), ("online", "4.0")]
+    assert (tmp_path / "out" / "latency_vs_rate_nprobe8.png").is_file()
