@@ -57,6 +57,10 @@ def why_missed(target: Target, share: float | None, busy: dict[str, Busy], cores
     offline run, and what its LLM engine computed (`busy` by executor)."""
     if target.met:
         return ""
+    if not target.settled:
+        return ("the rates offered did not find this knee: an executor whose p95 stays within the "
+                "SLO at the highest rate serves at least that rate, whatever more it could; the "
+                "offline runs' ratios (first table) compare them at full load")
     ours, theirs = busy.get("ragraph"), busy.get(target.baseline)
     beyond = _out_of_reach(target, busy)
     if beyond:

@@ -150,3 +150,26 @@ def test_csv_has_one_row_per_cell_and_executor_with_context(tmp_path: Path):
     assert [g["executor"] for g in got] == ["ragraph", "sequential"]
     assert got[0]["mode"] == "offline" and got[1]["rate_rps"] == "2.0"
     assert all(g["caption"].startswith("engine: SIMULATED") for g in got)
+
+
+def test_a_ratio_the_rates_offered_did_not_reach_is_not_settled():
+    # oneshot at nprobe 128 on 8.9M vectors: every executor kept up with the paper's 28 req/s.
+    rows = [row("ragraph", 24.0, 23.3, 0.4), row("ragraph", 28.0, 26.2, 0.4),
+            row("sequential", 28.0, 26.18, 0.4), row("stage-batched", 28.0, 21.3, 2.4)]
+    points = {p.executor: p for p in R.slo_points(rows, slo_s=10.0)}
+    assert points["ragraph"].kept_up and points["sequential"].kept_up
+    assert not points["stage-batched"].kept_up  # 0.76 of the offered rate: it fell behind
+    assert points["ragraph"].source.endswith("kept up with the highest rate offered")
+    found = {t.baseline: t for t in R.targets(list(points.values()), "sim")}
+    both = found["sequential"]
+    assert not both.settled and not both.met
+    assert both.verdict().startswith("not settled (1.00x): both kept up")
+    assert "did not find this knee" in W.why_missed(both, 0.3, {}, cores=2)
+    # ragraph kept up and the baseline did not: the ratio is a lower bound, short of 1.3x here.
+    lower = found["stage-batched"]
+    assert not lower.settled and lower.verdict().startswith("not settled (at least 1.23x)")
+    assert replace(lower, want=1.2).met  # a lower bound above the target settles it
+    # The baseline kept up and ragraph did not: an upper bound, which settles a miss.
+    upper = replace(lower, got=0.8, ours_kept_up=False, theirs_kept_up=True)
+    assert upper.settled and upper.verdict().startswith("MISSED")
+    assert not replace(upper, got=1.5).settled
