@@ -21,7 +21,7 @@ from rich.progress import (
 
 from ragraph.bench import machine as M
 from ragraph.bench import plots, report
-from ragraph.bench.cells import Cell
+from ragraph.bench.cells import Cell, CellResult
 from ragraph.bench.config import BenchConfig
 from ragraph.bench.index import BenchIndexInfo, IndexSpec, ensure_bench_index
 from ragraph.bench.questions import load_questions
@@ -95,13 +95,17 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
                                 f"c{cell.concurrency}", total=total)
             return lambda _outcome: bar.advance(task, 1)
 
-        done: list = []
+        done: list[CellResult] = []
+        caption, csv_path, written = "", config.out / "bench.csv", []
 
         def cell_done(cell_rows) -> None:
             # One line per cell as it ends, so a long run shows its numbers in logs too, and
-            # the CSV (and plots) so far: a run cut short keeps what it measured.
+            # the CSV (and plots) so far: a run cut short keeps what it measured. Every row
+            # passes here, so the last call wrote the finished run's files.
+            nonlocal caption, csv_path, written
             done.extend(cell_rows)
-            _write(config, done, caption_for(config, info, done[0].engine, done[0].simulated))
+            caption = caption or caption_for(config, info, done[0].engine, done[0].simulated)
+            csv_path, written = _write(config, done, caption)
             for r in cell_rows:
                 load = "offline" if r.cell.rate is None else f"{r.cell.rate:.2f}/s"
                 bar.console.log(f"{r.cell.workload} nprobe {r.cell.nprobe} {load} "
@@ -110,11 +114,11 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
                                 f"{r.throughput_rps:.2f} req/s, {r.errors} errors")
 
         rows = await run_cells(bench, cell_progress, cell_done)
-    caption = caption_for(config, info, rows[0].engine, rows[0].simulated) if rows else ""
     notes += list(questions.notes) + _notes(config, rows)
     found = report.print_all(console, rows, config.slo_s, config.engine, caption, notes,
                              config.ablation)
-    csv_path, written = _write(config, rows, caption)
+    if not rows:  # no cell ran: the CSV still says so
+        csv_path, written = _write(config, rows, caption)
     console.print(f"wrote {csv_path}" + "".join(f", {p}" for p in written))
     return BenchReport(tuple(rows), tuple(found), csv_path, tuple(written), caption,
                        time.perf_counter() - started)

@@ -63,10 +63,12 @@ class Target:
         if self.got is None:
             return "not measured (no SLO-compliant run)"
         if not self.settled:
-            who = ("both" if self.ours_kept_up and self.theirs_kept_up else
-                   "ragraph" if self.ours_kept_up else self.baseline)
-            bound = ("" if self.ours_kept_up and self.theirs_kept_up else
-                     "at least " if self.ours_kept_up else "at most ")
+            if self.ours_kept_up and self.theirs_kept_up:
+                bound, who = "", "both"
+            elif self.ours_kept_up:
+                bound, who = "at least ", "ragraph"
+            else:
+                bound, who = "at most ", self.baseline
             return (f"not settled ({bound}{self.got:.2f}x): {who} kept up with the highest rate "
                     "offered; offer higher rates (--rates)")
         if self.met:

@@ -107,9 +107,12 @@ async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, see
         rows += offline
         if cell_done is not None:
             cell_done(offline)
-    rates = config.rates if config.rates is not None else auto_rates(offline, config.rate_points)
     if conc != config.concurrencies[0]:
-        rates = ()
+        rates: tuple[float, ...] = ()
+    elif config.rates is not None:
+        rates = config.rates
+    else:
+        rates = auto_rates(offline, config.rate_points)
     for i, rate in enumerate(rates):
         count = min(config.max_online_requests, max(8, math.ceil(rate * config.window_s)))
         cell = await _cell(bench, Cell(workload, nprobe, rate, conc), count, seed + i + 1,
