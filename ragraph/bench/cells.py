@@ -100,6 +100,8 @@ class CellResult:
     # Share of the vectors scanned (probed-cluster work) that the accelerator tier's hot-cluster
     # cache served during this run (None: the cache is off).
     hot_served: float | None = None
+    # Share of the index's vectors the tier held at the end of the run (its hot set).
+    hot_resident: float | None = None
 
     @property
     def engine_busy(self) -> float | None:
@@ -141,7 +143,8 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
             for job in jobs))
         wall, cpu = loop.time() - start, time.process_time() - cpu_start
         embed = search.embed_seconds - embed_start
-        hot = _served_between(cache_start, _cache_stats(search))
+        cache_end = _cache_stats(search)
+        hot = _served_between(cache_start, cache_end)
         used = llm.counters()
     outcomes = [o for run in runs for o in run.outcomes]
     result = _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
@@ -149,7 +152,8 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
     result = replace(result, llm_tokens=used.prompt_tokens - used.cached_tokens
                      + used.completion_tokens, prefill_s=used.prefill_s, decode_s=used.decode_s,
                      cached_tokens=used.cached_tokens, completion_tokens=used.completion_tokens,
-                     decode_steps=used.decode_steps, hot_served=hot)
+                     decode_steps=used.decode_steps, hot_served=hot,
+                     hot_resident=None if cache_end is None else cache_end.resident_fraction)
     if wall > 0:
         result = replace(result, cpu_busy=cpu / (wall * usable_cores()), embed_busy=embed / wall)
     return result, {o.rid: o.answer for o in outcomes}

@@ -144,10 +144,12 @@ def _notes(config: BenchConfig, rows) -> list[str]:
     hot = [r for r in rows if r.hot_served is not None and r.cell.rate is None]
     if hot:
         share = config.runtime().hot_fraction
-        out.append(f"hot-cluster cache ({share * 100:.0f}% of clusters resident): share of the "
-                   "vectors scanned it served, offline: " + "; ".join(
+        out.append(f"hot-cluster cache ({share * 100:.0f}% of clusters resident, an eighth of "
+                   "them for prefetches): share of the vectors scanned it served, offline, and "
+                   "of the index's vectors it held at the end: " + "; ".join(
                        f"{r.cell.workload} nprobe {r.cell.nprobe} {r.executor} "
-                       f"{r.hot_served * 100:.0f}%" for r in hot))
+                       f"{r.hot_served * 100:.0f}% ({(r.hot_resident or 0) * 100:.0f}% held)"
+                       for r in hot))
     if config.quick:
         out.append("--quick: small index and few requests; numbers are indicative only")
     return out

@@ -103,8 +103,8 @@ def on_gpu_paths(engine, config: RuntimeConfig):
     paths = config.gpu
     if not paths.hot_cache:
         return engine
-    capacity = max(1, int(engine.nlist * config.hot_fraction))
-    cache = HotClusterCache(engine, HotCacheConfig(capacity=capacity, device=paths.device))
+    clusters = max(1, int(engine.nlist * config.hot_fraction))
+    cache = HotClusterCache(engine, HotCacheConfig.of_tier(clusters, paths.device))
     return TieredEngine(engine, cache)
 
 

@@ -109,7 +109,9 @@ def test_offline_rows_report_the_share_the_hot_cache_served(tmp_path: Path):
     # The warm-up and the first executor's probes swap hot clusters in for the later ones.
     assert max(r.hot_served for r in rows) > 0
     note = next(n for n in _notes(config, rows) if n.startswith("hot-cluster cache"))
-    assert "hyde nprobe 8 ragraph" in note and "%" in note
+    assert "hyde nprobe 8 ragraph" in note and "% held)" in note
+    assert all(r.hot_resident is not None and 0 <= r.hot_resident <= 1 for r in rows)
+    assert max(r.hot_resident for r in rows) > 0
 
 
 def test_offline_runs_at_every_concurrency_and_online_at_the_first(tmp_path: Path):

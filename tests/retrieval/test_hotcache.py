@@ -16,6 +16,8 @@ from .test_stepwise import assert_identical, reference, stepwise
 
 torch = pytest.importorskip("torch")
 
+ALL = 64  # the test engines' nlist: a prefetch room that never fills
+
 
 @pytest.fixture
 def tiered(random_engine):
@@ -79,7 +81,7 @@ def test_torch_distances_differ_from_faiss_but_results_do_not(random_engine, ran
 
 
 def test_prefetch_loads_nearest_whole_clusters_within_budget(random_engine, random_vectors):
-    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=0, device="cpu"))
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=0, prefetch_capacity=ALL, device="cpu"))
     q = random_vectors[5]
     ranked = random_engine.probe(q, random_engine.nlist)[0]
     sizes = random_engine.cluster_sizes()
@@ -97,8 +99,72 @@ def test_prefetch_loads_nearest_whole_clusters_within_budget(random_engine, rand
     cache.close()
 
 
+def test_prefetches_share_one_room_and_never_pass_it(random_engine, random_vectors):
+    """TeleRAG's byte budget (the link's bandwidth times a generation) can span an index: the
+    room, not the budget, bounds what prefetches keep resident, for all owners together."""
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=0, prefetch_capacity=5,
+                                                          device="cpu"))
+    q = random_vectors[5]
+    ranked = random_engine.probe(q, random_engine.nlist)[0].tolist()
+    first = cache.prefetch(q, 10**12, owner="a")
+    assert first.fetched == tuple(ranked[:5]) and cache.prefetch_room() == 0
+    second = cache.prefetch(q, 10**12, owner="b")
+    assert second.fetched == () and second.already == tuple(ranked[:5])
+    cache.release("a")  # b shares what it found prefetched: it stays resident
+    assert set(cache.resident.tiles) == set(ranked[:5]) and cache.prefetch_room() == 0
+    cache.release("b")
+    assert not cache.resident.tiles and cache.prefetch_room() == 5
+    for i, other in enumerate(random_vectors[100:120]):
+        cache.prefetch(other, 10**12, owner=i)
+        assert len(cache.resident.tiles) <= 5
+    cache.close()
+
+
+def test_hot_clusters_do_not_take_prefetch_room(random_engine, random_vectors):
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=4, prefetch_capacity=3,
+                                                          swap_every=1, device="cpu"))
+    engine = TieredEngine(random_engine, cache)
+    q = random_vectors[7]
+    engine.search(q[None], 5, 4)
+    cache.wait_for_swap()
+    hot = cache.resident.hot
+    assert len(hot) == 4
+    report = cache.prefetch(q, 10**12, owner="r")
+    assert set(report.already) >= hot and len(report.fetched) == 3
+    assert len(cache.resident.tiles) == 7 and cache.prefetch_room() == 0
+    cache.close()
+
+
+def test_hot_set_holds_the_clusters_that_carried_the_most_work(random_engine, random_vectors):
+    """A small list probed often saves the tier less than a large one probed a little less."""
+    sizes = random_engine.cluster_sizes()
+    order = np.argsort(sizes, kind="stable")
+    small, large = int(order[0]), int(order[-1])
+    assert 3 * sizes[small] < 2 * sizes[large]
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=1, swap_every=5,
+                                                          device="cpu"))
+    engine = TieredEngine(random_engine, cache)
+    q = random_vectors[0]
+    for cluster in (small, small, small, large, large):
+        engine.search_step([SearchTask.of(q, np.array([cluster]))], 3)
+    cache.wait_for_swap()
+    assert cache.resident.hot == frozenset({large})
+    stats = cache.stats()
+    assert stats.resident_vectors == sizes[large] and stats.index_vectors == sizes.sum()
+    assert stats.resident_fraction == pytest.approx(sizes[large] / sizes.sum())
+    cache.close()
+
+
+def test_a_tier_is_its_hot_set_and_its_prefetch_room():
+    config = HotCacheConfig.of_tier(819, device="cpu")  # 20% of IVF4096
+    assert config.capacity + config.prefetch_capacity == 819
+    assert config.prefetch_capacity == 102
+    with pytest.raises(ConfigError, match="prefetch_capacity"):
+        HotCacheConfig(capacity=1, prefetch_capacity=-1)
+
+
 def test_prefetch_then_search_exact_and_served(random_engine, random_vectors):
-    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=0, device="cpu"))
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=0, prefetch_capacity=ALL, device="cpu"))
     engine = TieredEngine(random_engine, cache)
     rng = np.random.default_rng(12)
     queries = queries_from(rng, random_vectors, 12)
@@ -179,7 +245,7 @@ def test_config_and_index_errors(random_vectors):
 
 
 def test_tiles_are_float32_half_the_bytes(random_engine):
-    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=0, device="cpu"))
+    cache = HotClusterCache(random_engine, HotCacheConfig(capacity=0, prefetch_capacity=ALL, device="cpu"))
     q = np.zeros(random_engine.dim, np.float32)
     report = cache.prefetch(q, 10**9, owner="all")
     sizes = random_engine.cluster_sizes()
@@ -197,7 +263,7 @@ def test_near_ties_exact_on_float32_tiles(metric, precision):
 
     x, q = near_ties(metric)
     base = FaissIVFEngine(make_ivf(x, 8, metric))
-    cache = HotClusterCache(base, HotCacheConfig(capacity=0, device="cpu"))
+    cache = HotClusterCache(base, HotCacheConfig(capacity=0, prefetch_capacity=ALL, device="cpu"))
     engine = TieredEngine(base, cache)
     cache.prefetch(q[0], x.nbytes, owner=0)
     before = torch.get_float32_matmul_precision()

@@ -137,12 +137,19 @@ def test_prefetch_loads_clusters_while_the_query_is_generated(search):
     from ragraph.runtime.retrieval.tiered import TieredEngine
     from ragraph.runtime.search_service import SearchService
 
-    cache = HotClusterCache(search.engine, HotCacheConfig(capacity=16, device="cpu"))
-    tiered = SearchService(TieredEngine(search.engine, cache), search.embedder, search.store,
-                           nprobe=search.nprobe)
+    def tiered(room: int) -> SearchService:
+        cache = HotClusterCache(search.engine, HotCacheConfig(capacity=16, prefetch_capacity=room,
+                                                              device="cpu"))
+        return SearchService(TieredEngine(search.engine, cache), search.embedder, search.store,
+                             nprobe=search.nprobe)
+
     before, after, _ = schedules(irg(), search, "split-stages", "split-stages,prefetch",
-                                 services_search=tiered)
+                                 services_search=tiered(16))
     assert "answer.prefetch" not in before and "answer.prefetch" in after
+    # With no room to load into, the prefetch unit (and the embedding it costs) is skipped.
+    _, full, _ = schedules(irg(), search, "split-stages", "split-stages,prefetch",
+                           services_search=tiered(0))
+    assert "answer.prefetch" not in full
 
 
 def test_prefix_layout_hands_the_engine_the_document_segments(search):

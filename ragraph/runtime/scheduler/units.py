@@ -342,8 +342,8 @@ class Units:
         """TeleRAG lookahead: while a generation that produces a retrieval query runs, load the
         clusters nearest to the text already known, within what the link moves meanwhile."""
         plan = chain.prefetch
-        if self.cache is None or plan is None:
-            return
+        if self.cache is None or plan is None or self.cache.prefetch_room() == 0:
+            return  # a full prefetch room would load nothing: do not embed for it
         known = "\n".join(str(state.variables[v]) for v in plan.known if v in state.variables)
         if not known.strip():
             return
