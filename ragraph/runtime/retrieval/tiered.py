@@ -5,13 +5,16 @@ arrays over the float32 tiles): each tile read once for the queries probing it, 
 chosen within a rigorous bound of the device's float32 products (`bounds`), and re-scored on the
 host by faiss's own distance kernel. The other clusters are scanned by the CPU engine in the
 step's order. Both halves are exact top-(k+1) partials of their clusters, distances computed by
-faiss, so each task's merge of the two (merge.py, fact 1) equals the CPU-only partial.
+faiss, so each task's merge of the two (merge.py, fact 1) equals the CPU-only partial. The two
+halves run side by side (the device's on a thread of its own): a step takes the longer of
+them, not their sum.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -35,6 +38,8 @@ class TieredEngine(OverIVF):
     def __init__(self, base: FaissIVFEngine, cache: HotClusterCache) -> None:
         self._base = base
         self._cache = cache
+        # One scan on the device at a time: steps are issued one after another anyway.
+        self._device = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragraph-tier")
 
     @property
     def index(self):
@@ -72,21 +77,26 @@ class TieredEngine(OverIVF):
         if on_acc == 0:
             step = self._base.search_step(tasks, k, order)
         else:
+            start = time.perf_counter()
+            device = self._device.submit(self._scan_resident, tasks, resident, k, snap)
             host = [SearchTask(t.query, t.clusters[~r]) for t, r in zip(tasks, split, strict=True)]
-            step = self._merged(tasks, self._base.search_step(host, k, order), resident, k,
-                                snap, on_acc)
+            host_step = self._base.search_step(host, k, order)
+            step = self._merged(tasks, host_step, *device.result(), k,
+                                time.perf_counter() - start, on_acc)
         clusters = np.concatenate([t.clusters for t in tasks]) if tasks else np.empty(0, np.int64)
         self._cache.record_step(clusters, step.stats.vectors_scanned, on_acc)
         return step
 
-    def _merged(self, tasks: Sequence[SearchTask], host: StepResult, resident: list[np.ndarray],
-                k: int, snap: Resident, on_acc: int) -> StepResult:
-        """The host step's partials merged per task with the resident clusters' list-major scan."""
+    def _scan_resident(self, tasks: Sequence[SearchTask], resident: list[np.ndarray], k: int,
+                       snap: Resident) -> tuple[np.ndarray, np.ndarray]:
+        """The resident clusters' list-major scan on the device, re-scored by faiss."""
         x = np.stack([t.query for t in tasks])
-        t0 = time.perf_counter()
-        dist, ids = self._base.scan_lists(x, resident, k + 1, snap.tiles.__getitem__,
-                                          TorchArrays(self._cache.device, self.dim))
-        seconds = host.stats.seconds + time.perf_counter() - t0
+        return self._base.scan_lists(x, resident, k + 1, snap.tiles.__getitem__,
+                                     TorchArrays(self._cache.device, self.dim))
+
+    def _merged(self, tasks: Sequence[SearchTask], host: StepResult, dist: np.ndarray,
+                ids: np.ndarray, k: int, seconds: float, on_acc: int) -> StepResult:
+        """The host step's partials merged per task with the resident clusters' scan."""
         n = len(tasks)
         dist, ids = merge_rows(np.r_[np.arange(n), np.arange(n)],
                                np.vstack([np.stack([p.distances for p in host.partials]), dist]),
