@@ -29,7 +29,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ragraph.errors import ConfigError, SearchIndexError
-from ragraph.runtime.retrieval.lists import Tile
+from ragraph.runtime.retrieval.lists import Tile, list_view
 
 BYTES_PER_ELEMENT = 4  # float32 on the device
 # The tier's share that prefetches may hold: an eighth of 20% of IVF4096 is 102 clusters, about
@@ -293,8 +293,13 @@ class HotClusterCache:
     def _load(self, cluster: int) -> Tile:
         import torch
 
-        return Tile.of(self._engine.list_vectors(cluster), self._engine.list_ids(cluster),
-                       lambda a: torch.from_numpy(a).to(self._device))
+        if self._device == "cpu":
+            # The host is the tier: scan faiss's list in place rather than hold a second copy
+            # (a tier of 20% of the clusters holds about half the index's vectors).
+            vectors, ids = list_view(self._engine.index, cluster)
+        else:
+            vectors, ids = self._engine.list_vectors(cluster), self._engine.list_ids(cluster)
+        return Tile.of(vectors, ids, lambda a: torch.from_numpy(a).to(self._device))
 
     def _rank_clusters(self, query: np.ndarray) -> np.ndarray:
         q = np.asarray(query, dtype=np.float32).reshape(1, -1)
