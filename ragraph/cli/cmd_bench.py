@@ -122,6 +122,7 @@ def config_from(args: argparse.Namespace):
         "scale": args.scale, "nlist": args.nlist, "nprobes": numbers(args.nprobe, "--nprobe", int),
         "rates": numbers(args.rates, "--rates", float), "rate_points": args.rate_points,
         "window_s": args.window, "offline_requests": args.requests,
+        "plots": False if args.no_plots else None,  # a preset may turn plots on
     }
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})
 

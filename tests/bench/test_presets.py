@@ -42,3 +42,14 @@ def test_available_memory_reads_meminfo(tmp_path: Path):
     info = tmp_path / "meminfo"
     info.write_text("MemTotal: 100 kB\nMemAvailable:   2048 kB\n")
     assert available_memory_bytes(info) == 2048 * 1024
+
+
+def test_flags_given_on_the_command_line_win_over_the_preset() -> None:
+    from ragraph.cli import cmd_bench
+    from ragraph.cli.main import build_parser
+
+    args = build_parser().parse_args(["bench", "--preset", "seeds", "--no-plots",
+                                      "--nprobe", "128", "--requests", "256"])
+    config = cmd_bench.config_from(args)
+    assert not config.plots and config.nprobes == (128,) and config.offline_requests == 256
+    assert cmd_bench.config_from(build_parser().parse_args(["bench", "--preset", "seeds"])).plots
