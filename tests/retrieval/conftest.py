@@ -72,3 +72,16 @@ def musique_index(data_dir, embedder):
     texts = [f"{p['title']}. {p['text']}" for p in items[:256]]
     vectors = embedder.embed(texts)
     return vectors, make_ivf(vectors, 16, "ip")
+
+
+@pytest.fixture(params=["numpy", "torch"])
+def host_matmul(request, monkeypatch) -> str:
+    """The library of the host scans' products, pinned for one test (products.host_product)."""
+    from ragraph.runtime.retrieval import products
+
+    if request.param == "torch":
+        pytest.importorskip("torch")
+    monkeypatch.setenv(products.ENV, request.param)
+    products.host_product.cache_clear()
+    yield request.param
+    products.host_product.cache_clear()

@@ -15,9 +15,10 @@ from .test_stepwise import assert_identical, reference, stepwise
 
 
 @pytest.fixture
-def always_list_major(monkeypatch):
-    """List-order steps go list-major however few queries share their lists."""
-    monkeypatch.setattr(listmajor, "MIN_SHARING", 0.0)
+def always_list_major(monkeypatch, host_matmul):
+    """List-order steps go list-major however few queries share their lists, with each library
+    computing the products."""
+    monkeypatch.setattr(listmajor, "MIN_SHARING", dict.fromkeys(listmajor.MIN_SHARING, 0.0))
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 5])

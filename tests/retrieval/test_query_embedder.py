@@ -91,3 +91,35 @@ def test_packing_needs_a_mean_pooled_encoder():
         check_packable([Transformer(), Pooling(), Normalize()])
     with pytest.raises(SearchIndexError, match="got"):
         check_packable([Transformer(), Pooling()])
+
+
+def test_embedding_runs_on_the_configured_threads_from_any_thread(monkeypatch):
+    """torch gives a thread the count whoever set one last had set: a thread pool's callers
+    (the baselines) would otherwise embed on another caller's threads."""
+    torch = pytest.importorskip("torch")
+    import threading
+
+    from ragraph.runtime.retrieval import embedder as module
+
+    seen: list[int] = []
+
+    class Model:
+        def encode(self, texts, **_):
+            seen.append(torch.get_num_threads())
+            return np.zeros((len(texts), module.EMBEDDER_DIM), dtype=np.float32)
+
+    monkeypatch.setattr(module, "_load_model", lambda config: Model())
+    embedder = module.Embedder(module.EmbedderConfig(threads=1))
+    before = torch.get_num_threads()
+
+    def caller() -> None:
+        torch.set_num_threads(2)
+        embedder.embed(["a question"])
+        embedder.embed(["another"], threads=2)
+        seen.append(torch.get_num_threads())
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    thread.join()
+    assert seen == [1, 2, 2]
+    torch.set_num_threads(before)

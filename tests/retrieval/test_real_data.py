@@ -95,7 +95,7 @@ def test_default_index_list_major_exact(default_index, embedder, data_dir, monke
     from ragraph.runtime.retrieval import listmajor
     from ragraph.runtime.retrieval.protocol import ScanOrder
 
-    monkeypatch.setattr(listmajor, "MIN_SHARING", 0.0)
+    monkeypatch.setattr(listmajor, "MIN_SHARING", dict.fromkeys(listmajor.MIN_SHARING, 0.0))
     engine = FaissIVFEngine(default_index.engine.index, cache_bytes=0)
     queries = embedder.embed(nq_questions(data_dir, 64))
     rng = np.random.default_rng(32)

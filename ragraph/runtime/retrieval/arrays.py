@@ -11,64 +11,34 @@ torch device runs one chunk at a time and parallelizes inside its kernels.
 from __future__ import annotations
 
 import contextlib
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ragraph.runtime.retrieval.bounds import U32, gamma, matmul_roundoff
+from ragraph.runtime.retrieval.products import OneThread, matmul_into
 
-# Below this many queries per list, one matrix-vector product per query: OpenBLAS's sgemm with
+# Below this many queries per list, numpy does one matrix-vector product per query (torch's MKL
+# needs no such help: 26 us for 2 rows where two sgemv took 48): OpenBLAS's sgemm with
 # 2 rows took 84 us on 1,000 x 384 where two sgemv took 2 x 21 us (4 rows: 71 us, 8: 98 us).
 GEMV_BELOW = 4
 
 
-class _SingleThreadedBlas:
-    """numpy's BLAS on one thread while any scan's workers run: the first scan to enter limits
-    it, the last to leave restores it, however scans on other threads overlap."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._inside = 0
-        self._blas = None  # found once: looking up the loaded libraries took 3.5 ms
-        self._limit = None
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._inside == 0:
-                if self._blas is None:
-                    from threadpoolctl import ThreadpoolController
-
-                    self._blas = ThreadpoolController().select(user_api="blas")
-                self._limit = self._blas.limit(limits=1)
-            self._inside += 1
-
-    def __exit__(self, *exc) -> None:
-        with self._lock:
-            self._inside -= 1
-            if self._inside == 0 and self._limit is not None:
-                self._limit.restore_original_limits()
-                self._limit = None
-
-
-# One per process, as the BLAS thread count it guards is: per engine, two engines' overlapping
-# scans would restore each other's limits out of order.
-_BLAS = _SingleThreadedBlas()
-
-
 @dataclass(frozen=True)
 class NumpyArrays:
-    """Host arrays: the lists are faiss's own memory, read in place."""
+    """Host arrays: the lists are faiss's own memory, read in place; `product`: the library
+    computing the products ("numpy" or "torch", `products.host_product`), float32 in both."""
 
     parallel: bool = True
+    product: str = "numpy"
 
     @property
     def matmul_u(self) -> float:
         return U32  # numpy's BLAS computes float32 products in float32
 
-    def single_threaded(self) -> _SingleThreadedBlas:
-        """numpy's BLAS on one thread for the length of a scan."""
-        return _BLAS
+    def single_threaded(self) -> OneThread:
+        """The products on one thread for the length of a chunk."""
+        return OneThread(self.product)
 
     def queries(self, x: np.ndarray) -> np.ndarray:
         return x
@@ -78,7 +48,9 @@ class NumpyArrays:
 
     def estimate(self, out, q, vectors, sq_norms) -> None:
         """out = q @ vectors.T (+ sq_norms when given)."""
-        if q.shape[0] < GEMV_BELOW:
+        if self.product != "numpy":
+            matmul_into(self.product, out, q, vectors)
+        elif q.shape[0] < GEMV_BELOW:
             for row, query in zip(out, q, strict=True):
                 np.matmul(vectors, query, out=row)
         else:

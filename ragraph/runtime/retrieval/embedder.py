@@ -68,9 +68,10 @@ class Embedder:
         threads: int | None = None,
     ) -> np.ndarray:
         """Embed `texts` in batches; `progress(n)` is called after each batch of n texts.
-        `threads`: torch intra-op threads for this call only (torch's setting is per process, so
-        callers that embed from several threads must serialize their calls)."""
-        with _torch_threads(threads):
+        `threads`: torch intra-op threads for this call only (default: the config's). Set at
+        every call: torch takes a thread's count from whoever set one last, when that thread
+        first computes, so a thread pool's callers would otherwise inherit another's."""
+        with _torch_threads(threads if threads is not None else self._config.threads):
             return self._embed(texts, progress)
 
     def _embed(self, texts: Sequence[str], progress: Callable[[int], None] | None) -> np.ndarray:

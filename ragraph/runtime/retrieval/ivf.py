@@ -25,6 +25,7 @@ from ragraph.runtime.retrieval.arrays import NumpyArrays
 from ragraph.runtime.retrieval.listmajor import ListMajorRule, ListMajorScan
 from ragraph.runtime.retrieval.lists import list_ids, list_view
 from ragraph.runtime.retrieval.merge import finish_exact, merge_rows
+from ragraph.runtime.retrieval.products import host_product
 from ragraph.runtime.retrieval.protocol import (
     Metric,
     ScanOrder,
@@ -85,7 +86,8 @@ class FaissIVFEngine:
         self._cache_bytes = last_level_cache_bytes() // 2 if cache_bytes is None else cache_bytes
         flat_codes = _flat_codes(self._ivf)
         self._lists = ListMajorScan(self._ivf, self._metric) if flat_codes else None
-        self._rule = ListMajorRule(self._list_bytes, self._cache_bytes) if flat_codes else None
+        self._rule = (ListMajorRule(self._list_bytes, self._cache_bytes, host_product(self.dim))
+                      if flat_codes else None)
 
     @property
     def index(self):
@@ -153,7 +155,7 @@ class FaissIVFEngine:
 
         if self._lists is None:
             raise SearchIndexError("list-major scans need an IVF-Flat index (raw vectors)")
-        arrays = NumpyArrays() if arrays is None else arrays
+        arrays = NumpyArrays(product=host_product(self.dim)) if arrays is None else arrays
         return self._lists.scan(x, clusters, m, arrays, faiss.omp_get_max_threads(), tiles)
 
     def _scan_rows(self, x: np.ndarray, clusters: Sequence[np.ndarray], flat: np.ndarray, m: int,

@@ -37,27 +37,31 @@ from ragraph.runtime.retrieval.split import fits_in_cache
 CHUNK_ELEMENTS = 1 << 18
 # Chunks per worker, so uneven chunks still leave no thread idle for long.
 CHUNKS_PER_THREAD = 4
-# Queries per list from which a list-order step is scanned list-major: 512 lists of ~1,000
-# vectors (d 384), 2 cores, list-major over faiss's cluster order took 1.25x the time at 2 queries
-# a list, 1.11x at 4, 1.02x at 6, 0.79x at 8, 0.62x at 16.
-MIN_SHARING = 6.0
+# Queries per list from which a list-order step is scanned list-major, by the library computing
+# the products (`products`). numpy (OpenBLAS), on 512 lists of ~1,000 vectors (d 384), 2 cores
+# (AMD EPYC): list-major over faiss's cluster order took 1.25x the time at 2 queries a list, 1.11x
+# at 4, 1.02x at 6, 0.79x at 8, 0.62x at 16. torch (MKL), 2-core Intel Xeon, real NQ queries:
+# 1.01x at 2.4, 0.91x at 4.2, 0.77x at 8.1 on 1M vectors in 1,024 lists; 0.93x at 1.8, 0.85x at
+# 2.8, 0.82x at 4.3, 0.66x at 8.1 on 8.8M vectors in 4,096 (numpy there: 1.17x at 2.8, 0.84x at 8.1).
+MIN_SHARING = {"numpy": 6.0, "torch": 2.5}
 
 
 @dataclass(frozen=True, eq=False)
 class ListMajorRule:
     """When a list-order step is scanned list-major (else faiss's cluster order): its lists are
-    probed by MIN_SHARING queries each on average, and do not all fit in `cache_bytes` (while
+    probed by MIN_SHARING[product] queries each on average, and do not all fit in `cache_bytes` (while
     they do, faiss re-reads them from cache, and on the 30k-passage default index, 46 MB,
     balanced query order beat list-major 2-4x). The engine and the cost model ask the same rule."""
 
     list_bytes: np.ndarray  # per cluster
     cache_bytes: int
+    product: str = "numpy"  # the library of the host products (`products.host_product`)
 
     def takes(self, flat: np.ndarray) -> bool:
         """Whether a step probing `flat` (all its tasks' clusters, repeats included) goes
         list-major."""
         flat = np.asarray(flat, dtype=np.int64)
-        if flat.size == 0 or flat.size < MIN_SHARING * np.unique(flat).size:
+        if flat.size == 0 or flat.size < MIN_SHARING[self.product] * np.unique(flat).size:
             return False
         return not fits_in_cache(self.list_bytes, flat, self.cache_bytes)
 
