@@ -138,8 +138,14 @@ def steps_with_their_batches(log: list[tuple[str, int]]) -> list[tuple[list[int]
     return out
 
 
+def searching(rule=None, nlist: int = 64, nprobe: int = 16) -> SimpleNamespace:
+    """Services whose search engine has `nlist` lists, list-major by `rule` (None: never)."""
+    engine = SimpleNamespace(list_rule=rule, nlist=nlist)
+    return SimpleNamespace(search=SimpleNamespace(engine=engine, nprobe=nprobe))
+
+
 def test_a_batch_grows_while_it_embeds_within_one_retrievals_search_time():
-    side = RetrievalSide(None, None, None, None, 0.3, None, lambda: False)
+    side = RetrievalSide(searching(), None, None, None, 0.3, None, lambda: False)
     try:
         assert side._batch_size() == EMBED_BATCH  # nothing measured yet
         side.t_r, side.embed_ms = RunningMean(value=40.0), RunningMean(value=11.0)
@@ -150,6 +156,27 @@ def test_a_batch_grows_while_it_embeds_within_one_retrievals_search_time():
         assert side._batch_size() == MAX_EMBED_BATCH
     finally:
         side.close()
+
+
+def test_a_batch_grows_to_what_makes_its_step_list_major():
+    """Steps of 16 queries over 4,096 lists at nprobe 256 share no list: a batch then takes as
+    many as make its step list-major, however fast it embeds."""
+    import numpy as np
+
+    from ragraph.runtime.retrieval.listmajor import MIN_SHARING, ListMajorRule
+
+    rule = ListMajorRule(np.full(4096, 10**6), 0, "torch")
+    for nprobe, want in [(256, 40), (128, MAX_EMBED_BATCH), (1024, EMBED_BATCH)]:
+        side = RetrievalSide(searching(rule, 4096, nprobe), None, None, None, 0.3, None,
+                             lambda: False)
+        try:
+            assert side._batch_size() == want
+            side.t_r, side.embed_ms = RunningMean(value=40.0), RunningMean(value=11.0)
+            assert side._batch_size() == want  # MiniLM on 2 cores: 3 fit in t_R
+        finally:
+            side.close()
+    assert policies.list_major_batch(MIN_SHARING["torch"], 4096, 256) == 40
+    assert policies.list_major_batch(None, 4096, 256) == 0
 
 
 def test_batches_and_steps_take_turns_under_a_stream_of_requests():

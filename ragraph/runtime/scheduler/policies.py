@@ -101,6 +101,15 @@ def embed_batch_size(per_query_ms: float | None, mean_retrieval_ms: float | None
     return int(min(max(fits, least), most))
 
 
+def list_major_batch(min_sharing: float | None, nlist: int, nprobe: int) -> int:
+    """Queries a step needs before its lists are shared enough to be read once for all of them
+    (`listmajor.MIN_SHARING`): n x nprobe (query, list) pairs over at most nlist lists. 0 where
+    steps are never list-major (`min_sharing` None)."""
+    if min_sharing is None or nprobe <= 0:
+        return 0
+    return math.ceil(min_sharing * nlist / nprobe)
+
+
 def join_before_step(per_query_ms: float | None, waiting: int, step_ms: float,
                      share: float = 0.25) -> bool:
     """Whether the queries still waiting should be embedded before the step that the batch just

@@ -16,6 +16,7 @@ import numpy as np
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.cost import CostModel
+from ragraph.runtime.retrieval.listmajor import MIN_SHARING
 from ragraph.runtime.retrieval.locality import History
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.fanout import count_shared
@@ -40,9 +41,12 @@ EMBED_BATCH = 16
 # The queries waiting when the search thread frees up are embedded in one batch ahead of the next
 # step, which then carries them all beside the retrievals under way: a list-major step reads each
 # list once for every query probing it (64 queries at nprobe 256 in one step scan 1.9x faster
-# than in four steps of 16). A batch grows past EMBED_BATCH only while it embeds within the time
-# one retrieval takes to search: 64 MiniLM queries (0.7 s on 2 cores) held the retrievals under
-# way back long enough to cost IRG 4% on the seeds' regime.
+# than in four steps of 16). A batch grows past EMBED_BATCH while it embeds within the time one
+# retrieval takes to search (64 MiniLM queries, 0.7 s on 2 cores, held the retrievals under way
+# back long enough to cost IRG 4% on the seeds' quick index), and to as many queries as make its
+# step list-major (`policies.list_major_batch`): on the full seeds index (8.8M vectors, IVF4096,
+# nprobe 256), steps of 16 queries share no list and were scanned query by query; batches of 64
+# took IRG from 7.9-8.1 to 11.6 req/s on 2 cores (torch's products).
 MAX_EMBED_BATCH = 64
 
 
@@ -94,7 +98,8 @@ class RetrievalSide:
         if not self.to_prepare:
             return False
         if size is None:
-            if len(self.to_prepare) < EMBED_BATCH and backlog_ms > self._budget_ms(backlog_ms):
+            if len(self.to_prepare) < self._least_batch() and \
+                    backlog_ms > self._budget_ms(backlog_ms):
                 return False
             size = self._batch_size()
         jobs, self.to_prepare = self.to_prepare[:size], self.to_prepare[size:]
@@ -108,8 +113,18 @@ class RetrievalSide:
         return True
 
     def _batch_size(self) -> int:
-        return policies.embed_batch_size(self.embed_ms.value, self.t_r.value, EMBED_BATCH,
-                                         MAX_EMBED_BATCH)
+        return policies.embed_batch_size(self.embed_ms.value, self.t_r.value,
+                                         self._least_batch(), MAX_EMBED_BATCH)
+
+    def _least_batch(self) -> int:
+        """EMBED_BATCH, or the queries that make a step list-major where that takes more."""
+        engine = self.s.search.engine
+        rule = engine.list_rule
+        waiting = self.to_prepare[0].chain if self.to_prepare else None
+        nprobe = (waiting.nprobe if waiting is not None else None) or self.s.search.nprobe
+        shared = policies.list_major_batch(
+            None if rule is None else MIN_SHARING[rule.product], engine.nlist, nprobe)
+        return min(max(EMBED_BATCH, shared), MAX_EMBED_BATCH)
 
     def _backlog_ms(self) -> float:
         """Predicted scan time of the embedded retrievals not finished yet (at the mean cluster
