@@ -53,3 +53,13 @@ def test_flags_given_on_the_command_line_win_over_the_preset() -> None:
     config = cmd_bench.config_from(args)
     assert not config.plots and config.nprobes == (128,) and config.offline_requests == 256
     assert cmd_bench.config_from(build_parser().parse_args(["bench", "--preset", "seeds"])).plots
+
+
+def test_seeds_index_size_holds_still_while_free_memory_moves():
+    """Each exact size is a new index to build (8 minutes, 14 GB): a few hundred MB more or
+    less available must not change it."""
+    from ragraph.bench.presets import SCALE_QUANTUM
+
+    sizes = {seeds_preset(BenchConfig(), int(22.8 * GIB) + delta).scale
+             for delta in range(0, 200 * 2**20, 20 * 2**20)}
+    assert len(sizes) == 1 and sizes.pop() % SCALE_QUANTUM == 0

@@ -67,3 +67,17 @@ def test_padded_index_is_cached_and_labels_synthetic_entries(base, tmp_path: Pat
     mtime = (directory / "bench.json").stat().st_mtime_ns
     ensure_bench_index(tmp_path, base, spec)  # cached: not rebuilt
     assert (directory / "bench.json").stat().st_mtime_ns == mtime
+
+
+def test_a_build_the_disk_cannot_hold_fails_first_and_says_what_to_do(base, tmp_path: Path,
+                                                                       monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 10**3, 10**3))
+    spec = IndexSpec(scale=2000, seed=0)
+    with pytest.raises(ConfigError, match="--scale.*GB free.*RAGRAPH_CACHE"):
+        ensure_bench_index(tmp_path, base, spec)
+    assert not index_dir(tmp_path, base, spec).with_name(
+        index_dir(tmp_path, base, spec).name + ".partial").exists()
