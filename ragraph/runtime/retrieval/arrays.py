@@ -18,9 +18,9 @@ import numpy as np
 from ragraph.runtime.retrieval.bounds import U32, gamma, matmul_roundoff
 from ragraph.runtime.retrieval.products import OneThread, matmul_into
 
-# Below this many queries per list, numpy does one matrix-vector product per query (torch's MKL
-# needs no such help: 26 us for 2 rows where two sgemv took 48): OpenBLAS's sgemm with
-# 2 rows took 84 us on 1,000 x 384 where two sgemv took 2 x 21 us (4 rows: 71 us, 8: 98 us).
+# Below this many queries per list, numpy's products go one matrix-vector product per query:
+# OpenBLAS's sgemm with 2 rows took 84 us on 1,000 x 384 where two sgemv took 2 x 21 us (4 rows:
+# 71 us, 8: 98 us). torch's MKL needs no such help (2 rows: 26 us).
 GEMV_BELOW = 4
 
 
@@ -34,7 +34,7 @@ class NumpyArrays:
 
     @property
     def matmul_u(self) -> float:
-        return U32  # numpy's BLAS computes float32 products in float32
+        return U32  # either library computes float32 products in float32
 
     def single_threaded(self) -> OneThread:
         """The products on one thread for the length of a chunk."""

@@ -49,7 +49,7 @@ MIN_SHARING = {"numpy": 6.0, "torch": 2.5}
 @dataclass(frozen=True, eq=False)
 class ListMajorRule:
     """When a list-order step is scanned list-major (else faiss's cluster order): its lists are
-    probed by MIN_SHARING[product] queries each on average, and do not all fit in `cache_bytes` (while
+    probed by `min_sharing` queries each on average, and do not all fit in `cache_bytes` (while
     they do, faiss re-reads them from cache, and on the 30k-passage default index, 46 MB,
     balanced query order beat list-major 2-4x). The engine and the cost model ask the same rule."""
 
@@ -57,11 +57,16 @@ class ListMajorRule:
     cache_bytes: int
     product: str = "numpy"  # the library of the host products (`products.host_product`)
 
+    @property
+    def min_sharing(self) -> float:
+        """Queries a list, on average, from which this rule's steps go list-major."""
+        return MIN_SHARING[self.product]
+
     def takes(self, flat: np.ndarray) -> bool:
         """Whether a step probing `flat` (all its tasks' clusters, repeats included) goes
         list-major."""
         flat = np.asarray(flat, dtype=np.int64)
-        if flat.size == 0 or flat.size < MIN_SHARING[self.product] * np.unique(flat).size:
+        if flat.size == 0 or flat.size < self.min_sharing * np.unique(flat).size:
             return False
         return not fits_in_cache(self.list_bytes, flat, self.cache_bytes)
 

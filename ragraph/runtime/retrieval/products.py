@@ -63,7 +63,6 @@ class _SingleThreadedBlas:
 _BLAS = _SingleThreadedBlas()
 
 
-
 @functools.cache
 def host_product(dim: int) -> str:
     """"numpy" or "torch": the faster at a list product of dimension `dim` on this machine."""

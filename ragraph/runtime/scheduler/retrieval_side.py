@@ -16,7 +16,6 @@ import numpy as np
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.cost import CostModel
-from ragraph.runtime.retrieval.listmajor import MIN_SHARING
 from ragraph.runtime.retrieval.locality import History
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.fanout import count_shared
@@ -122,8 +121,8 @@ class RetrievalSide:
         rule = engine.list_rule
         waiting = self.to_prepare[0].chain if self.to_prepare else None
         nprobe = (waiting.nprobe if waiting is not None else None) or self.s.search.nprobe
-        shared = policies.list_major_batch(
-            None if rule is None else MIN_SHARING[rule.product], engine.nlist, nprobe)
+        shared = policies.list_major_batch(None if rule is None else rule.min_sharing,
+                                           engine.nlist, nprobe)
         return min(max(EMBED_BATCH, shared), MAX_EMBED_BATCH)
 
     def _backlog_ms(self) -> float:
