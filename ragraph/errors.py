@@ -8,6 +8,11 @@ with a traceback. Errors that point into a `.rag` file carry a `Span` and render
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+# Who a failed request's error belongs to; the server answers each with its own status (the
+# client's mistake 400, an upstream engine's fault 502, the workflow's or a bug 500).
+FailureKind = Literal["input", "engine", "workflow", "cancelled", "internal"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,8 @@ class Span:
 
 class RagraphError(Exception):
     """Base class for every error ragraph reports to a user."""
+
+    kind: ClassVar[FailureKind] = "workflow"
 
 
 class WorkflowError(RagraphError):
@@ -79,6 +86,8 @@ class WorkflowError(RagraphError):
 class ConfigError(RagraphError, ValueError):
     """An invalid configuration or request field; the message names the field."""
 
+    kind: ClassVar[FailureKind] = "input"
+
     def __init__(self, field: str, message: str) -> None:
         self.field = field
         super().__init__(f"{field}: {message}")
@@ -87,6 +96,22 @@ class ConfigError(RagraphError, ValueError):
 class EngineError(RagraphError):
     """An engine could not serve one request; other requests are unaffected."""
 
+    kind: ClassVar[FailureKind] = "engine"
+
+
+class PromptTooLong(EngineError):
+    """A prompt the model's context cannot hold: the request asked for more than the engine
+    has (a question too long for the model, or a workflow whose prompts outgrow it)."""
+
+    kind: ClassVar[FailureKind] = "input"
+
 
 class SearchIndexError(RagraphError):
     """A missing, corrupt or mismatched search index."""
+
+    kind: ClassVar[FailureKind] = "engine"
+
+
+def failure_kind(err: BaseException) -> FailureKind:
+    """Whose fault a request's error is: ragraph's own errors say; anything else is a bug."""
+    return err.kind if isinstance(err, RagraphError) else "internal"

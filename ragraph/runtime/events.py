@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
-from ragraph.errors import RagraphError
+from ragraph.errors import FailureKind, RagraphError
 from ragraph.ir.nodes import Node
 from ragraph.ir.values import Value
 from ragraph.runtime.llm.protocol import GenerationResult
@@ -84,6 +84,8 @@ class RunObserver(Protocol):
 
 class RequestCancelled(RagraphError):
     """The error a cancelled request finishes with (its message is the reason)."""
+
+    kind: ClassVar[FailureKind] = "cancelled"
 
 
 class RunHooks:

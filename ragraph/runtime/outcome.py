@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ragraph.errors import FailureKind
 from ragraph.ir.values import Passages
 from ragraph.runtime.request import RequestState
 
@@ -25,6 +26,7 @@ class Outcome:
     finished_at: float
     first_token_at: float | None = None
     workflow: str = ""
+    error_kind: FailureKind | None = None  # with `error`: whose fault (ragraph.errors)
 
     @property
     def latency(self) -> float:
@@ -34,6 +36,7 @@ class Outcome:
         out: dict[str, Any] = {"id": self.rid, "question": self.question, "workflow": self.workflow}
         if self.error is not None:
             out["error"] = self.error
+            out["error_kind"] = self.error_kind or "internal"
         else:
             out["answer"] = self.answer
         if self.golden_answers:
@@ -59,6 +62,7 @@ def outcome_of(state: RequestState, workflow: str, now: float) -> Outcome:
         finished_at=state.finished_at if state.finished_at is not None else now,
         first_token_at=state.first_token_at,
         workflow=workflow,
+        error_kind=(state.error_kind or "internal") if state.error else None,
     )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragraph.errors import ConfigError
+from ragraph.errors import ConfigError, FailureKind
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import START
 from ragraph.ir.values import Passages, Value
@@ -61,6 +61,7 @@ class RequestState:
     path: list[str] = field(default_factory=list)
     retrievals: list[Passages] = field(default_factory=list)
     error: str | None = None
+    error_kind: FailureKind | None = None  # set with `error`: whose fault it is
     admitted_at: float = 0.0
     first_token_at: float | None = None
     finished_at: float | None = None
@@ -97,6 +98,8 @@ def new_state(graph: RAGraph, request: Request, now: float) -> RequestState:
                         admitted_at=now)
 
 
-def failed_state(request: Request, graph: RAGraph, error: str, now: float) -> RequestState:
+def failed_state(request: Request, graph: RAGraph, error: str, now: float,
+                 kind: FailureKind = "input") -> RequestState:
     """A request that could not start (bad inputs, unknown workflow): reported, never run."""
-    return RequestState(request=request, graph=graph, variables={}, admitted_at=now, error=error)
+    return RequestState(request=request, graph=graph, variables={}, admitted_at=now, error=error,
+                        error_kind=kind)

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ragraph.errors import FailureKind
 from ragraph.ir.values import Value
 from ragraph.runtime.app import make_executor
 from ragraph.runtime.catalog import Catalog
@@ -207,11 +208,11 @@ class Hub:
             log.error("the scheduler run failed", exc_info=error)
         for ticket in list(self.tickets.values()):
             self.tickets.pop(ticket.rid)
-            self._report(ticket, _failed(ticket, self.stopped))
+            self._report(ticket, _failed(ticket, self.stopped, "internal"))
 
 
-def _failed(ticket: Ticket, error: str) -> Outcome:
+def _failed(ticket: Ticket, error: str, kind: FailureKind = "cancelled") -> Outcome:
     now = time.perf_counter()
     return Outcome(rid=ticket.rid, question=ticket.request.question, answer=None, error=error,
                    path=(), passages=None, golden_answers=(), admitted_at=ticket.submitted,
-                   finished_at=now, workflow=ticket.workflow)
+                   finished_at=now, workflow=ticket.workflow, error_kind=kind)

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
-from ragraph.errors import RagraphError
+from ragraph.errors import RagraphError, failure_kind
 from ragraph.ir.control import choose_edge
 from ragraph.ir.nodes import END
 from ragraph.runtime.catalog import Catalog
@@ -61,6 +61,11 @@ def describe_failure(err: BaseException) -> str:
     return f"internal error: {type(err).__name__}: {err}{where}"
 
 
+def fail(state: RequestState, err: BaseException) -> None:
+    """Mark a request failed with `err`: its message and whose fault it is."""
+    state.error, state.error_kind = describe_failure(err), failure_kind(err)
+
+
 def admit(catalog: Catalog, request: Request, arrived: float) -> RequestState:
     """A request's initial state; a request that cannot start is a failed state (never raises)."""
     graph = catalog.graphs[catalog.default]
@@ -68,7 +73,7 @@ def admit(catalog: Catalog, request: Request, arrived: float) -> RequestState:
         graph = catalog.graph_for(request)
         return new_state(graph, request, arrived)
     except Exception as err:  # a bad request is its own outcome
-        return failed_state(request, graph, describe_failure(err), arrived)
+        return failed_state(request, graph, describe_failure(err), arrived, failure_kind(err))
 
 
 def advance(state: RequestState) -> str:

@@ -19,7 +19,7 @@ from typing import ClassVar
 from ragraph.errors import ConfigError
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.executors.app_clients import AppRetriever
-from ragraph.runtime.executors.base import OnDone, Services, admit, clock, describe_failure, finish
+from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail, finish
 from ragraph.runtime.executors.langgraph_app import (
     INTERNAL,
     PASSAGES,
@@ -64,7 +64,7 @@ class LangGraphExecutor:
                 final = await loop.run_in_executor(pool, partial(app.invoke, start, config))
                 _settle(state, final)
             except Exception as err:  # attributed to this request; the others go on
-                state.error = describe_failure(err)
+                fail(state, err)
         finish(state, on_done, clock())
 
 

@@ -17,7 +17,7 @@ from ragraph.runtime.executors.base import (
     admit,
     advance,
     clock,
-    describe_failure,
+    fail,
     finish,
 )
 from ragraph.runtime.executors.nodes import run_node
@@ -48,5 +48,5 @@ class SequentialExecutor:
                     while advance(state) != END:
                         await run_node(state.graph.node(state.node), state, self.services, pool)
                 except Exception as err:  # attributed to this request; the others go on
-                    state.error = describe_failure(err)
+                    fail(state, err)
         finish(state, on_done, clock())

@@ -25,7 +25,7 @@ from ragraph.runtime.executors.base import (
     admit,
     advance,
     clock,
-    describe_failure,
+    fail,
     finish,
 )
 from ragraph.runtime.executors.nodes import all_at_once, run_generation, run_merge
@@ -85,7 +85,7 @@ class StageBatchedExecutor:
                     raise result
                 advance(state)
             except Exception as err:  # attributed to this request
-                state.error = describe_failure(err)
+                fail(state, err)
 
 
 def _started(catalog: Catalog, request: Request, arrived: float) -> RequestState:
@@ -94,7 +94,7 @@ def _started(catalog: Catalog, request: Request, arrived: float) -> RequestState
         try:
             advance(state)
         except Exception as err:  # attributed to this request
-            state.error = describe_failure(err)
+            fail(state, err)
     return state
 
 
@@ -106,7 +106,7 @@ def _merges(active: list[RequestState], services: Services) -> None:
                 run_merge(node, state, services)
                 advance(state)
         except Exception as err:  # attributed to this request
-            state.error = describe_failure(err)
+            fail(state, err)
 
 
 def search_batch(services: Services, states: list[RequestState]) -> list:

@@ -29,7 +29,7 @@ from ragraph.ir.stages import (
 )
 from ragraph.ir.values import Passages
 from ragraph.runtime import effects
-from ragraph.runtime.executors.base import Services, clock, describe_failure
+from ragraph.runtime.executors.base import Services, clock, fail
 from ragraph.runtime.generate import generated_text
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import fanout, policies
@@ -115,7 +115,7 @@ class Units:
 
     def _fail(self, state: RequestState, err: BaseException) -> None:
         if state.rid in self.walks:
-            state.error = describe_failure(err)
+            fail(state, err)
             self._close(self.walks[state.rid])
 
     def _forget(self, rid: str) -> None:

@@ -23,7 +23,7 @@ from typing import ClassVar
 from ragraph.errors import ConfigError
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.events import CancelRequest, RequestCancelled
-from ragraph.runtime.executors.base import OnDone, Services, admit, clock, finish
+from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail, finish
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.retrieval.cost import calibrated
@@ -150,7 +150,8 @@ class _Run:
         for request, arrived in [w for w in self.waiting if w[0].id == event.rid]:
             self.waiting.remove((request, arrived))
             state = admit(self.catalog, request, arrived)
-            state.error = state.error or event.reason
+            if state.error is None:
+                fail(state, RequestCancelled(event.reason))
             finish(state, self.on_done, clock())
 
     def _retire(self, state: RequestState) -> None:
