@@ -24,6 +24,8 @@ def lower(module: ast.Module) -> RAGraph:
     graph = RAGraph(_workflow_name(module))
     _add_inputs(graph, module)
     nodes = [d for d in module.decls if isinstance(d, NodeDecl)]
+    if not nodes:
+        raise _no_nodes(module)
     node_ids = _node_ids(nodes)
     scope = Scope.of(graph.inputs, nodes)
     for decl in nodes:  # before any template: a bad item name would confuse their checks
@@ -33,6 +35,14 @@ def lower(module: ast.Module) -> RAGraph:
         _add_node(graph, decl, scope)
     _add_flow(graph, module, nodes, node_ids, scope)
     return graph
+
+
+def _no_nodes(module: ast.Module) -> WorkflowError:
+    # Without a node the graph is START -> END: it would verify, print "ok (0 nodes)", and give
+    # every request an empty answer (the wavefront executor never finished one at all).
+    return WorkflowError("no workflow: the file defines no nodes", span=Span(1, 1, file=module.file),
+                         hint='declare at least one node, e.g. '
+                         '`generate answer -> answer: "{question}"`')
 
 
 def _add_inputs(graph: RAGraph, module: ast.Module) -> None:
