@@ -1,9 +1,14 @@
 """Requests for `ragraph run --input`: FlashRAG JSONL line by line (a bad line becomes that line's
-error and the rest go on), or any dataset format `ragraph.eval` knows (NQ, HotpotQA, MuSiQue)."""
+error and the rest go on), or any dataset format `ragraph.eval` knows (NQ, HotpotQA, MuSiQue).
+
+Every line's id is unique: answers are matched to questions by id (in the output, and by
+`--resume`), so a repeated id would give one question another's answer. A line without an id is
+named `line-N` after its line number, which is stable when the file moves (a resume finds it)."""
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +24,25 @@ class BadLine:
     error: str
 
     def to_json(self) -> dict[str, str]:
-        return {"id": self.id, "error": self.error}
+        # A bad line is the input's fault: the same kind a server gives a client's mistake.
+        return {"id": self.id, "error": self.error, "error_kind": "input"}
+
+
+@dataclass(frozen=True)
+class IdUse:
+    """Where a line's id came from: `written` is the id as the line spells it (JSON), None when
+    the line had none and is named after its number."""
+
+    id: str
+    line: int
+    written: str | None
+
+    def describe(self) -> str:
+        if self.written is None:
+            return f"line {self.line} (no id, so named {self.id})"
+        if self.written != json.dumps(self.id):
+            return f"line {self.line} (as {self.written})"
+        return f"line {self.line}"
 
 
 def read_requests(path: Path, limit: int | None = None) -> list[Request | BadLine]:
@@ -27,7 +50,7 @@ def read_requests(path: Path, limit: int | None = None) -> list[Request | BadLin
         raise ConfigError("--input", f"{path}: no such file")
     if path.suffix == ".jsonl" and not path.name.endswith(".gz"):
         return _jsonl(path, limit)
-    from ragraph.eval.datasets import load_dataset
+    from ragraph.eval.datasets import load_dataset  # refuses duplicate ids itself
 
     return [
         Request(id=ex.id, question=ex.question, golden_answers=tuple(ex.golden_answers))
@@ -37,21 +60,58 @@ def read_requests(path: Path, limit: int | None = None) -> list[Request | BadLin
 
 def _jsonl(path: Path, limit: int | None) -> list[Request | BadLine]:
     out: list[Request | BadLine] = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
+    uses: list[IdUse] = []
+    with path.open("rb") as lines:
+        for number, data in enumerate(lines, start=1):
             if limit is not None and len(out) >= limit:
                 break
-            if not line.strip():
+            if not data.strip():
                 continue
-            where = f"{path}:{number}"
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as err:
-                out.append(BadLine(f"line-{number}", f"{where}: not JSON: {err.msg}"))
-                continue
-            try:
-                out.append(Request.from_json(raw, where))
-            except RagraphError as err:
-                rid = raw.get("id") if isinstance(raw, dict) else None
-                out.append(BadLine(str(rid) if rid is not None else f"line-{number}", str(err)))
+            item, written = _line(data, f"{path}:{number}", number)
+            out.append(item)
+            uses.append(IdUse(item.id, number, written))
+    check_unique(path, uses)
     return out
+
+
+def _line(data: bytes, where: str, number: int) -> tuple[Request | BadLine, str | None]:
+    """One line's request (or why it is not one) and its id as written."""
+    try:
+        # Bytes, not text, so that one line's bad UTF-8 is that line's error, not the run's.
+        raw = json.loads(data.decode("utf-8-sig" if number == 1 else "utf-8"))
+    except UnicodeDecodeError as err:
+        return BadLine(f"line-{number}", f"{where}: not UTF-8 text ({err.reason} at byte "
+                       f"{err.start})"), None
+    except json.JSONDecodeError as err:
+        return BadLine(f"line-{number}", f"{where}: not JSON: {err.msg}"), None
+    if not isinstance(raw, dict):
+        return BadLine(f"line-{number}", f"{where}: expected a JSON object"), None
+    given = raw.get("id")
+    rid = f"line-{number}" if given is None else str(given)
+    written = None if given is None else json.dumps(given)
+    try:
+        return Request.from_json({**raw, "id": rid}, where), written
+    except RagraphError as err:
+        return BadLine(rid, str(err)), written
+
+
+def check_unique(path: Path, uses: list[IdUse]) -> None:
+    """Refuse the file, before any model loads, when two lines share an id; the error lists
+    every shared id with its lines."""
+    by_id: dict[str, list[IdUse]] = defaultdict(list)
+    for use in uses:
+        by_id[use.id].append(use)
+    shared = [group for group in by_id.values() if len(group) > 1]
+    if not shared:
+        return
+    rows = "\n".join(f"  id {group[0].id!r}: " + ", ".join(u.describe() for u in group)
+                     + _same_text_note(group) for group in shared)
+    raise ConfigError("--input", f"{path}: {len(shared)} id(s) used by more than one line "
+                      f"(each answer is matched to its question by id):\n{rows}")
+
+
+def _same_text_note(group: list[IdUse]) -> str:
+    spellings = list(dict.fromkeys(u.written for u in group if u.written is not None))
+    if len(spellings) < 2:
+        return ""
+    return f"; {' and '.join(spellings)} are the same id (ids are compared as text)"
