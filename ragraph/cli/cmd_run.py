@@ -24,7 +24,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--question", "-q", help="one question; prints its answer")
     what.add_argument("--input", "-i", type=Path, help="questions: JSONL or a dataset file")
-    p.add_argument("--output", "-o", type=Path, help="answers as JSONL (with --input)")
+    p.add_argument("--output", "-o", type=Path,
+                   help="answers as JSONL (with --input): each line is written as its request "
+                   "finishes, so a killed run keeps what it answered; at the end the file is "
+                   "rewritten in input order")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the answers already in --output and run only the rest (failed "
+                   "lines and those a kill cut off run again)")
     p.add_argument("--limit", type=int, help="only the first N questions of --input")
     add_runtime_flags(p)
     p.add_argument("--trace", type=Path, help="write a Chrome trace (open in Perfetto)")
@@ -37,11 +43,19 @@ def config_from(args: argparse.Namespace) -> RuntimeConfig:
     return runtime_config(args)
 
 
+def _check_files(args: argparse.Namespace) -> None:
+    if args.output is not None and args.input is None:
+        raise ConfigError("--output", "needs --input")
+    if args.resume and args.output is None:
+        raise ConfigError("--resume", "needs --output (the file whose answers it keeps)")
+    if args.output is not None and args.output.resolve() == args.input.resolve():
+        raise ConfigError("--output", f"{args.output} is the --input file")
+
+
 def run(args: argparse.Namespace) -> int:
     from ragraph.dsl import load
 
-    if args.output is not None and args.input is None:
-        raise ConfigError("--output", "needs --input")
+    _check_files(args)
     if args.limit is not None and args.limit < 1:
         raise ConfigError("--limit", f"must be positive, got {args.limit}")
     config = config_from(args)

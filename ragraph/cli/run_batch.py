@@ -4,7 +4,6 @@ one output line per input line (a failed request carries its error), and a summa
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from rich.console import Console
@@ -12,21 +11,61 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ragraph.cli.run_input import BadLine, read_requests
+from ragraph.cli.run_output import Journal, Row, answered, replace_with
 from ragraph.cli.run_single import engine_label, open_run
 from ragraph.runtime.app import RunResult
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.outcome import Outcome
+from ragraph.runtime.request import Request
 from ragraph.runtime.trace import Tracer
 
 
 async def run_file(catalog: Catalog, config: RuntimeConfig, args: argparse.Namespace,
                    console: Console, err: Console) -> int:
+    items = read_requests(args.input, args.limit)  # refuses duplicate ids before any model
+    kept = _resumed(args.output, items, err) if args.resume else _fresh(args.output, err)
+    todo = [r for r in items if isinstance(r, Request) and r.id not in kept]
+    bad = [r for r in items if isinstance(r, BadLine)]
+    journal = Journal(args.output, kept.values()) if args.output is not None else None
+    try:
+        for line in bad:
+            _record(journal, line.to_json())
+        result = await _answer(catalog, config, todo, args, err, journal) if todo else None
+    finally:
+        if journal is not None:
+            journal.close()
+    rows = _in_input_order(items, kept, result)
+    if args.output is not None:
+        replace_with(args.output, rows)
+        err.print(f"wrote {len(rows)} lines to {args.output} (in input order)")
+    if result is None:
+        err.print(f"nothing left to run: {len(kept)} of {len(items)} already answered"
+                  + (f", {len(bad)} bad input lines" if bad else ""))
+    else:
+        console.print(summary_table(result, config, len(bad)))
+    failed = sum("error" in row for row in rows)
+    return 1 if failed == len(items) and items else 0
+
+
+def _resumed(output: Path, items: list[Request | BadLine], err: Console) -> dict[str, Row]:
+    questions = {i.id: i.question if isinstance(i, Request) else None for i in items}
+    kept = answered(output, questions)
+    err.print(f"[dim]--resume: {len(kept)} of {len(items)} already answered in {output}; "
+              "running the rest[/dim]")
+    return kept
+
+
+def _fresh(output: Path | None, err: Console) -> dict[str, Row]:
+    if output is not None and output.is_file() and output.stat().st_size:
+        err.print(f"[dim]{output} exists: starting it anew (--resume keeps its answers)[/dim]")
+    return {}
+
+
+async def _answer(catalog: Catalog, config: RuntimeConfig, requests: list[Request],
+                  args: argparse.Namespace, err: Console, journal: Journal | None) -> RunResult:
     from ragraph.runtime.app import execute, open_services
 
-    items = read_requests(args.input, args.limit)
-    requests = [r for r in items if not isinstance(r, BadLine)]
-    bad = [r for r in items if isinstance(r, BadLine)]
     err.print(f"[dim]{len(requests)} requests · workflow {catalog.default} · executor "
               f"{config.executor} {config.passes} · engine {engine_label(config)} · "
               f"{config.describe_threads()}"
@@ -34,23 +73,32 @@ async def run_file(catalog: Catalog, config: RuntimeConfig, args: argparse.Names
               + f"\n{config.gpu.describe()}[/dim]")
     search = await open_run(config, err)
     tracer = Tracer()
+
+    def done(outcome: Outcome) -> None:
+        _record(journal, outcome.to_json())
+        bar.advance(task)
+
     columns = (TextColumn("answering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
         task = bar.add_task("run", total=len(requests))
         async with open_services(config, search, tracer) as services:
-            result = await execute(catalog, requests, config, services,
-                                   on_done=lambda _: bar.advance(task))
-    by_id = {o.rid: o for o in result.outcomes}
-    rows = [b.to_json() if isinstance(b, BadLine) else by_id[b.id].to_json() for b in items]
-    if args.output is not None:
-        write_jsonl(args.output, rows)
-        err.print(f"wrote {len(rows)} lines to {args.output}")
+            result = await execute(catalog, requests, config, services, on_done=done)
     if args.trace:
         tracer.write(args.trace)
         err.print(f"trace written to {args.trace}")
-    console.print(summary_table(result, config, len(bad)))
-    failed = sum(o.error is not None for o in result.outcomes) + len(bad)
-    return 1 if failed == len(items) and items else 0
+    return result
+
+
+def _record(journal: Journal | None, row: Row) -> None:
+    if journal is not None:
+        journal.append(row)
+
+
+def _in_input_order(items: list[Request | BadLine], kept: dict[str, Row],
+                    result: RunResult | None) -> list[Row]:
+    by_id = dict(kept)
+    by_id.update((o.rid, o.to_json()) for o in (result.outcomes if result else ()))
+    return [b.to_json() if isinstance(b, BadLine) else by_id[b.id] for b in items]
 
 
 def summary_table(result: RunResult, config: RuntimeConfig, bad_lines: int = 0) -> Table:
@@ -99,9 +147,3 @@ def _quality(outcomes: tuple[Outcome, ...]) -> list[tuple[str, str]]:
     f1 = sum(f1_score(a, g) for a, g in answers) / len(answers)
     acc = sum(substring_match(a, g) for a, g in answers) / len(answers)
     return [("EM / F1 / substring-EM", f"{em:.1%} / {f1:.1%} / {acc:.1%} (n={len(answers)})")]
-
-
-def write_jsonl(path: Path, rows) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
