@@ -19,24 +19,37 @@ def sse(*objs: object, done: bool = True) -> bytes:
 
 
 class FakeServer:
-    """`body_for(request_json) -> (status, body bytes)`; records the JSON bodies it received."""
+    """`body_for(request_json) -> (status, body bytes)`; records the JSON bodies it received.
+    `hold`: answers wait until it is set (a server that hangs). `stop()` closes the listening
+    socket (connections are refused, as from a server that went down); `start()` listens on the
+    same port again."""
 
-    def __init__(self, body_for: Callable[[dict], tuple[int, bytes]]) -> None:
+    def __init__(self, body_for: Callable[[dict], tuple[int, bytes]],
+                 hold: asyncio.Event | None = None) -> None:
         self._body_for = body_for
+        self.hold = hold
         self.requests: list[dict] = []
         self._server: asyncio.Server | None = None
+        self.port = 0
         self.url = ""
 
     async def __aenter__(self) -> FakeServer:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        port = self._server.sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+            self._server = None
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -46,6 +59,8 @@ class FakeServer:
                 length = int(line.split(":", 1)[1])
         body = json.loads(await reader.readexactly(length)) if length else {}
         self.requests.append(body)
+        if self.hold is not None:
+            await self.hold.wait()
         status, payload = self._body_for(body)
         writer.write(
             f"HTTP/1.1 {status} X\r\ncontent-type: text/event-stream\r\n"

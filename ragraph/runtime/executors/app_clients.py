@@ -14,9 +14,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ragraph.errors import EngineError
+from ragraph.errors import EngineError, PromptTooLong
 from ragraph.ir.values import GeneratedText, Passages
 from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.llm.failure import overflow
 from ragraph.runtime.llm.protocol import (
     EngineCounters,
     GenerationRequest,
@@ -38,6 +39,12 @@ class AppLLM(Protocol):
     def counters(self) -> EngineCounters: ...
 
     def close(self) -> None: ...
+
+
+def _refusal(message: str) -> EngineError:
+    """A client library's error as the engine's (PromptTooLong when it says the prompt does
+    not fit)."""
+    return PromptTooLong(message) if overflow(message) else EngineError(message)
 
 
 def _min_prob(logprobs: list[float | None] | None) -> float:
@@ -84,7 +91,7 @@ class LlamaCppApp:
                     top_p=params.top_p, stop=list(params.stop) or None, seed=params.seed,
                     logprobs=1 if params.logprobs else None)
             except ValueError as err:  # llama-cpp-python's "Requested tokens exceed context"
-                raise EngineError(f"llama-cpp-python: {err}") from err
+                raise _refusal(f"llama-cpp-python: {err}") from err
             self._count(out["usage"], before, self._perf(llm.ctx))
         choice = out["choices"][0]
         logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
@@ -123,15 +130,20 @@ class OpenAIApp:
             raise EngineError("the langgraph executor on an HTTP engine needs the openai "
                               "package: pip install 'ragraph[langgraph]'") from err
         self._client = openai.OpenAI(base_url=base_url.rstrip("/") + "/v1", api_key="unused")
+        self._api_error = openai.APIError
         self._model = model
         self._usage = Tally()
         self._lock = threading.Lock()
 
     def complete(self, prompt: str, params: SamplingParams) -> GeneratedText:
-        out = self._client.completions.create(
-            model=self._model, prompt=prompt, max_tokens=params.max_new_tokens,
-            temperature=params.temperature, top_p=params.top_p, stop=list(params.stop) or None,
-            seed=params.seed, logprobs=1 if params.logprobs else None)
+        try:
+            out = self._client.completions.create(
+                model=self._model, prompt=prompt, max_tokens=params.max_new_tokens,
+                temperature=params.temperature, top_p=params.top_p,
+                stop=list(params.stop) or None, seed=params.seed,
+                logprobs=1 if params.logprobs else None)
+        except self._api_error as err:  # the server's refusal or fault, not a bug of ours
+            raise _refusal(f"{self.name}: {type(err).__name__}: {err}") from err
         with self._lock:
             self._usage.requests += 1
             self._usage.count_finish("stop")

@@ -15,6 +15,7 @@ from ragraph.ir.values import GeneratedText, Passages
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.generate import generated_text, generation_request
+from ragraph.runtime.llm.failure import error_of
 from ragraph.runtime.request import RequestState
 
 Thunk = Callable[[], Awaitable[Any]]
@@ -34,16 +35,19 @@ async def _generate(node: Generate, state: RequestState, services: Services, pro
     request = generation_request(state.rid, node, prompt, attempt=len(state.path), branch=branch)
     start = clock()
     stream = services.llm.submit(request)
-    async for event in stream:
+    while (event := await stream.next_event()) is not None:
         if state.first_token_at is None:
             state.first_token_at = clock()
         if branch is None:  # a branch's text is one item of a list, not the output's text
             services.hooks.text(state.rid, node.id, node.output, event.text)
-    result = await stream.result()
+    result = await stream.result(raise_on_error=False)
     end = clock()
     label = node.id if branch is None else f"{node.id}[{branch}]"
     services.tracer.add_span(state.rid, f"generate {label}", start, end, engine=False)
     services.tracer.add_span("llm", f"{state.rid} {label}", start, end)
+    error = error_of(result, f"node {label!r}")  # typed: whose fault it was
+    if error is not None:
+        raise error
     text = generated_text(result)
     services.hooks.generated(state.rid, node.id, result)
     return text

@@ -12,25 +12,34 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ragraph.errors import EngineError
-from ragraph.runtime.llm.protocol import EngineCounters, GenerationRequest, GenerationResult
+from ragraph.runtime.llm.failure import cause
+from ragraph.runtime.llm.protocol import (
+    EngineCounters,
+    ErrorKind,
+    GenerationRequest,
+    GenerationResult,
+)
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.tally import Tally
 
 
 def length_problem(n_tokens: int, context_length: int) -> str | None:
-    """The one wording of "this prompt does not fit", for engines that count tokens locally."""
+    """The one wording of "this prompt does not fit", for engines that count tokens locally
+    (they fail the request with kind "input": the request asked for more than the model has)."""
     if context_length > 0 and n_tokens >= context_length:
         return (f"prompt has {n_tokens} tokens but the context length is {context_length} "
                 "(prompt plus at least one generated token must fit)")
     return None
 
 
-def error_result(rid: str, message: str | None, prompt_tokens: int = 0) -> GenerationResult:
-    """A stream that ends before any token: an error, or (message None) an early abort."""
+def error_result(rid: str, message: str | None, prompt_tokens: int = 0,
+                 kind: ErrorKind = "engine") -> GenerationResult:
+    """A stream that ends before any token: an error of `kind`, or (message None) an early
+    abort."""
     return GenerationResult(rid=rid, text="", token_ids=(),
                             finish_reason="abort" if message is None else "error",
                             prompt_tokens=prompt_tokens, cached_tokens=0, completion_tokens=0,
-                            error=message)
+                            error=message, error_kind=None if message is None else kind)
 
 
 class EngineBase:
@@ -79,25 +88,31 @@ class EngineBase:
                               "error that stopped it)")
         if request.rid in self._in_flight:
             raise EngineError(f"{self.name}: request id {request.rid!r} is already in flight")
-        stream = GenerationStream(request.rid, self._abort)
+        stream = GenerationStream(request.rid, self._abort, self.name)
         self._in_flight[request.rid] = stream
         self._tally.requests += 1
         if request.prompt == "" or request.prompt_ids == ():
             self._fail(stream, "empty prompt")
-        else:
+            return stream
+        try:
             self._submit(request, stream)
+        except Exception as err:  # this request's failure: its stream says why, none hangs
+            message, kind = cause(err, self.name)
+            self._fail(stream, f"{self.name}: {message}", kind=kind)
         return stream
 
     def _end(self, stream: GenerationStream, result: GenerationResult) -> None:
-        """End a stream (loop thread): release its id, count how it ended, deliver the result."""
+        """End a stream (loop thread): release its id, deliver the result, count how it ended
+        (as the stream took it: an abort nobody asked for counts as a failure)."""
         if self._in_flight.get(stream.rid) is stream:
             del self._in_flight[stream.rid]
         if not stream.done:
-            self._tally.count_finish(result.finish_reason)
-        stream.finish(result)
+            stream.finish(result)
+            self._tally.count_finish(stream.final.finish_reason)  # type: ignore[union-attr]
 
-    def _fail(self, stream: GenerationStream, message: str, prompt_tokens: int = 0) -> None:
-        self._end(stream, error_result(stream.rid, message, prompt_tokens))
+    def _fail(self, stream: GenerationStream, message: str, prompt_tokens: int = 0,
+              kind: ErrorKind = "engine") -> None:
+        self._end(stream, error_result(stream.rid, message, prompt_tokens, kind))
 
     # -- what an engine implements ---------------------------------------------------------------
 

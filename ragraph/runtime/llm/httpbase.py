@@ -2,7 +2,9 @@
 
 Aborting a request cancels its task, which closes the connection; servers (vLLM, SGLang,
 llama.cpp's) stop generating for a client that went away. A failure of one request (connection
-refused, an HTTP error status, garbage in the stream) ends only that request's stream.
+refused, an HTTP error status, garbage in the stream, a bug in reading it) ends only that
+request's stream, with an error that names the engine, its server and the cause; nothing a
+request's task raises is left for nobody to see.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from ragraph.errors import EngineError
+from ragraph.errors import EngineError, PromptTooLong
 from ragraph.runtime.llm.base import EngineBase
-from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult
+from ragraph.runtime.llm.failure import cause, overflow
+from ragraph.runtime.llm.protocol import ErrorKind, GenerationRequest, GenerationResult
 from ragraph.runtime.llm.stream import GenerationStream
 
 Driver = Callable[[GenerationRequest, GenerationStream, "StreamState"], Awaitable[None]]
@@ -91,15 +94,24 @@ class HttpStreamingEngine(EngineBase):
 
     def _settle(self, request: GenerationRequest, stream: GenerationStream) -> None:
         """A task cancelled before it ran never reached `_run`'s handlers: its stream ends
-        here, as an abort, so nobody waits on it forever."""
+        here (an abort when asked for, else the engine closed), so nobody waits on it forever."""
         self._tasks.pop(request.rid, None)
-        if not stream.done:
+        if stream.done:
+            return
+        if stream.abort_requested:
             self._finish(stream, StreamState(request), "abort")
+        else:
+            self._fail(stream, f"{self._where}: engine closed before the request was sent")
 
     def _abort(self, rid: str) -> None:
         task = self._tasks.get(rid)
         if task is not None:
             task.cancel()
+
+    @property
+    def _where(self) -> str:
+        """The engine and its server, as errors name them."""
+        return self.name if self._base_url in self.name else f"{self.name} at {self._base_url}"
 
     async def _run(self, request: GenerationRequest, stream: GenerationStream) -> None:
         state = StreamState(request)
@@ -107,16 +119,24 @@ class HttpStreamingEngine(EngineBase):
             await self._drive(request, stream, state)
             self._finish(stream, state, state.finish_reason or "stop")
         except asyncio.CancelledError:
-            # Our own abort (or engine close): report what was produced, do not propagate:
+            # Our own abort, or the engine closing: the stream says which; do not propagate:
             # nobody awaits this task, the stream is the request's only handle.
-            self._finish(stream, state, "abort")
-        except EngineError as e:
-            self._fail(stream, f"{self.name}: {e}", state.prompt_tokens)
-        except httpx.HTTPError as e:
-            self._fail(stream, f"{self.name}: {type(e).__name__} talking to {self._base_url}: "
-                       f"{e}", state.prompt_tokens)
+            if stream.abort_requested:
+                self._finish(stream, state, "abort")
+            else:
+                self._fail(stream, f"{self._where}: engine closed while the request ran",
+                           state.prompt_tokens)
+        except Exception as err:  # this request's failure, whatever it is; the others go on
+            message, kind = self._cause(err)
+            self._fail(stream, f"{self._where}: {message}", state.prompt_tokens, kind)
         finally:
             self._tasks.pop(request.rid, None)
+
+    def _cause(self, err: Exception) -> tuple[str, ErrorKind]:
+        """What failed a request and whose fault it is (a bug is logged with its traceback)."""
+        if isinstance(err, httpx.HTTPError):
+            return f"{type(err).__name__} talking to the server: {err}", "engine"
+        return cause(err, self._where)
 
     def _finish(self, stream: GenerationStream, state: StreamState, reason: str) -> None:
         self._tally.prompt_tokens += state.prompt_tokens
@@ -131,13 +151,17 @@ class HttpStreamingEngine(EngineBase):
 
     async def _post_stream(self, path: str, body: dict[str, object],
                            headers: dict[str, str] | None = None) -> httpx.Response:
-        """Open a streamed POST; raises EngineError for a non-200 answer (with its body)."""
+        """Open a streamed POST; raises EngineError for a non-200 answer (with its body), and
+        PromptTooLong when the server refused the request because its prompt does not fit."""
         if self._client is None:
-            raise EngineError(f"{self.name}: engine closed")
+            raise EngineError("engine closed")
         req = self._client.build_request("POST", path, json=body, headers=headers)
         resp = await self._client.send(req, stream=True)
         if resp.status_code != 200:
             detail = (await resp.aread()).decode("utf-8", errors="replace")
             await resp.aclose()
-            raise EngineError(f"HTTP {resp.status_code} from {self._base_url}{path}: {detail[:500]}")
+            message = f"HTTP {resp.status_code} from {path}: {detail[:500]}"
+            if 400 <= resp.status_code < 500 and overflow(detail):
+                raise PromptTooLong(f"prompt too long for the server's context: {message}")
+            raise EngineError(message)
         return resp

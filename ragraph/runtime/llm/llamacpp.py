@@ -111,6 +111,7 @@ class LlamaCppEngine(EngineBase):
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: SeqSlots | None = None
+        self._crash: str | None = None  # why the decode thread died, once it has
 
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -120,9 +121,27 @@ class LlamaCppEngine(EngineBase):
                                self._model.n_swa)
         limits = WorkerLimits(self.context_length, self.config.max_running)
         self._worker = DecodeWorker(self._model, self._slots, limits, self._tally, self._post)
-        self._thread = threading.Thread(target=self._worker.run, name=f"{self.name}-decode",
+        self._thread = threading.Thread(target=self._decode, name=f"{self.name}-decode",
                                         daemon=True)
         self._thread.start()
+
+    def _decode(self) -> None:
+        """The decode thread. When it dies (its worker has failed the streams it held), the
+        loop thread fails what is still queued for it: nobody waits on a dead thread."""
+        assert self._worker is not None and self._loop is not None  # set before it starts
+        try:
+            self._worker.run()
+        except BaseException as e:
+            self._loop.call_soon_threadsafe(self._after_crash, repr(e))
+            raise
+
+    def _after_crash(self, message: str) -> None:
+        """On the loop thread, which alone submits: later submissions fail at once."""
+        self._crash = message
+        while self._worker is not None and not self._worker.inbox.empty():
+            cmd = self._worker.inbox.get_nowait()
+            if isinstance(cmd, Submit):
+                self._fail(cmd.stream, f"{self.name}: llama.cpp decode thread crashed: {message}")
 
     def _load(self) -> LlamaModel:
         c = self.config
@@ -151,9 +170,10 @@ class LlamaCppEngine(EngineBase):
         return tuple(self._model.tokenize(text))
 
     def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
-        if self._worker is None or self._thread is None or not self._thread.is_alive():
-            self._fail(stream, f"{self.name}: the decode thread is not running (see the crash "
-                       "above)")
+        if (self._worker is None or self._thread is None or not self._thread.is_alive()
+                or self._crash is not None):
+            self._fail(stream, f"{self.name}: the decode thread is not running "
+                       f"({self._crash or 'see the crash above'})")
             return
         self._worker.inbox.put(Submit(request, stream))
 

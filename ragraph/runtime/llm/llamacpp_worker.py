@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragraph.errors import EngineError
 from ragraph.runtime.llm import sampling
 from ragraph.runtime.llm.base import error_result, length_problem
+from ragraph.runtime.llm.failure import cause
 from ragraph.runtime.llm.llamacpp_model import BatchEntry, LlamaModel
 from ragraph.runtime.llm.llamacpp_seqs import Seq, plan_step
 from ragraph.runtime.llm.llamacpp_slots import SeqSlots
-from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, TokenEvent
+from ragraph.runtime.llm.protocol import ErrorKind, GenerationRequest, GenerationResult, TokenEvent
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.tally import Tally
 from ragraph.runtime.llm.textout import OutputText
@@ -113,31 +113,37 @@ class DecodeWorker:
             return
         try:
             prompt = list(req.prompt_ids) if req.prompt_ids is not None else self._model.tokenize(req.prompt or "")
-        except EngineError as e:
-            self._fail_early(stream, str(e))
+        except Exception as e:  # this request's failure (a bug is logged); the batch goes on
+            message, kind = cause(e, "llama.cpp")
+            self._fail_early(stream, message, kind=kind)
             return
         problem = self._check_prompt(req, prompt)
         if problem:
-            self._fail_early(stream, problem, len(prompt))
+            self._fail_early(stream, *problem, n_prompt=len(prompt))
             return
         p = req.params
         rng = None if p.greedy else np.random.default_rng(p.seed)
         seq = Seq(req, stream, prompt, len(prompt), -1, OutputText(p.stop), rng)
         self._waiting.append(seq)
 
-    def _check_prompt(self, req: GenerationRequest, prompt: list[int]) -> str | None:
+    def _check_prompt(self, req: GenerationRequest,
+                      prompt: list[int]) -> tuple[str, ErrorKind] | None:
+        """What is wrong with a prompt and whose fault it is (one over the context: the
+        request's)."""
         if (req.prompt is not None and req.prompt == "") or not prompt:
-            return "empty prompt"
+            return "empty prompt", "engine"
         too_long = length_problem(len(prompt), self._limits.context_length)
         if too_long:
-            return too_long
+            return too_long, "input"
         bad = [t for t in prompt if not 0 <= t < self._model.n_vocab]
         if bad:
-            return f"prompt_ids has token {bad[0]} outside the vocabulary (0..{self._model.n_vocab - 1})"
+            return (f"prompt_ids has token {bad[0]} outside the vocabulary "
+                    f"(0..{self._model.n_vocab - 1})", "engine")
         return None
 
-    def _fail_early(self, stream: GenerationStream, message: str | None, n_prompt: int = 0) -> None:
-        self._out.append((stream, [], error_result(stream.rid, message, n_prompt)))
+    def _fail_early(self, stream: GenerationStream, message: str | None,
+                    kind: ErrorKind = "engine", n_prompt: int = 0) -> None:
+        self._out.append((stream, [], error_result(stream.rid, message, n_prompt, kind)))
 
     def _admit(self) -> None:
         """Move waiting sequences into the batch while sequence ids allow."""
@@ -245,7 +251,7 @@ class DecodeWorker:
         for seq in self._waiting:
             if seq.rid == rid:
                 self._waiting.remove(seq)
-                self._fail_early(seq.stream, None, seq.n_prompt)
+                self._fail_early(seq.stream, None, n_prompt=seq.n_prompt)
                 return
         # Not here yet: _accept sees the stream's abort flag.
 
@@ -253,7 +259,7 @@ class DecodeWorker:
         for seq in list(self._running):
             self._end(seq, "error", error="engine closed")
         for seq in self._waiting:
-            self._fail_early(seq.stream, "engine closed", seq.n_prompt)
+            self._fail_early(seq.stream, "engine closed", n_prompt=seq.n_prompt)
         self._waiting.clear()
         self._flush()
 

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ragraph.errors import ConfigError, EngineError
+from ragraph.errors import ConfigError, EngineError, PromptTooLong
 from ragraph.runtime.llm.httpbase import HttpStreamingEngine, StreamState
 from ragraph.runtime.llm.protocol import GenerationRequest, TokenEvent
 from ragraph.runtime.llm.sse import iter_events
 from ragraph.runtime.llm.stream import GenerationStream
+from ragraph.runtime.llm.wire import count, malformed, whole
 
 if TYPE_CHECKING:
     from ragraph.runtime.config import RuntimeConfig
@@ -79,19 +80,21 @@ def apply_completion_chunk(obj: dict[str, Any], state: StreamState) -> TokenEven
     """Fold one streamed chunk into `state`; the event to emit, if the chunk carried text."""
     usage = obj.get("usage")
     if isinstance(usage, dict):
-        state.prompt_tokens = int(usage.get("prompt_tokens") or state.prompt_tokens)
-        state.completion_tokens = int(usage.get("completion_tokens") or state.completion_tokens)
+        state.prompt_tokens = count(usage, "prompt_tokens", "usage", state.prompt_tokens)
+        state.completion_tokens = count(usage, "completion_tokens", "usage",
+                                        state.completion_tokens)
         details = usage.get("prompt_tokens_details")
         if isinstance(details, dict):
-            state.cached_tokens = int(details.get("cached_tokens") or 0)
+            state.cached_tokens = count(details, "cached_tokens",
+                                        "usage.prompt_tokens_details", 0)
     choices = obj.get("choices")
     if not isinstance(choices, list):
-        raise EngineError(f"server chunk has no 'choices' list: {str(obj)[:200]}")
+        raise malformed(f"chunk has no 'choices' list: {str(obj)[:200]}")
     if not choices:
         return None  # the usage-only chunk
     choice = choices[0]
     if not isinstance(choice, dict) or not isinstance(choice.get("text", ""), str):
-        raise EngineError(f"server chunk has a malformed choice: {str(choice)[:200]}")
+        raise malformed(f"chunk has a malformed choice: {str(choice)[:200]}")
     text = choice.get("text") or ""
     reason = choice.get("finish_reason")
     if reason is not None:
@@ -131,11 +134,11 @@ class OpenAIHttpEngine(HttpStreamingEngine):
     ) -> None:
         try:
             await self._read_stream(request, stream, state)
-        except EngineError as e:
-            if state.completion_tokens == 0:
+        except (EngineError, httpx.RemoteProtocolError) as e:  # a refusal, or a dropped stream
+            if state.completion_tokens == 0 and not isinstance(e, PromptTooLong):
                 hint = await asyncio.to_thread(self._diagnose_prompt, request)
                 if hint:
-                    raise EngineError(f"{e}; {hint}") from e
+                    raise PromptTooLong(f"{hint} ({e})") from e
             raise
 
     async def _read_stream(
@@ -182,7 +185,14 @@ class OpenAIHttpEngine(HttpStreamingEngine):
             raise EngineError(f"{self.name}: cannot tokenize via {url}: {e}") from e
         if resp.status_code != 200:
             raise EngineError(f"{self.name}: HTTP {resp.status_code} from {url}: {resp.text[:300]}")
-        tokens = resp.json().get("tokens")
+        try:
+            body = resp.json()
+        except ValueError as e:
+            raise EngineError(f"{self.name}: {url} answered with something that is not JSON") from e
+        tokens = body.get("tokens") if isinstance(body, dict) else None
         if not isinstance(tokens, list):
             raise EngineError(f"{self.name}: {url} answered without a 'tokens' list")
-        return tuple(int(t) for t in tokens)
+        try:
+            return tuple(whole(t, "tokens[]") for t in tokens)
+        except EngineError as e:
+            raise EngineError(f"{self.name}: {url}: {e}") from e

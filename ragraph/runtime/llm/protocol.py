@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 FinishReason = Literal["stop", "length", "abort", "error"]
 FINISH_REASONS: tuple[str, ...] = ("stop", "length", "abort", "error")
+# Whose fault a failed generation is (a subset of ragraph.errors.FailureKind): the request's
+# ("input": a prompt over the context), the engine's or its server's ("engine"), or a bug in
+# ragraph's engine code ("internal").
+ErrorKind = Literal["input", "engine", "internal"]
+ERROR_KINDS: tuple[str, ...] = ("input", "engine", "internal")
 
 
 @dataclass(frozen=True)
@@ -95,12 +100,23 @@ class GenerationRequest:
             raise ConfigError("prompt", "give exactly one of prompt (text) or prompt_ids")
         if self.prompt is not None and not isinstance(self.prompt, str):
             raise ConfigError("prompt", f"must be a string, got {type(self.prompt).__name__}")
+        if self.prompt is not None:
+            _check_text(self.prompt)
         if self.prompt_ids is not None and not all(
             isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prompt_ids
         ):
             raise ConfigError("prompt_ids", "must be a tuple of non-negative integers")
         if not isinstance(self.params, SamplingParams):
             raise ConfigError("params", "must be a SamplingParams")
+
+
+def _check_text(prompt: str) -> None:
+    """Text no engine can send or tokenize (a lone surrogate, as JSON's "\\ud800" decodes to)
+    is the request's mistake, said here rather than deep inside a tokenizer."""
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ConfigError("prompt", f"is not valid text: {e.reason} at character {e.start}") from None
 
 
 @dataclass(frozen=True)
@@ -117,7 +133,9 @@ class TokenEvent:
 
 @dataclass(frozen=True)
 class GenerationResult:
-    """The whole of one generation. `text` never contains a matched stop string."""
+    """The whole of one generation. `text` never contains a matched stop string. A failed one
+    (finish_reason "error") says why in `error` and whose fault in `error_kind` ("engine"
+    unless the engine said otherwise)."""
 
     rid: str
     text: str
@@ -129,10 +147,15 @@ class GenerationResult:
     logprobs: tuple[float, ...] | None = None
     error: str | None = None
     simulated: bool = False
+    error_kind: ErrorKind | None = None
 
     def __post_init__(self) -> None:
         if self.finish_reason not in FINISH_REASONS:
             raise ConfigError("finish_reason", f"must be one of {FINISH_REASONS}")
+        if self.error_kind is not None and self.error_kind not in ERROR_KINDS:
+            raise ConfigError("error_kind", f"must be one of {ERROR_KINDS}, got {self.error_kind!r}")
+        if self.finish_reason == "error" and self.error_kind is None:
+            object.__setattr__(self, "error_kind", "engine")
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ragraph.errors import ConfigError, EngineError
+from ragraph.errors import ConfigError, EngineError, PromptTooLong, RagraphError
 from ragraph.runtime.llm.base import EngineBase
+from ragraph.runtime.llm.failure import cause, overflow
 from ragraph.runtime.llm.httpbase import HttpStreamingEngine, StreamState
 from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.llm.sglang_map import ChunkFolder, generate_kwargs, generate_payload
@@ -125,10 +126,15 @@ class SGLangEngine(EngineBase):
         task.add_done_callback(lambda _: self._settle(request, stream))
 
     def _settle(self, request: GenerationRequest, stream: GenerationStream) -> None:
-        """A task cancelled before it ran (or shut down mid-stream) still ends its stream."""
+        """A task cancelled before it ran (or shut down mid-stream) still ends its stream: an
+        abort when asked for, else the engine closed."""
         self._tasks.pop(request.rid, None)
-        if not stream.done:
+        if stream.done:
+            return
+        if stream.abort_requested:
             self._end(stream, StreamState(request).result("abort"))
+        else:
+            self._fail(stream, f"{self.name}: engine closed while the request ran")
 
     def _abort(self, rid: str) -> None:
         # SGLang then ends the request's generator with finish_reason {"type": "abort"}.
@@ -142,9 +148,9 @@ class SGLangEngine(EngineBase):
             async for chunk in generator:
                 for event in folder.apply(chunk, we_aborted=stream.abort_requested):
                     stream.push(event)
-        except (EngineError, ValueError) as e:
-            # SGLang raises ValueError for rejected input (too long, bad sampling params).
-            self._fail(stream, f"{self.name}: {e}", state.prompt_tokens)
+        except Exception as e:  # this request's failure, whatever it is; the others go on
+            message, kind = cause(_rejection(e), self.name)
+            self._fail(stream, f"{self.name}: {message}", state.prompt_tokens, kind)
             return
         finally:
             self._tasks.pop(request.rid, None)
@@ -152,6 +158,16 @@ class SGLangEngine(EngineBase):
         self._tally.cached_tokens += state.cached_tokens
         self._tally.completion_tokens += max(state.completion_tokens, len(state.token_ids))
         self._end(stream, state.result(state.finish_reason or "stop"))
+
+
+def _rejection(err: Exception) -> Exception:
+    """SGLang raises ValueError for input it rejects (too long, bad sampling params): the
+    engine's refusal, a prompt over the context being the request's own."""
+    if not isinstance(err, ValueError) or isinstance(err, RagraphError):
+        return err
+    if overflow(str(err)):
+        return PromptTooLong(f"SGLang rejected the request: {err}")
+    return EngineError(f"SGLang rejected the request: {err}")
 
 
 class SGLangHttpEngine(HttpStreamingEngine):

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragraph.errors import EngineError
+from ragraph.errors import EngineError, PromptTooLong
+from ragraph.runtime.llm.failure import overflow
 from ragraph.runtime.llm.httpbase import StreamState
 from ragraph.runtime.llm.protocol import GenerationRequest, SamplingParams, TokenEvent
+from ragraph.runtime.llm.wire import count, malformed, real, whole
 
 
 def sampling_params_dict(params: SamplingParams) -> dict[str, Any]:
@@ -69,15 +71,16 @@ class ChunkFolder:
         meta = chunk.get("meta_info")
         ids = chunk.get("output_ids")
         if not isinstance(meta, dict) or not isinstance(ids, list):
-            raise EngineError(f"SGLang chunk without meta_info/output_ids: {str(chunk)[:200]}")
-        new_ids = ids if self.incremental else ids[len(self.state.token_ids):]
+            raise malformed(f"SGLang chunk without meta_info/output_ids: {str(chunk)[:200]}")
+        new_ids = [whole(t, "output_ids[]")
+                   for t in (ids if self.incremental else ids[len(self.state.token_ids):])]
         text_delta = self._text_delta(chunk.get("text"))
         new_logprobs = self._logprobs(meta.get("output_token_logprobs"))
         self._apply_meta(meta, we_aborted)
-        self.state.token_ids.extend(int(t) for t in new_ids)
+        self.state.token_ids.extend(new_ids)
         self.state.text += text_delta
         events = [
-            TokenEvent(int(t), text_delta if i == len(new_ids) - 1 else "",
+            TokenEvent(t, text_delta if i == len(new_ids) - 1 else "",
                        new_logprobs[i] if i < len(new_logprobs) else None)
             for i, t in enumerate(new_ids)
         ]
@@ -89,11 +92,11 @@ class ChunkFolder:
         if text is None:
             return ""  # SGLang defers intermediate text in non-incremental mode
         if not isinstance(text, str):
-            raise EngineError(f"SGLang chunk text is not a string: {text!r:.100}")
+            raise malformed(f"SGLang chunk text is not a string: {text!r:.100}")
         if self.incremental:
             return text
         if not text.startswith(self.state.text):
-            raise EngineError("SGLang cumulative text does not extend the previous chunk")
+            raise malformed("SGLang cumulative text does not extend the previous chunk")
         return text[len(self.state.text):]
 
     def _logprobs(self, triples: object) -> list[float]:
@@ -101,19 +104,23 @@ class ChunkFolder:
             return []
         fresh = triples if self.incremental else triples[self._n_logprobs:]
         self._n_logprobs += len(fresh)
-        values = [float(t[0]) for t in fresh if isinstance(t, list | tuple) and t]
+        values = [real(t[0], "output_token_logprobs[][0]") for t in fresh
+                  if isinstance(t, list | tuple) and t]
         self.state.logprobs.extend(values)
         return values
 
     def _apply_meta(self, meta: dict[str, Any], we_aborted: bool) -> None:
         s = self.state
-        s.prompt_tokens = int(meta.get("prompt_tokens") or s.prompt_tokens)
-        s.completion_tokens = int(meta.get("completion_tokens") or s.completion_tokens)
-        s.cached_tokens = int(meta.get("cached_tokens") or s.cached_tokens)
+        s.prompt_tokens = count(meta, "prompt_tokens", "meta_info", s.prompt_tokens)
+        s.completion_tokens = count(meta, "completion_tokens", "meta_info", s.completion_tokens)
+        s.cached_tokens = count(meta, "cached_tokens", "meta_info", s.cached_tokens)
         reason = meta.get("finish_reason")
         if isinstance(reason, dict):
             kind = reason.get("type")
             if kind == "abort" and reason.get("message") and not we_aborted:
                 # SGLang reports rejected requests (too long, bad params) as aborts with a message.
-                raise EngineError(f"SGLang rejected the request: {reason['message']}")
+                message = f"SGLang rejected the request: {reason['message']}"
+                if overflow(message):
+                    raise PromptTooLong(message)
+                raise EngineError(message)
             s.finish_reason = kind if kind in ("stop", "length", "abort") else "stop"

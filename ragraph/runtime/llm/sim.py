@@ -23,6 +23,7 @@ from ragraph.errors import ConfigError
 from ragraph.runtime.llm.base import EngineBase, length_problem
 from ragraph.runtime.llm.clock import Clock, RealClock
 from ragraph.runtime.llm.costmodel import CostModel
+from ragraph.runtime.llm.failure import cause
 from ragraph.runtime.llm.profile import default_profile
 from ragraph.runtime.llm.profiled import ProfiledCostModel
 from ragraph.runtime.llm.protocol import (
@@ -110,6 +111,7 @@ class SimEngine(EngineBase):
         self._running: list[_Seq] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._crash = "closed"  # why the step loop is not running, once it is not
 
     async def _open(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -126,10 +128,13 @@ class SimEngine(EngineBase):
         return tokenize(text, self.config.vocab_size)
 
     def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
+        if self._task is None or self._task.done():
+            self._fail(stream, f"{self.name}: the simulator stopped ({self._crash})")
+            return
         ids = request.prompt_ids if request.prompt_ids is not None else self.tokenize(request.prompt or "")
         problem = length_problem(len(ids), self.context_length)
         if problem:
-            self._fail(stream, problem, prompt_tokens=len(ids))
+            self._fail(stream, f"{self.name}: {problem}", prompt_tokens=len(ids), kind="input")
             return
         p = request.params
         plan = plan_output(ids, p.max_new_tokens, seed=p.seed, greedy=p.greedy,
@@ -150,6 +155,19 @@ class SimEngine(EngineBase):
         self._wake.set()
 
     async def _run(self) -> None:
+        """The step loop; a bug in it fails every open request with the cause (and later ones
+        at submission) instead of leaving them to wait forever."""
+        try:
+            await self._steps()
+        except Exception as err:
+            message, kind = cause(err, self.name)
+            self._crash = f"crashed: {message}"
+            for seq in [*self._pending, *self._running]:
+                self._fail(seq.stream, f"{self.name}: the simulator {self._crash}", kind=kind)
+            self._pending.clear()
+            self._running.clear()
+
+    async def _steps(self) -> None:
         end: float | None = None  # when the last step ended on the GPU's timeline (None: idle)
         while True:
             if not self._pending and not self._running:

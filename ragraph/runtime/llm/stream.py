@@ -9,20 +9,25 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 
-from ragraph.errors import EngineError
-from ragraph.runtime.llm.protocol import GenerationResult, TokenEvent
+from ragraph.runtime.llm.failure import error_of
+from ragraph.runtime.llm.protocol import ErrorKind, GenerationResult, TokenEvent
 
 
 class GenerationStream:
     """Async iterator of `TokenEvent`s, in decode order, ending with a `GenerationResult`.
 
-    Iterating raises `EngineError` if the request failed; `abort()` asks the engine to stop the
-    request at its next step (the result then has finish_reason "abort" and the tokens so far).
+    Iterating raises the request's error if it failed (`failure.error_of`: `EngineError`,
+    `PromptTooLong` or `EngineBug`); `abort()` asks the engine to stop the request at its next
+    step (the result then has finish_reason "abort" and the tokens so far). An abort nobody
+    asked for (the engine stopped the request on its own) is a failure of the engine, never a
+    short answer.
     """
 
-    def __init__(self, rid: str, on_abort: Callable[[str], None]) -> None:
+    def __init__(self, rid: str, on_abort: Callable[[str], None], engine: str = "engine") -> None:
         self.rid = rid
+        self.engine = engine
         self._on_abort = on_abort
         self._events: deque[TokenEvent] = deque()
         self._wakeup = asyncio.Event()
@@ -38,10 +43,14 @@ class GenerationStream:
 
     def finish(self, result: GenerationResult) -> None:
         if self._result is None:
+            if result.finish_reason == "abort" and not self._abort_requested:
+                result = replace(result, finish_reason="error", error_kind="engine",
+                                 error=f"{self.engine}: the engine stopped the generation on "
+                                       "its own (finish_reason abort; nobody aborted it)")
             self._result = result
             self._wakeup.set()
 
-    def fail(self, message: str, prompt_tokens: int = 0) -> None:
+    def fail(self, message: str, prompt_tokens: int = 0, kind: ErrorKind = "engine") -> None:
         """End the stream with an error that belongs to this request only."""
         self.finish(
             GenerationResult(
@@ -53,6 +62,7 @@ class GenerationStream:
                 cached_tokens=0,
                 completion_tokens=0,
                 error=message,
+                error_kind=kind,
             )
         )
 
@@ -61,6 +71,11 @@ class GenerationStream:
     @property
     def done(self) -> bool:
         return self._result is not None
+
+    @property
+    def final(self) -> GenerationResult | None:
+        """The result once the stream ended (a failed one too: nothing is raised)."""
+        return self._result
 
     @property
     def abort_requested(self) -> bool:
@@ -76,13 +91,19 @@ class GenerationStream:
         return self
 
     async def __anext__(self) -> TokenEvent:
+        event = await self.next_event()
+        if event is not None:
+            return event
+        self._raise_if_failed()
+        raise StopAsyncIteration
+
+    async def next_event(self) -> TokenEvent | None:
+        """The next event, None once the stream ended (whether it failed or not)."""
         while True:
             if self._events:
                 return self._events.popleft()
             if self._result is not None:
-                if self._result.finish_reason == "error":
-                    raise EngineError(f"request {self.rid!r} failed: {self._result.error}")
-                raise StopAsyncIteration
+                return None
             self._wakeup.clear()
             await self._wakeup.wait()
 
@@ -91,6 +112,12 @@ class GenerationStream:
         while self._result is None:
             self._wakeup.clear()
             await self._wakeup.wait()
-        if raise_on_error and self._result.finish_reason == "error":
-            raise EngineError(f"request {self.rid!r} failed: {self._result.error}")
+        if raise_on_error:
+            self._raise_if_failed()
         return self._result
+
+    def _raise_if_failed(self) -> None:
+        assert self._result is not None  # called once the stream ended
+        error = error_of(self._result, f"request {self.rid!r} failed")
+        if error is not None:
+            raise error

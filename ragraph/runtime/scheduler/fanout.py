@@ -81,8 +81,9 @@ def finish_generations(gen: GenerationSide, fan: Fan, state: RequestState,
     values: list[Value] = []
     for job in jobs:
         gen.finished(job)
-        if job.error is not None:
-            raise job.error
+        error = job.failure()
+        if error is not None:
+            raise error
         assert job.result is not None  # the decode unit completed
         values.append(effects.generated_value(generated_text(job.result)))
     effects.apply_branches_to(chain.output, state.variables, values)

@@ -148,13 +148,13 @@ class GenerationSide:
     def _submit(self, job: GenJob) -> None:
         chain = job.chain
         assert chain is not None  # every job has its chain
-        request = GenerationRequest(rid=f"{job.state.rid}/{chain.origin}/{job.key}",
-                                    prompt=job.prompt, params=sampling_params(chain.sampling),
-                                    layout=job.layout)
         self.jobs[job.key] = job
         try:
+            request = GenerationRequest(rid=f"{job.state.rid}/{chain.origin}/{job.key}",
+                                        prompt=job.prompt, params=sampling_params(chain.sampling),
+                                        layout=job.layout)
             job.stream = self.s.llm.submit(request)
-        except Exception as err:  # the engine refused this request only
+        except Exception as err:  # an invalid request, or the engine refused it: this one only
             self.inbox.put(Generated(job.key, None, err))
             return
         job.started = clock()
@@ -162,13 +162,14 @@ class GenerationSide:
         job.task = asyncio.create_task(self._drain(job))
 
     async def _drain(self, job: GenJob) -> None:
+        """Relay a stream to the inbox: its tokens, then its result (a failed one too: the
+        scheduler reads whose fault it was from the result)."""
         assert job.stream is not None
         try:
-            async for event in job.stream:
+            while (event := await job.stream.next_event()) is not None:
                 self.inbox.put(Token(job.key, event))
-            result = await job.stream.result(raise_on_error=False)
-            self.inbox.put(Generated(job.key, result))
-        except Exception as err:  # the engine failed this request only
+            self.inbox.put(Generated(job.key, job.stream.final))
+        except Exception as err:  # a bug relaying it: this request's failure only
             self.inbox.put(Generated(job.key, None, err))
 
     def token(self, event: Token) -> GenJob | None:

@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from ragraph.errors import EngineError
 from ragraph.ir.values import Passages
+from ragraph.runtime.llm.failure import error_of
 from ragraph.runtime.llm.protocol import GenerationResult, PromptSegments
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import RequestState
@@ -95,8 +97,21 @@ class GenJob(Job):
 
     @property
     def failed(self) -> bool:
-        return self.error is not None or (self.result is not None
-                                          and self.result.finish_reason == "error")
+        return self.failure() is not None
+
+    def failure(self) -> BaseException | None:
+        """Why the generation gave no usable text: its error, or an abort the scheduler did not
+        ask for (the engine gave up on it: an engine fault, never a short answer)."""
+        if self.error is not None:
+            return self.error
+        if self.result is None:
+            return None
+        where = f"node {self.origin!r}"
+        asked = self.stream is not None and self.stream.abort_requested
+        if self.result.finish_reason == "abort" and not asked:
+            return EngineError(f"{where}: the engine stopped the generation on its own "
+                               "(finish_reason abort; the scheduler did not abort it)")
+        return error_of(self.result, where)
 
 
 @dataclass

@@ -219,8 +219,9 @@ class Units:
         job = self.gen.real[(state.rid, chain.origin, 0)]
         self.gjobs.pop(job.key, None)
         self.gen.finished(job)
-        if job.error is not None:
-            raise job.error
+        error = job.failure()
+        if error is not None:
+            raise error
         assert job.result is not None  # the decode unit completed
         text = generated_text(job.result)  # raises the engine's error for this request
         self.s.hooks.generated(state.rid, chain.origin, job.result)
@@ -261,10 +262,9 @@ class Units:
         job = self.gen.ended(event)
         if job is None:
             return
-        failed = job.error is not None or (job.result is not None
-                                           and job.result.finish_reason == "error")
-        if failed and not job.speculative:
-            self._fail(job.state, job.error or RuntimeError(job.result.error))  # type: ignore[union-attr]
+        error = job.failure()  # a speculative job that failed never gets here (ended)
+        if error is not None:
+            self._fail(job.state, error)
             return
         self._reached(job, Stage.PREFILLED)
         self._reached(job, Stage.DECODED)
