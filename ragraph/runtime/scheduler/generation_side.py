@@ -191,12 +191,25 @@ class GenerationSide:
         if job is None:
             return None
         job.result, job.error = event.result, event.error or job.error
-        if job.speculative and job.result is not None and job.result.finish_reason == "abort":
+        if job.speculative and job.failed:
+            # The engine failed or stopped it on its own: it can never be adopted, so the
+            # commit point starts the real generation instead.
+            self._forget(job)
             return None
+        if job.speculative and job.result is not None and job.result.finish_reason == "abort":
+            return None  # rolled back: it left `speculative` when it was aborted
         if not job.speculative:
             self.seconds.add(clock() - job.started)
             self._trace(job)
         return job
+
+    def _forget(self, spec: GenJob) -> None:
+        """A speculative instance that ended unusable leaves `speculative` (if it still is)."""
+        key = (spec.state.rid, spec.origin, spec.branch)
+        if self.speculative.get(key) is spec:
+            del self.speculative[key]
+            self.n.rollbacks += 1
+            self.s.hooks.speculation(spec.state.rid, spec.origin, adopted=False)
 
     def finished(self, job: GenJob) -> None:
         """The job's output was applied: forget it."""
@@ -210,6 +223,11 @@ class GenerationSide:
     def _abort(self, job: GenJob) -> None:
         if job.stream is not None:
             job.stream.abort()
+
+    def abort_all(self) -> None:
+        """The run is over: stop every stream it still has in the engine."""
+        for job in list(self.jobs.values()):
+            self._abort(job)
 
     def release(self, rid: str) -> None:
         for key in [k for k in self.speculative if k[0] == rid]:

@@ -11,9 +11,11 @@ trace track, named `unit <id>`.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter
 from collections.abc import Callable
 
+from ragraph.errors import failure_kind
 from ragraph.ir.control import choose_edge
 from ragraph.ir.nodes import END, START, Generate, Merge, Node, Retrieve
 from ragraph.ir.overlap import Fork, Join, SpecVerify
@@ -31,6 +33,7 @@ from ragraph.ir.values import Passages
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock, fail
 from ragraph.runtime.generate import generated_text
+from ragraph.runtime.llm.failure import EngineBug
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import fanout, policies
 from ragraph.runtime.scheduler.generation_side import GenerationSide
@@ -46,6 +49,14 @@ WAITS_FOR: dict[type, Stage] = {Probe: Stage.PROBED, CacheLookup: Stage.ORDERED,
                                 SearchSteps: Stage.SEARCHED, Retrieve: Stage.SEARCHED,
                                 DecodeChunk: Stage.DECODED, Generate: Stage.DECODED}
 INSTANT = (Fork, Join)
+
+log = logging.getLogger(__name__)
+
+
+def is_bug(err: BaseException) -> bool:
+    """A failure whose traceback someone must read: not ragraph's own error, and not an
+    engine's bug (the engine logged that where it happened)."""
+    return failure_kind(err) == "internal" and not isinstance(err, EngineBug)
 
 
 class Units:
@@ -67,7 +78,7 @@ class Units:
     def begin(self, program: Program, state: RequestState) -> None:
         walk = Walk(program, state)
         self.walks[state.rid] = walk
-        self._enter(walk, START)
+        self._guard(state, self._enter, walk, START)
 
     def _enter(self, walk: Walk, uid: str) -> None:
         if walk.state.rid not in self.walks:
@@ -106,17 +117,27 @@ class Units:
         self._forget(walk.state.rid)
         self._retire(walk.state)
 
-    def cancel(self, rid: str, err: BaseException) -> bool:
-        """End a running request as failed with `err`; False when it is not running."""
+    def cancel(self, rid: str, err: BaseException, logged: bool = False) -> bool:
+        """End a running request as failed with `err`; False when it is not running.
+        `logged`: the caller has logged `err` already (a bug that touched several requests)."""
         walk = self.walks.get(rid)
         if walk is not None:
-            self._fail(walk.state, err)
+            self._fail(walk.state, err, logged)
         return walk is not None
 
-    def _fail(self, state: RequestState, err: BaseException) -> None:
+    def _fail(self, state: RequestState, err: BaseException, logged: bool = False) -> None:
         if state.rid in self.walks:
+            if not logged and is_bug(err):
+                log.error("request %s failed on a bug", state.rid, exc_info=err)
             fail(state, err)
             self._close(self.walks[state.rid])
+
+    def _guard(self, state: RequestState, step: Callable[..., object], *args: object) -> None:
+        """One request's part of an event: whatever it raises fails that request only."""
+        try:
+            step(*args)
+        except Exception as err:
+            self._fail(state, err)
 
     def _forget(self, rid: str) -> None:
         for key in [k for k in self.rjobs if k[0] == rid]:
@@ -271,22 +292,28 @@ class Units:
 
     def prepared(self, outcomes) -> None:  # noqa: ANN001 - (RetJob, Prepared | error) pairs
         for job, outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                if not job.warm_only:
-                    self._fail(job.state, outcome)
-                continue
-            for stage in (Stage.EMBEDDED, Stage.PROBED, Stage.ORDERED):
-                self._reached(job, stage)
+            self._guard(job.state, self._prepared, job, outcome)
+
+    def _prepared(self, job: RetJob, outcome: object) -> None:
+        if isinstance(outcome, BaseException):
+            if not job.warm_only:
+                self._fail(job.state, outcome)
+            return
+        for stage in (Stage.EMBEDDED, Stage.PROBED, Stage.ORDERED):
+            self._reached(job, stage)
 
     def searched(self, results: list[tuple[RetJob, ScanResult | BaseException]]) -> None:
         for job, result in results:
-            if isinstance(result, BaseException):
-                if not job.warm_only:
-                    self._fail(job.state, result)
-            elif result.passages is not None and not job.warm_only:
-                self._reached(job, Stage.SEARCHED)
-            elif result.partial_passages is not None and not job.warm_only:
-                self._speculate(job)
+            self._guard(job.state, self._searched, job, result)
+
+    def _searched(self, job: RetJob, result: ScanResult | BaseException) -> None:
+        if isinstance(result, BaseException):
+            if not job.warm_only:
+                self._fail(job.state, result)
+        elif result.passages is not None and not job.warm_only:
+            self._reached(job, Stage.SEARCHED)
+        elif result.partial_passages is not None and not job.warm_only:
+            self._speculate(job)
 
     # -- speculation and prefetch ----------------------------------------------------------------
 

@@ -15,8 +15,9 @@ adopted only when its prompt equals the one the committed values render.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -43,6 +44,8 @@ from ragraph.runtime.scheduler.program import lower
 from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 from ragraph.runtime.scheduler.units import Units
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class SchedulerConfig:
@@ -62,6 +65,11 @@ class SchedulerConfig:
                 raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
         if not 0 < self.tau <= 1:
             raise ConfigError("tau", f"must be in (0, 1], got {self.tau}")
+
+
+class SchedulerStopped(RuntimeError):
+    """The scheduler's loop could not go on (a bug that no request owns): the run ends with
+    this error, which names the phase and the cause; a server restarts the run."""
 
 
 @dataclass
@@ -100,21 +108,63 @@ class _Run:
         feeder = asyncio.create_task(self._feed(arrivals))
         try:
             while not (self.arrivals_done and not self.waiting and not self.units.walks):
-                self._admit()
-                self.gen.start_ready()
-                self.ret.dispatch()
+                self._phase("admission", self._admit)
+                self._phase("starting generations", self.gen.start_ready)
+                self._phase("dispatching a search step", self.ret.dispatch)
                 await self.inbox.wait()
                 for event in self.inbox.drain():
-                    self._handle(event)
-            await feeder
+                    self._take(event)
+            await feeder  # the arrivals' own error, if they failed
         finally:
+            feeder.cancel()
+            self.gen.abort_all()  # a run that stopped leaves nothing generating in the engine
             self.ret.close()
         return self._stats()
 
     async def _feed(self, arrivals: AsyncIterator[Request]) -> None:
-        async for request in arrivals:
-            self.inbox.put(Arrived(request, clock()))
-        self.inbox.put(ArrivalsDone())
+        try:
+            async for request in arrivals:
+                self.inbox.put(Arrived(request, clock()))
+        finally:  # arrivals that fail still end: the run finishes what it admitted
+            self.inbox.put(ArrivalsDone())
+
+    def _phase(self, name: str, step: Callable[[], object]) -> None:
+        """A phase of the loop that no request owns: when it fails, the loop cannot go on."""
+        try:
+            step()
+        except Exception as err:
+            raise SchedulerStopped(f"the scheduler's loop stopped while {name}: "
+                                   f"{type(err).__name__}: {err}") from err
+
+    def _take(self, event) -> None:  # noqa: ANN001 - an inbox Event
+        """Apply one event. A bug outside the requests' own guards fails the requests the
+        event touched (logged once, with its traceback) and the loop goes on."""
+        touched = self._touched(event)
+        try:
+            self._handle(event)
+        except Exception as err:
+            log.error("the scheduler failed on %s (requests touched: %s)", type(event).__name__,
+                      ", ".join(touched) or "none", exc_info=err)
+            try:
+                for rid in touched:
+                    self.units.cancel(rid, err, logged=True)
+            except Exception as again:
+                raise SchedulerStopped(f"the scheduler's loop stopped failing requests "
+                                       f"{touched} after a bug: {again!r}") from again
+
+    def _touched(self, event) -> list[str]:  # noqa: ANN001 - an inbox Event
+        """The requests an event concerns (before it is applied: applying it may forget them)."""
+        if isinstance(event, Token | Generated):
+            job = self.gen.jobs.get(event.key)
+            return [job.state.rid] if job is not None else []
+        if isinstance(event, Prepared):
+            jobs = [self.ret.jobs.get(k) for k in event.keys]
+            return sorted({j.state.rid for j in jobs if j is not None})
+        if isinstance(event, StepDone):
+            return sorted({j.state.rid for j in self.ret.jobs.values() if j.in_flight})
+        if isinstance(event, CancelRequest):
+            return [event.rid]
+        return []
 
     def _handle(self, event) -> None:  # noqa: ANN001 - an inbox Event
         if isinstance(event, Arrived):
