@@ -5,20 +5,30 @@ longer answers its health check): a request that fails on a live replica (a prom
 context, a server error of its own) fails as it would on one server. On failover the request
 starts again on the new replica; the tokens its stream already delivered are checked against the
 new replica's first tokens (greedy decoding makes them equal) and not delivered twice. Every
-failover is logged for the run summary.
+failover is logged for the run summary. A replica marked down is health-checked again with
+exponential backoff (`RouterConfig.probe_after_s` doubling up to `probe_max_s`) and routed to
+again once it answers.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ragraph.errors import ConfigError, EngineError
 from ragraph.runtime.distributed.faults import Fault, FaultLog
-from ragraph.runtime.distributed.routing import PrefixTable, RouterConfig, choose, prefix_hashes
+from ragraph.runtime.distributed.routing import (
+    PrefixTable,
+    RouterConfig,
+    choose,
+    next_probe_s,
+    prefix_hashes,
+)
 from ragraph.runtime.llm.base import EngineBase
+from ragraph.runtime.llm.failure import cause
 from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
 from ragraph.runtime.llm.protocol import (
     EngineCounters,
@@ -32,6 +42,9 @@ from ragraph.runtime.llm.stream import GenerationStream
 if TYPE_CHECKING:
     from ragraph.runtime.config import RuntimeConfig
 
+log = logging.getLogger(__name__)
+Sleep = Callable[[float], Awaitable[object]]
+
 
 @runtime_checkable
 class HealthChecked(Protocol):
@@ -41,7 +54,10 @@ class HealthChecked(Protocol):
 class ReplicaRouter(EngineBase):
     """Several engines serving one model, seen by the scheduler as one engine."""
 
-    def __init__(self, engines: Sequence[LLMEngine], config: RouterConfig | None = None) -> None:
+    def __init__(self, engines: Sequence[LLMEngine], config: RouterConfig | None = None,
+                 sleep: Sleep = asyncio.sleep) -> None:
+        """`sleep`: how the router waits between health checks of a down replica (a test
+        passes one it controls)."""
         if not engines:
             raise ConfigError("replicas", "a router needs at least one engine")
         super().__init__(f"{len(engines)} x {engines[0].name}", engines[0].context_length)
@@ -54,16 +70,24 @@ class ReplicaRouter(EngineBase):
         self._inner: dict[str, GenerationStream] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._log = FaultLog()
+        self._sleep = sleep
+        self._probes: dict[int, asyncio.Task[None]] = {}  # a health-check loop per down replica
         self.routed = [0] * len(engines)
 
     async def _open(self) -> None:
         await asyncio.gather(*(e.start() for e in self.engines))
 
     async def _shut(self) -> None:
-        for task in list(self._tasks):
+        tasks = [*self._tasks, *self._probes.values()]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*(e.close() for e in self.engines))
+
+    @property
+    def down(self) -> frozenset[int]:
+        """The replicas requests are not sent to (until they answer a health check again)."""
+        return frozenset(self._down)
 
     def faults(self) -> tuple[Fault, ...]:
         return self._log.snapshot()
@@ -110,18 +134,17 @@ class ReplicaRouter(EngineBase):
                     self._fail(stream, f"{self.name}: every replica is down")
                     return
                 result = await self._attempt(replica, request, stream, delivered)
-                if result.finish_reason != "error" or stream.abort_requested:
-                    self._end(stream, result)
-                    return
-                if not await self._is_down(replica):
-                    self._fail(stream, result.error or "failed", result.prompt_tokens)
+                if (result.finish_reason != "error" or stream.abort_requested
+                        or not await self._is_down(replica)):
+                    self._end(stream, result)  # a live replica's error is the request's own
                     return
                 tried.add(replica)
                 self._log.record(Fault(f"replica {replica} ({self.engines[replica].name})",
                                        f"request {request.rid}", result.error or "failed",
                                        "marked down; request sent to another replica"))
-        except EngineError as err:
-            self._fail(stream, str(err))
+        except Exception as err:  # this request's failure (a bug is logged); the others go on
+            message, kind = cause(err, self.name)
+            self._fail(stream, message, kind=kind)
 
     async def _attempt(self, replica: int, request: GenerationRequest,
                        stream: GenerationStream, delivered: list[TokenEvent]) -> GenerationResult:
@@ -146,12 +169,41 @@ class ReplicaRouter(EngineBase):
         return await inner.result(raise_on_error=False)
 
     async def _is_down(self, replica: int) -> bool:
+        down = not await self._answers(replica)
+        if down and replica not in self._down:
+            self._down.add(replica)
+            log.warning("replica %d (%s) is down; checking it again in %.0f s", replica,
+                        self.engines[replica].name, self.config.probe_after_s)
+        if down and replica not in self._probes:
+            self._probes[replica] = asyncio.get_running_loop().create_task(
+                self._reprobe(replica))
+        return down
+
+    async def _answers(self, replica: int) -> bool:
         engine = self.engines[replica]
         # An engine without a health check is taken to be up: its errors are its requests'.
-        down = not await engine.alive() if isinstance(engine, HealthChecked) else False
-        if down:
-            self._down.add(replica)
-        return down
+        if not isinstance(engine, HealthChecked):
+            return True
+        try:
+            return await engine.alive()
+        except Exception as err:  # a check that fails in an unexpected way: not answering
+            log.warning("replica %d (%s): health check failed: %r", replica, engine.name, err)
+            return False
+
+    async def _reprobe(self, replica: int) -> None:
+        """Health-check a down replica with backoff until it answers; then route to it again."""
+        wait = self.config.probe_after_s
+        try:
+            while True:
+                await self._sleep(wait)
+                if await self._answers(replica):
+                    self._down.discard(replica)
+                    log.warning("replica %d (%s) answers again: back in rotation", replica,
+                                self.engines[replica].name)
+                    return
+                wait = next_probe_s(wait, self.config)
+        finally:
+            self._probes.pop(replica, None)
 
 
 def _check_replay(before: TokenEvent, again: TokenEvent, replica: int) -> None:

@@ -28,12 +28,24 @@ class RouterConfig:
     min_match: float = 0.5
     # Prefix blocks remembered per replica (~16 KiB of hashes each).
     table_blocks: int = 1024
+    # A replica marked down is health-checked again after this long, then after twice as long
+    # each time it is still down, up to `probe_max_s` (a restarted server is back in a minute).
+    probe_after_s: float = 1.0
+    probe_max_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.block_chars < 1 or self.table_blocks < 1:
             raise ConfigError("block_chars", "block_chars and table_blocks must be positive")
         if not 0 < self.min_match <= 1:
             raise ConfigError("min_match", f"must be in (0, 1], got {self.min_match}")
+        if not 0 < self.probe_after_s <= self.probe_max_s:
+            raise ConfigError("probe_after_s", f"needs 0 < probe_after_s <= probe_max_s, got "
+                              f"{self.probe_after_s}, {self.probe_max_s}")
+
+
+def next_probe_s(waited_s: float, config: RouterConfig) -> float:
+    """How long to wait before the next health check of a replica still down (backoff)."""
+    return min(waited_s * 2, config.probe_max_s)
 
 
 def prefix_hashes(prompt: str, block_chars: int) -> list[bytes]:
