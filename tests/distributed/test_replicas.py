@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from ragraph.errors import ConfigError
+from ragraph.errors import ConfigError, EngineError, PromptTooLong
 from ragraph.runtime.distributed.replicas import ReplicaRouter
 from ragraph.runtime.distributed.routing import PrefixTable, RouterConfig, choose, prefix_hashes
 from ragraph.runtime.llm.protocol import GenerationRequest, LLMEngine, SamplingParams
@@ -112,6 +112,38 @@ def test_a_failover_mid_stream_delivers_each_token_once():
     got = asyncio.run(tokens(router))
     assert got == want and "".join(got[0]) == got[1]
     assert router.engines[0].dead and len(router.faults()) == 1
+
+
+def test_a_failover_to_a_replica_that_continues_differently_fails_the_request():
+    """A replica that does not repeat the tokens already delivered (another model, sampling) must
+    not splice two generations into one answer."""
+    request = GenerationRequest("r", "The history of the city of Paris begins",
+                                params=SamplingParams(24))
+
+    async def go() -> BaseException | None:
+        other = SimEngine(replace(TWENTY, vocab_size=1000))  # other token ids: other words
+        async with ReplicaRouter([DiesMidStream(), other]) as router:
+            try:
+                await router.submit(request).result()
+            except EngineError as err:
+                return err
+        return None
+
+    err = asyncio.run(go())
+    assert err is not None and "continued differently" in str(err)
+
+
+def test_a_prompt_too_long_stays_the_clients_mistake_through_the_router():
+    async def go() -> BaseException | None:
+        async with ReplicaRouter([SimEngine(replace(FAST, context_length=64))]) as router:
+            try:
+                await router.submit(GenerationRequest("r", "word " * 100)).result()
+            except EngineError as err:
+                return err
+        return None
+
+    err = asyncio.run(go())
+    assert isinstance(err, PromptTooLong) and "64" in str(err)
 
 
 def test_hashes_cover_whole_blocks_cumulatively():

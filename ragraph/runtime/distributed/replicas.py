@@ -154,15 +154,16 @@ class ReplicaRouter(EngineBase):
         self._load[replica] += 1
         already, replayed = len(delivered), 0
         try:
-            async for event in inner:
+            while (event := await inner.next_event()) is not None:  # a failure: in the result
                 if replayed < already:
                     _check_replay(delivered[replayed], event, replica)
                     replayed += 1
                     continue
                 delivered.append(event)
                 stream.push(event)
-        except EngineError:
-            pass  # the result says why
+        except BaseException:  # a replay that differs (the request fails), or the router closing
+            inner.abort()
+            raise
         finally:
             self._load[replica] -= 1
             self._inner.pop(request.rid, None)
