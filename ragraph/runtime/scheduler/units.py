@@ -10,13 +10,10 @@ trace track, named `unit <id>`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections import Counter
 from collections.abc import Callable
 
 from ragraph.errors import failure_kind
-from ragraph.ir.control import choose_edge
 from ragraph.ir.nodes import END, START, Generate, Merge, Node, Retrieve
 from ragraph.ir.overlap import Fork, Join, SpecVerify
 from ragraph.ir.stages import (
@@ -35,10 +32,11 @@ from ragraph.runtime.executors.base import Services, clock, fail
 from ragraph.runtime.generate import generated_text
 from ragraph.runtime.llm.failure import EngineBug
 from ragraph.runtime.request import RequestState
-from ragraph.runtime.scheduler import fanout, policies
+from ragraph.runtime.scheduler import fanout
 from ragraph.runtime.scheduler.generation_side import GenerationSide
-from ragraph.runtime.scheduler.inbox import Generated, Inbox, PrefetchDone, Token
+from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
 from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob, Stage
+from ragraph.runtime.scheduler.lookahead import Lookahead
 from ragraph.runtime.scheduler.program import GenerationChain, Program, RetrievalChain
 from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 from ragraph.runtime.scheduler.search_worker import ScanResult
@@ -72,6 +70,8 @@ class Units:
         self.entered: dict[tuple[str, str], float] = {}
         self.executed = 0
         self.cache = getattr(services.search.engine, "cache", None)
+        self.ahead = Lookahead(services, config, gen, ret, inbox, has_room, self.walks,
+                               self.cache)
 
     # -- walking ---------------------------------------------------------------------------------
 
@@ -203,7 +203,7 @@ class Units:
             job = self.gen.start(state, chain, prompt, segments)
             self.gjobs[job.key] = job
         if chain.prefetch is not None:
-            self._prefetch(state, chain)
+            self.ahead.prefetch(state, chain)
         if isinstance(node, Generate) and job.wait(uid, Stage.DECODED):
             self._finish(state, chain)  # a map over an empty list: nothing to generate
             return True
@@ -277,7 +277,7 @@ class Units:
             self._reached(job, Stage.PREFILLED)
         chain = job.chain
         if chain is not None and chain.warm and job.tokens % chain.chunk == 0:
-            self._warm(job)  # a decode repetition ended: speculative retrieval may start
+            self.ahead.warm(job)  # a decode repetition ended: speculative retrieval may start
 
     def generated(self, event: Generated) -> None:
         job = self.gen.ended(event)
@@ -313,83 +313,4 @@ class Units:
         elif result.passages is not None and not job.warm_only:
             self._reached(job, Stage.SEARCHED)
         elif result.partial_passages is not None and not job.warm_only:
-            self._speculate(job)
-
-    # -- speculation and prefetch ----------------------------------------------------------------
-
-    def _speculate(self, job: RetJob) -> None:
-        """Start the next generation on this retrieval's partial top-k, when the engine has room
-        and the request would go there next."""
-        walk = self.walks.get(job.state.rid)
-        chain = job.chain
-        if walk is None or chain is None or chain.speculate_into is None:
-            return
-        target = walk.program.generations[chain.speculate_into]
-        key = (job.state.rid, target.origin, 0)
-        if key in self.gen.speculative and job.drift == 0.0:
-            return  # the partial top-k did not change: keep the running speculation
-        self.gen.drop_speculation(*key)
-        if job.drift > self.cfg.spec_max_drift or not self._has_room():
-            return
-        state = job.state
-        try:
-            partial = fanout.speculative_values(walk.program, job, state.variables)
-            if partial is None:
-                return  # a branch of the map has no partial top-k yet
-            variables, after = partial
-            edge = choose_edge(walk.program.graph, after, variables, Counter(state.loop_counts))
-            if walk.program.origin(edge.dst) != target.origin:
-                return
-            prompt = effects.generation_prompt_of(target.prompt, variables)
-            segments = effects.prompt_segments(target.prompt, target.layout, variables)
-        except Exception:
-            return  # the prediction needs values not known yet: no speculation
-        self.gen.speculate(state, target, prompt, segments)
-
-    def _warm(self, job: GenJob) -> None:
-        """Speculative retrieval: search with the partial text to order the real search's
-        clusters (it only feeds the locality history; the real search stays exact)."""
-        walk = self.walks.get(job.state.rid)
-        chain = job.chain
-        if walk is None or chain is None or job.warmed or job.speculative:
-            return
-        job.warmed = True
-        if self.ret.busy_with_real_work or not self._has_room():
-            return  # warming would only delay real retrievals or the engine's real work
-        target = walk.program.retrievals[chain.warm]  # type: ignore[index]
-        variables = {**job.state.variables, chain.output: job.text}
-        try:
-            query = effects.retrieval_query_of(target.query, variables)
-        except Exception:
-            return  # the warm query needs values not known yet: nothing to warm
-        if query:
-            self.ret.start(job.state, target, query, warm_only=True)
-
-    def _prefetch(self, state: RequestState, chain: GenerationChain) -> None:
-        """TeleRAG lookahead: while a generation that produces a retrieval query runs, load the
-        clusters nearest to the text already known, within what the link moves meanwhile."""
-        plan = chain.prefetch
-        if self.cache is None or plan is None or self.cache.prefetch_room() == 0:
-            return  # a full prefetch room would load nothing: do not embed for it
-        known = "\n".join(str(state.variables[v]) for v in plan.known if v in state.variables)
-        if not known.strip():
-            return
-        budget = policies.prefetch_budget_bytes(self.cfg.link_bytes_per_s,
-                                                self.gen.seconds.value or 0.5)
-        search, cache, owner, tracer, start = self.s.search, self.cache, state.rid, self.s.tracer, clock()
-
-        def load() -> None:
-            cache.prefetch(search.embed(known), budget, owner)
-            # The prefetch unit: off the control path, it runs beside the generation.
-            tracer.add_span(owner, f"unit {plan.id}", start, clock(), engine=False,
-                            kind=plan.kind)
-
-        future = asyncio.get_running_loop().run_in_executor(None, load)
-        future.add_done_callback(self.inbox.done_callback(PrefetchDone))
-
-    def prefetched(self, event: PrefetchDone) -> None:
-        """A failed prefetch costs only speed (searches still run on the CPU tier): counted."""
-        error = None if event.future.cancelled() else event.future.exception()
-        if error is not None:
-            self.gen.n.prefetch_errors += 1
-            self.gen.n.last_prefetch_error = repr(error)
+            self.ahead.speculate(job)

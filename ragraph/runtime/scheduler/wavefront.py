@@ -180,7 +180,7 @@ class _Run:
         elif isinstance(event, StepDone):
             self.units.searched(self.ret.collect(event))
         elif isinstance(event, PrefetchDone):
-            self.units.prefetched(event)
+            self.units.ahead.prefetched(event)
         elif isinstance(event, CancelRequest):
             self._cancel(event)
 

@@ -1,0 +1,110 @@
+"""What the wavefront starts ahead of need, beside the units that wait for it: a generation on a
+retrieval's partial top-k (speculation, adopted only when the committed prompt is identical), a
+search on a generation's partial text (speculative retrieval: it only warms the cluster order),
+and clusters loaded into the accelerator tier while a generation runs (TeleRAG prefetch)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable
+
+from ragraph.ir.control import choose_edge
+from ragraph.runtime import effects
+from ragraph.runtime.executors.base import Services, clock
+from ragraph.runtime.request import RequestState
+from ragraph.runtime.scheduler import fanout, policies
+from ragraph.runtime.scheduler.generation_side import GenerationSide
+from ragraph.runtime.scheduler.inbox import Inbox, PrefetchDone
+from ragraph.runtime.scheduler.jobs import GenJob, RetJob
+from ragraph.runtime.scheduler.program import GenerationChain
+from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
+from ragraph.runtime.scheduler.walk import Walk
+
+
+class Lookahead:
+    """`walks`: the running requests (the units' own dict); `cache`: the search engine's
+    accelerator tier, None without one."""
+
+    def __init__(self, services: Services, config, gen: GenerationSide,  # noqa: ANN001
+                 ret: RetrievalSide, inbox: Inbox, has_room: Callable[[], bool],
+                 walks: dict[str, Walk], cache) -> None:  # noqa: ANN001 - HotClusterCache
+        self.s, self.cfg, self.gen, self.ret, self.inbox = services, config, gen, ret, inbox
+        self._has_room, self.walks, self.cache = has_room, walks, cache
+
+    def speculate(self, job: RetJob) -> None:
+        """Start the next generation on this retrieval's partial top-k, when the engine has room
+        and the request would go there next."""
+        walk = self.walks.get(job.state.rid)
+        chain = job.chain
+        if walk is None or chain is None or chain.speculate_into is None:
+            return
+        target = walk.program.generations[chain.speculate_into]
+        key = (job.state.rid, target.origin, 0)
+        if key in self.gen.speculative and job.drift == 0.0:
+            return  # the partial top-k did not change: keep the running speculation
+        self.gen.drop_speculation(*key)
+        if job.drift > self.cfg.spec_max_drift or not self._has_room():
+            return
+        state = job.state
+        try:
+            partial = fanout.speculative_values(walk.program, job, state.variables)
+            if partial is None:
+                return  # a branch of the map has no partial top-k yet
+            variables, after = partial
+            edge = choose_edge(walk.program.graph, after, variables, Counter(state.loop_counts))
+            if walk.program.origin(edge.dst) != target.origin:
+                return
+            prompt = effects.generation_prompt_of(target.prompt, variables)
+            segments = effects.prompt_segments(target.prompt, target.layout, variables)
+        except Exception:
+            return  # the prediction needs values not known yet: no speculation
+        self.gen.speculate(state, target, prompt, segments)
+
+    def warm(self, job: GenJob) -> None:
+        """Speculative retrieval: search with the partial text to order the real search's
+        clusters (it only feeds the locality history; the real search stays exact)."""
+        walk = self.walks.get(job.state.rid)
+        chain = job.chain
+        if walk is None or chain is None or job.warmed or job.speculative:
+            return
+        job.warmed = True
+        if self.ret.busy_with_real_work or not self._has_room():
+            return  # warming would only delay real retrievals or the engine's real work
+        target = walk.program.retrievals[chain.warm]  # type: ignore[index]
+        variables = {**job.state.variables, chain.output: job.text}
+        try:
+            query = effects.retrieval_query_of(target.query, variables)
+        except Exception:
+            return  # the warm query needs values not known yet: nothing to warm
+        if query:
+            self.ret.start(job.state, target, query, warm_only=True)
+
+    def prefetch(self, state: RequestState, chain: GenerationChain) -> None:
+        """TeleRAG lookahead: while a generation that produces a retrieval query runs, load the
+        clusters nearest to the text already known, within what the link moves meanwhile."""
+        plan = chain.prefetch
+        if self.cache is None or plan is None or self.cache.prefetch_room() == 0:
+            return  # a full prefetch room would load nothing: do not embed for it
+        known = "\n".join(str(state.variables[v]) for v in plan.known if v in state.variables)
+        if not known.strip():
+            return
+        budget = policies.prefetch_budget_bytes(self.cfg.link_bytes_per_s,
+                                                self.gen.seconds.value or 0.5)
+        search, cache, owner, tracer, start = self.s.search, self.cache, state.rid, self.s.tracer, clock()
+
+        def load() -> None:
+            cache.prefetch(search.embed(known), budget, owner)
+            # The prefetch unit: off the control path, it runs beside the generation.
+            tracer.add_span(owner, f"unit {plan.id}", start, clock(), engine=False,
+                            kind=plan.kind)
+
+        future = asyncio.get_running_loop().run_in_executor(None, load)
+        future.add_done_callback(self.inbox.done_callback(PrefetchDone))
+
+    def prefetched(self, event: PrefetchDone) -> None:
+        """A failed prefetch costs only speed (searches still run on the CPU tier): counted."""
+        error = None if event.future.cancelled() else event.future.exception()
+        if error is not None:
+            self.gen.n.prefetch_errors += 1
+            self.gen.n.last_prefetch_error = repr(error)
