@@ -43,6 +43,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000, help="port (8000)")
     p.add_argument("--api-key", default=os.environ.get(KEY_ENV),
                    help=f"require 'Authorization: Bearer KEY' (default: ${KEY_ENV} if set)")
+    p.add_argument("--allowed-hosts", type=_hosts, default=None, metavar="HOST,...",
+                   help="Host header values answered, others get 400 ('*.example.com' "
+                   "patterns; '*' any). Default on a loopback address: localhost, 127.0.0.1, "
+                   "::1 and --host, so no web page can reach the server under a name of its "
+                   "own (DNS rebinding); beyond this machine: any")
+    p.add_argument("--max-connections", type=int, default=512,
+                   help="open connections served; past them, 503 at once (512)")
+    p.add_argument("--header-timeout", type=float, default=10.0,
+                   help="seconds a connection has to send a request's headers before it is "
+                   "closed (408 once it began one; slow or stalled clients) (10)")
+    p.add_argument("--body-timeout", type=float, default=30.0,
+                   help="seconds to send a request's body, then 408 and the connection is "
+                   "closed (30)")
     p.add_argument("--max-body-bytes", type=int, default=1 << 20,
                    help="larger request bodies get 413 (1 MiB)")
     p.add_argument("--max-queue", type=int, default=256,
@@ -70,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
     from ragraph.runtime.catalog import Catalog
 
     settings = ServeSettings(host=args.host, port=args.port, api_key=args.api_key,
+                             allowed_hosts=args.allowed_hosts,
+                             max_connections=args.max_connections,
+                             header_timeout_s=args.header_timeout,
+                             body_timeout_s=args.body_timeout,
                              max_body_bytes=args.max_body_bytes, max_queue=args.max_queue,
                              request_timeout_s=args.request_timeout,
                              drain_timeout_s=args.drain_timeout,
@@ -103,11 +120,17 @@ def describe(catalog: Catalog, config: RuntimeConfig, settings: ServeSettings) -
 
 def announce(settings: ServeSettings, err: Console, how: str = "") -> None:
     where = f"http://{settings.host}:{settings.port}"
+    hosts = "any Host" if "*" in settings.hosts else "Host " + ", ".join(settings.hosts)
     err.print(f"serving on {where}{how} (page: {where}/) · API key "
-              f"{'required' if settings.api_key else 'off'}")
+              f"{'required' if settings.api_key else 'off'} · {hosts}")
     if not settings.loopback and not settings.api_key:
         err.print("[yellow]warning:[/yellow] bound beyond this machine without --api-key: "
                   "anyone who can reach the port can use the engines")
+
+
+def _hosts(text: str) -> tuple[str, ...]:
+    """`--allowed-hosts a,b`: the names, blanks dropped (ServeSettings checks each)."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def load_workflows(files: list[Path]) -> dict:

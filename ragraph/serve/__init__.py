@@ -1,18 +1,23 @@
 """`ragraph serve`: workflows over HTTP, every client's requests in one wavefront scheduler.
 
-    app.py            the Starlette app, its startup/shutdown, the API key, uvicorn
+    app.py            the Starlette app, its startup and shutdown
+    listener.py       uvicorn: the header deadline, the connection limit
+    guards.py         before the routes: the response count, the Host allow-list, the API key
     hub.py            the one scheduler run; a Ticket per request (its events, its outcome)
     state.py          what routes share; waiting for a ticket within the timeout, or a disconnect
     openai_routes.py  /v1/chat/completions, /v1/completions, /v1/models
     run_routes.py     /runs/stream, /runs/wait (LangGraph's run API)
     info_routes.py    /ok, /health, /readiness, /metrics, /workflows, the page and its feed
-    bodies.py         request bodies and the errors that name their field
+    reading.py        a body: JSON only, its size, its time, its depth, its Unicode
+    bodies.py         what a body asks, and the errors that name its field (http_error.py)
+    openai_fields.py  OpenAI's other fields: honoured, hints not applied, or refused
     admission.py      the bounded queue (429 + Retry-After)
     answer.py         which generation's text is the answer, as deltas
     metrics.py        Prometheus;  live.py  the page's feed;  page/  the page
 """
 
-from ragraph.serve.app import build_app, run_server
+from ragraph.serve.app import build_app
+from ragraph.serve.listener import run_server
 from ragraph.serve.settings import ServeSettings
 
 __all__ = ["ServeSettings", "build_app", "run_server"]

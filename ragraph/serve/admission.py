@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ragraph.serve.bodies import HttpError
+from ragraph.serve.http_error import HttpError
 
 MAX_RETRY_AFTER_S = 60
 

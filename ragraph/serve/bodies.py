@@ -1,44 +1,23 @@
-"""Request bodies: read within the size limit, parsed into what the hub needs, and every mistake
-an `HttpError` whose message names the field (400), the workflow (404) or the limit (413).
-
-Every error body is OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, which the
-`openai` client turns into its typed exceptions and any other client can read."""
+"""Request bodies parsed into what the hub needs, and every mistake an `HttpError` whose message
+names the field (400) or the workflow (404). Reading the body (its type, size, time and JSON) is
+`reading.py`'s; the OpenAI routes' other fields are `openai_fields.py`'s."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from ragraph.errors import ConfigError
 from ragraph.ir.values import Value
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.request import Request as RunRequest
 from ragraph.runtime.request import initial_variables
+from ragraph.serve.http_error import HttpError
+from ragraph.serve.openai_fields import check_fields
 
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-               413: "request_too_large", 429: "rate_limit_exceeded", 503: "unavailable",
-               504: "timeout", 500: "workflow_error"}
 STREAM_MODES = ("updates", "units", "messages")
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.param = status, message, param
-        self.headers = dict(headers or {})
-
-    def body(self) -> dict[str, Any]:
-        return {"error": {"message": self.message, "type": ERROR_TYPES.get(self.status, "error"),
-                          "param": self.param, "code": self.status}}
-
-    def response(self) -> JSONResponse:
-        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
 @dataclass(frozen=True)
@@ -51,51 +30,42 @@ class Ask:
     stream: bool = False
     include_usage: bool = False  # OpenAI `stream_options.include_usage`
     stream_modes: tuple[str, ...] = ("updates",)  # /runs/stream: which events besides the rest
-
-
-async def read_json(request: Request, limit: int) -> dict[str, Any]:
-    """The body as a JSON object; 413 past `limit` bytes (declared or streamed)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
-    try:
-        body = json.loads(b"".join(chunks))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise HttpError(400, f"body: not valid JSON: {err}") from err
-    if not isinstance(body, dict):
-        raise HttpError(400, "body: expected a JSON object")
-    return body
-
-
-def _too_large(limit: int) -> HttpError:
-    return HttpError(413, f"body: larger than this server's limit of {limit} bytes "
-                     "(--max-body-bytes)")
+    question_field: str = "input.question"  # where the body put it (errors name it)
+    ignored: tuple[str, ...] = ()  # fields accepted but not applied (openai_fields.py)
 
 
 def parse_chat(body: dict[str, Any], catalog: Catalog) -> Ask:
-    """OpenAI chat completions: `model` names the workflow; the last user message asks."""
+    """OpenAI chat completions: `model` names the workflow; the last user message asks (the
+    workflow's own prompts take the place of any system message)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise HttpError(400, "messages: must be a non-empty list of messages", "messages")
-    users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            raise HttpError(400, f"messages[{i}]: must be an object with a role "
+                            f"({', '.join(ROLES)})", f"messages[{i}]")
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
     if not users:
         raise HttpError(400, "messages: needs a message with role 'user'", "messages")
-    question = _content(messages[users[-1]].get("content"), f"messages[{users[-1]}].content")
-    return _ask(body, catalog, "model", question, {})
+    where = f"messages[{users[-1]}].content"
+    return _openai(body, catalog, _content(messages[users[-1]].get("content"), where), where)
 
 
 def parse_completion(body: dict[str, Any], catalog: Catalog) -> Ask:
-    """OpenAI (legacy) completions: the prompt is the question."""
-    prompt = body.get("prompt")
+    """OpenAI (legacy) completions: the prompt is the question (one string, or a list of one)."""
+    prompt, where = body.get("prompt"), "prompt"
     if isinstance(prompt, list) and len(prompt) == 1:
-        prompt = prompt[0]
-    return _ask(body, catalog, "model", _text(prompt, "prompt"), {})
+        prompt, where = prompt[0], "prompt[0]"
+    elif isinstance(prompt, list):
+        raise HttpError(400, "prompt: one prompt per request (a workflow gives one answer)",
+                        "prompt")
+    return _openai(body, catalog, _text(prompt, where), where)
+
+
+def _openai(body: dict[str, Any], catalog: Catalog, question: str, where: str) -> Ask:
+    name = _workflow(body, catalog, "model")
+    stream, usage, ignored = check_fields(body)
+    return Ask(name, question, {}, stream, usage, question_field=where, ignored=ignored)
 
 
 def parse_run(body: dict[str, Any], catalog: Catalog) -> Ask:
@@ -112,26 +82,18 @@ def parse_run(body: dict[str, Any], catalog: Catalog) -> Ask:
     if not isinstance(modes, list) or not all(m in STREAM_MODES for m in modes):
         raise HttpError(400, f"stream_mode: must be one or more of {', '.join(STREAM_MODES)}",
                         "stream_mode")
-    return _ask({**body, "stream": False}, catalog, key, question, inputs, tuple(modes))
+    name = _workflow(body, catalog, key)
+    _check_inputs(catalog, name, question, inputs)
+    return Ask(name, question, inputs, stream_modes=tuple(modes))
 
 
-def _ask(body: dict[str, Any], catalog: Catalog, key: str, question: str,
-         inputs: dict[str, Any], modes: tuple[str, ...] = ("updates",)) -> Ask:
+def _workflow(body: dict[str, Any], catalog: Catalog, key: str) -> str:
     name = body.get(key)
     if not isinstance(name, str) or not name:
         raise HttpError(400, f"{key}: must name a workflow ({_known(catalog)})", key)
     if name not in catalog.workflows:
-        raise HttpError(404, f"{key}: no workflow named {name!r} ({_known(catalog)})", key)
-    stream = body.get("stream", False)
-    if not isinstance(stream, bool):
-        raise HttpError(400, "stream: must be true or false", "stream")
-    if body.get("n", 1) != 1:
-        raise HttpError(400, "n: a workflow gives one answer per request (n must be 1)", "n")
-    options = body.get("stream_options") or {}
-    if not isinstance(options, dict):
-        raise HttpError(400, "stream_options: must be an object", "stream_options")
-    _check_inputs(catalog, name, question, inputs)
-    return Ask(name, question, inputs, stream, bool(options.get("include_usage")), modes)
+        raise HttpError(404, f"{key}: no workflow named {name[:100]!r} ({_known(catalog)})", key)
+    return name
 
 
 def _check_inputs(catalog: Catalog, name: str, question: str, inputs: dict[str, Any]) -> None:
@@ -149,10 +111,14 @@ def _check_inputs(catalog: Catalog, name: str, question: str, inputs: dict[str, 
 
 
 def _content(content: Any, where: str) -> str:
-    """A message's text: a string, or OpenAI's list of content parts (the text parts joined)."""
+    """A message's text: a string, or OpenAI's list of content parts, all text (joined)."""
     if isinstance(content, list):
-        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        content = "".join(t for t in texts if isinstance(t, str))
+        for j, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(
+                    part.get("text"), str):
+                raise HttpError(400, f"{where}[{j}]: only text parts are supported "
+                                "({\"type\": \"text\", \"text\": ...})", f"{where}[{j}]")
+        content = "".join(part["text"] for part in content)
     return _text(content, where)
 
 

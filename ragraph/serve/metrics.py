@@ -28,9 +28,16 @@ class ServerMetrics:
         self.requests = Counter("ragraph_requests", "Requests finished, by workflow and status "
                                 "(ok, failed, cancelled, timeout)", ("workflow", "status"),
                                 registry=self.registry)
-        self.rejected = Counter("ragraph_rejected_requests", "Requests refused before running, "
-                                "by HTTP status (400, 401, 404, 413, 429, 503)", ("code",),
+        self.rejected = Counter("ragraph_rejected_requests", "Requests that never ran, by HTTP "
+                                "status (400, 401, 404, 408, 413, 415, 429, 503; 499: the "
+                                "client left while sending its body)", ("code",),
                                 registry=self.registry)
+        self.responses = Counter("ragraph_http_responses", "HTTP responses, by status (a "
+                                 "stream's is 200 whatever its last event)", ("code",),
+                                 registry=self.registry)
+        self.timed_out = Counter("ragraph_connections_timed_out", "Connections closed for "
+                                 "not sending a request's headers within --header-timeout",
+                                 registry=self.registry)
         self.latency = Histogram("ragraph_request_latency_seconds", "Answered requests: from "
                                  "arrival to the answer", ("workflow",), buckets=LATENCY_BUCKETS,
                                  registry=self.registry)
@@ -63,6 +70,9 @@ class ServerMetrics:
 
     def reject(self, status: int) -> None:
         self.rejected.labels(str(status)).inc()
+
+    def responded(self, status: int) -> None:
+        self.responses.labels(str(status)).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -20,8 +20,10 @@ from ragraph.runtime.events import TextProduced
 from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.request import ANSWER
 from ragraph.serve.answer import AnswerDeltas
-from ragraph.serve.bodies import Ask, HttpError, parse_chat, parse_completion
+from ragraph.serve.bodies import Ask, parse_chat, parse_completion
+from ragraph.serve.http_error import HttpError
 from ragraph.serve.hub import Ticket
+from ragraph.serve.openai_fields import ignored_header
 from ragraph.serve.results import failure, passages_json
 from ragraph.serve.sse import event_stream
 from ragraph.serve.state import ServerState
@@ -55,15 +57,16 @@ async def _answer(request: Request, kind: str) -> Response:
     state: ServerState = request.app.state.server
     ask = await state.read(request, parse_chat if kind == CHAT else parse_completion)
     ticket = state.submit(ask, watch=(TextProduced,) if ask.stream else ())
+    headers = ignored_header(ask.ignored)
     if ask.stream:
         return event_stream(_chunks(state, ticket, ask, kind), state.settings,
-                            gone=state.gone(ticket))
+                            gone=state.gone(ticket), headers=headers)
     outcome = await state.outcome(request, ticket)
     if outcome is None:
         return Response(status_code=499)  # nginx's "client closed request": nobody reads it
     if outcome.error is not None:
         raise failure(outcome)
-    return JSONResponse(_whole(ticket, outcome, kind))
+    return JSONResponse(_whole(ticket, outcome, kind), headers=headers)
 
 
 def _whole(ticket: Ticket, outcome: Outcome, kind: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ the drain period instead of cutting it off."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import anyio
 from sse_starlette import EventSourceResponse
@@ -16,8 +16,8 @@ PING_S = 15  # a comment line keeps proxies from closing a quiet stream (a long 
 
 
 def event_stream(events: AsyncIterator[dict[str, str]], settings: ServeSettings,
-                 drain: bool = True, gone: Callable[[], None] | None = None
-                 ) -> EventSourceResponse:
+                 drain: bool = True, gone: Callable[[], None] | None = None,
+                 headers: Mapping[str, str] | None = None) -> EventSourceResponse:
     """`events`: {"data": text} or {"event": name, "data": text} items, framed `\\n`-separated
     as OpenAI's and LangGraph's servers do. `drain`: on shutdown the stream may run on to its end
     (a request's answer), else it is cut at once (the page's endless live feed). `gone`: called
@@ -30,4 +30,5 @@ def event_stream(events: AsyncIterator[dict[str, str]], settings: ServeSettings,
     return EventSourceResponse(events, ping=PING_S, sep="\n", shutdown_event=anyio.Event(),
                                shutdown_grace_period=settings.drain_timeout_s if drain else 0,
                                client_close_handler_callable=closed,
-                               headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+                               headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+                                        **(headers or {})})

@@ -17,10 +17,12 @@ from ragraph.runtime.executors.base import Services
 from ragraph.runtime.outcome import Outcome
 from ragraph.serve.admission import Admission
 from ragraph.serve.answer import answer_origins
-from ragraph.serve.bodies import Ask, HttpError, read_json
+from ragraph.serve.bodies import Ask
+from ragraph.serve.http_error import HttpError
 from ragraph.serve.hub import Hub, Ticket
 from ragraph.serve.live import LiveFeed, RollingTracer
 from ragraph.serve.metrics import ServerMetrics
+from ragraph.serve.reading import read_json
 from ragraph.serve.settings import ServeSettings
 
 DISCONNECTED = "cancelled: the client disconnected"
@@ -52,7 +54,7 @@ class ServerState:
     async def read(self, request: Request, parse: Callable[[dict[str, Any], Catalog], Ask]
                    ) -> Ask:
         """The question a request body asks; an HttpError when it asks it wrong."""
-        return parse(await read_json(request, self.settings.max_body_bytes), self.catalog)
+        return parse(await read_json(request, self.settings), self.catalog)
 
     def submit(self, ask: Ask, watch: tuple[type, ...] = ()) -> Ticket:
         """Queue a question, or refuse it (503 starting or stopping, 429 full); `watch`: the

@@ -4,6 +4,7 @@ the same app `ragraph serve` runs, in seconds."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -14,6 +15,7 @@ from ragraph.ir.graph import RAGraph
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.serve import ServeSettings, build_app
+from ragraph.serve.listener import make_server
 from ragraph.serve.state import ServerState
 
 STARTUP_S = 60
@@ -22,6 +24,10 @@ STARTUP_S = 60
 class Served:
     def __init__(self, url: str, state: ServerState, server) -> None:  # noqa: ANN001
         self.url, self.state, self._server = url, state, server
+
+    @property
+    def uvicorn(self):  # noqa: ANN201 - the uvicorn Server (its connections)
+        return self._server
 
     @property
     def hub(self):  # noqa: ANN201 - the running Hub
@@ -56,6 +62,40 @@ def sse_events(response) -> list[tuple[str, dict]]:  # noqa: ANN001 - an httpx s
     return out
 
 
+@contextmanager
+def captured_logs(names: tuple[str, ...] = ("ragraph", "uvicorn", "asyncio")
+                  ) -> Iterator[list[logging.LogRecord]]:
+    """The records the server logs meanwhile, from its thread too (uvicorn's loggers do not
+    propagate to the root, where pytest's caplog listens)."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler, loggers = Keep(logging.DEBUG), [logging.getLogger(n) for n in names]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+def metric(url: str, name: str, headers: dict[str, str] | None = None, **labels: str) -> float:
+    """One sample of the server's /metrics (0 when absent)."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(url + "/metrics", headers=headers, timeout=10).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return sample.value
+    return 0.0
+
+
 def until(condition: Callable[[], bool], timeout_s: float = 30, what: str = "condition") -> None:
     """Wait for a state the server reaches on its own thread (polling: it offers no event)."""
     deadline = time.monotonic() + timeout_s
@@ -86,15 +126,13 @@ def slow_profile(path: Path, step_ms: float = 400.0) -> Path:
 @contextmanager
 def serving(workflows: Mapping[str, RAGraph], config: RuntimeConfig,
             settings: ServeSettings | None = None, search=None) -> Iterator[Served]:  # noqa: ANN001
-    import uvicorn
-
     from tests.runtime.fakes import random_search
 
     catalog = Catalog.compile(dict(workflows), config.passes)
-    app = build_app(catalog, config, settings or ServeSettings(port=0),
-                    search=search or random_search())
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           timeout_graceful_shutdown=30))
+    settings = settings or ServeSettings(port=0)
+    app = build_app(catalog, config, settings, search=search or random_search())
+    # The server `ragraph serve` runs (its protocol, limits and shutdown), on a free port.
+    server = make_server(app, settings, host="127.0.0.1", port=0, log_level="warning")
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + STARTUP_S

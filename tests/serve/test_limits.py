@@ -19,6 +19,7 @@ from tests.serve.conftest import SIM, graphs, question, reference
 from tests.serve.servers import serving, slow_profile, sse_events, until
 
 CHAT = "/v1/chat/completions"
+JSON = {"Content-Type": "application/json"}
 
 
 def chat(workflow: str, q: str, **extra) -> dict:
@@ -51,7 +52,7 @@ def auth(key: str = "sesame") -> dict[str, str]:
     (json.dumps(chat("hyde", "x", n=3)).encode(), 400, "n"),
 ])
 def test_malformed_chat_is_refused_naming_the_field(server, body, status, field):
-    response = httpx.post(server.url + CHAT, content=body, timeout=10)
+    response = httpx.post(server.url + CHAT, content=body, headers=JSON, timeout=10)
     assert response.status_code == status
     assert response.json()["error"]["message"].startswith(f"{field}:")
 
@@ -74,7 +75,8 @@ def test_bad_requests_lose_no_neighbour(server):
     with httpx.stream("POST", server.url + "/runs/stream", timeout=60,
                       json={"workflow": "hyde", "input": {"question": q}}) as neighbour:
         for body in (b"", b"{", json.dumps(chat("nope", "x")).encode()) * 5:
-            assert httpx.post(server.url + CHAT, content=body, timeout=10).status_code in (400, 404)
+            assert httpx.post(server.url + CHAT, content=body, headers=JSON,
+                              timeout=10).status_code in (400, 404)
         events = sse_events(neighbour)
     assert events[-1][0] == "end" and events[-1][1]["answer"] == want
 
@@ -88,6 +90,15 @@ def test_api_key_guards_data_but_not_probes(slow):
     assert httpx.get(slow.url + "/").status_code == 200  # the page; its data needs the key
 
 
+def test_the_auth_scheme_is_case_insensitive(slow):
+    for scheme in ("bearer", "BEARER", "Bearer"):
+        response = httpx.get(slow.url + "/v1/models", headers={"Authorization": f"{scheme} sesame"})
+        assert response.status_code == 200, scheme
+    for given in ("Basic sesame", "sesame", "bearer", "bearer  guess"):
+        response = httpx.get(slow.url + "/v1/models", headers={"Authorization": given})
+        assert response.status_code == 401, given
+
+
 def test_body_over_the_limit_is_413(slow):
     big = chat("oneshot", "x" * 5000)
     response = httpx.post(slow.url + CHAT, json=big, headers=auth(), timeout=10)
@@ -96,7 +107,8 @@ def test_body_over_the_limit_is_413(slow):
     def chunks():  # no Content-Length: counted as it arrives
         yield json.dumps(big).encode()
 
-    response = httpx.post(slow.url + CHAT, content=chunks(), headers=auth(), timeout=10)
+    response = httpx.post(slow.url + CHAT, content=chunks(), headers={**auth(), **JSON},
+                          timeout=10)
     assert response.status_code == 413
 
 

@@ -63,7 +63,8 @@ def plan(seed: int = 7) -> list[Shot]:
 async def fire(client: httpx.AsyncClient, shot: Shot) -> Result:
     chat = {"model": shot.workflow, "messages": [{"role": "user", "content": shot.question}]}
     if shot.kind == "bad":
-        response = await client.post("/v1/chat/completions", content=BAD[shot.bad][0])
+        response = await client.post("/v1/chat/completions", content=BAD[shot.bad][0],
+                                     headers={"Content-Type": "application/json"})
         return Result(shot, response.status_code)
     if shot.kind == "wait":
         response = await client.post("/runs/wait", json={

@@ -82,7 +82,8 @@ def test_probes(server):
 def test_metrics_in_prometheus_format(server):
     httpx.post(server.url + "/runs/wait", json={"workflow": "hyde",
                                                 "input": {"question": question(2)}}, timeout=60)
-    httpx.post(server.url + "/runs/wait", content=b"{", timeout=10)
+    httpx.post(server.url + "/runs/wait", content=b"{", timeout=10,
+               headers={"Content-Type": "application/json"})
     text = httpx.get(server.url + "/metrics").text
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for family in text_string_to_metric_families(text) for s in family.samples}
