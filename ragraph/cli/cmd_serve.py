@@ -63,7 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--request-timeout", type=float, default=300.0,
                    help="seconds before a request is cancelled with 504 (300)")
     p.add_argument("--drain-timeout", type=float, default=60.0,
-                   help="seconds in-flight requests get to finish on shutdown (60)")
+                   help="seconds in-flight requests get to finish on shutdown; the rest then "
+                   "get 503 (or a stream's 'error' event) saying the server is shutting down "
+                   "(60)")
     ray = add_runtime_flags(p)
     ray.add_argument("--serve-replicas", type=int, default=1, metavar="N",
                      help="Ray Serve replicas of the server, each its own scheduler and engines "

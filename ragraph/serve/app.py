@@ -1,8 +1,8 @@
 """The ASGI application (Starlette); how uvicorn runs it is `listener.py`.
 
 Startup opens the engines once and starts the one scheduler run (`hub.py`); shutdown stops
-taking requests (uvicorn), lets the ones in flight finish (up to `--drain-timeout`), ends the run
-and closes the engines."""
+taking requests, lets the ones in flight finish (up to `--drain-timeout`, then cuts them with a
+reason), ends the run and closes the engines."""
 
 from __future__ import annotations
 
@@ -40,9 +40,7 @@ def build_app(catalog: Catalog, config: RuntimeConfig, settings: ServeSettings,
             try:
                 yield
             finally:
-                state.draining = True
-                assert state.hub is not None  # started above
-                await state.hub.drain(settings.drain_timeout_s)
+                await state.stop()
 
     app = Starlette(routes=[*openai_routes.routes(), *run_routes.routes(),
                             *info_routes.routes()],

@@ -5,6 +5,9 @@ requests, as they come: concurrent clients share the wavefront and batch togethe
 lines of `ragraph run --input` do. Each request gets a `Ticket`: the events the run reports for
 it (units completed, text produced, speculation settled), then its outcome. A ticket whose
 client went away is cancelled: the executor stops the request and aborts its generations.
+
+The run never ends while serving. If it dies (a bug outside every request's guard), the requests
+it held fail, the traceback is logged once and a new run starts; the server keeps answering.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Protocol
 
 from ragraph.errors import FailureKind
 from ragraph.ir.values import Value
-from ragraph.runtime.app import make_executor
+from ragraph.runtime import app as runtime_app
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.events import GenerationUsage, RunEvent
@@ -29,6 +32,16 @@ from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.request import Request
 
 log = logging.getLogger("ragraph.serve")
+
+# A failed request's label in the metrics, by whose fault it was (`ragraph.errors`); the server
+# answers each with its own status (`results.failure`). A request the server cut at shutdown
+# is the only one that ends "cancelled" with an outcome its client reads.
+FAILED_STATUS: dict[FailureKind, str] = {"input": "client_error", "engine": "upstream_error",
+                                         "workflow": "internal_error",
+                                         "internal": "internal_error", "cancelled": "shutdown"}
+# A run that dies again before any request finished waits before the next start, doubling from
+# the first delay to the last, so a run that cannot start does not spin.
+RESTART_DELAYS_S = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 
 
 @dataclass(frozen=True)
@@ -54,7 +67,8 @@ class Ticket:
     usage: Usage = field(default_factory=Usage)
     outcome: Outcome | None = None
     cancelled: str | None = None  # why the server gave up on it (client gone, time out)
-    status: str | None = None  # the metrics' label once finished: ok, failed, cancelled, timeout
+    # The metrics' label once finished: ok, a FAILED_STATUS, client_gone or timeout.
+    status: str | None = None
     handed: bool = False  # the executor has it
 
     @property
@@ -104,6 +118,10 @@ class Hub:
         self.listeners = listeners
         self.tickets: dict[str, Ticket] = {}
         self.stopped: str | None = None  # why the run is over (it never ends while serving)
+        self.restarts = 0  # runs started again after one died
+        self._quick_deaths = 0  # runs that died in a row before any request finished
+        self._draining = False
+        self._runs = 0  # runs started; a dead run's reader of the queue knows it is stale
         self._queue: asyncio.Queue[Request | None] = asyncio.Queue()
         # Request ids: unique across restarts (the prefix) without a syscall per request.
         self._prefix, self._numbers = uuid.uuid4().hex[:8], itertools.count(1)
@@ -125,8 +143,9 @@ class Hub:
         return len(self.tickets)
 
     def start(self) -> None:
-        executor = make_executor(self.config, self.services)
-        run = executor.run(self.catalog, self._arrivals(), self._done)
+        executor = runtime_app.make_executor(self.config, self.services)
+        self._runs += 1
+        run = executor.run(self.catalog, self._arrivals(self._runs), self._done)
         self._task = asyncio.create_task(run)
         self._task.add_done_callback(self._run_ended)
 
@@ -141,8 +160,8 @@ class Hub:
         self._queue.put_nowait(ticket.request)
         return ticket
 
-    def cancel(self, ticket: Ticket, reason: str, status: str = "cancelled") -> None:
-        """Give up on `ticket` (`status`: cancelled or timeout): stop its request, or where the
+    def cancel(self, ticket: Ticket, reason: str, status: str = "client_gone") -> None:
+        """Give up on `ticket` (`status`: its metrics label): stop its request, or where the
         executor cannot stop one, let it run to its end unwatched. Nothing more is delivered."""
         if ticket.outcome is not None or ticket.cancelled is not None:
             return
@@ -153,8 +172,17 @@ class Hub:
         else:
             self.services.hooks.cancel(ticket.rid, reason)
 
+    def cut(self, reason: str) -> None:
+        """Stop every request in flight (shutdown, past the drain timeout), telling each client
+        `reason` (the outcome's kind "cancelled": the server answers 503)."""
+        for ticket in list(self.tickets.values()):
+            if ticket.outcome is None and ticket.cancelled is None:
+                self.cancel(ticket, reason, "shutdown")
+                ticket.end(_failed(ticket, reason))
+
     async def drain(self, timeout_s: float) -> None:
         """No more arrivals; wait for the requests in flight, then the run ends."""
+        self._draining = True
         self._queue.put_nowait(None)
         if self._task is not None:
             try:
@@ -167,8 +195,14 @@ class Hub:
 
     # -- the run's side --------------------------------------------------------------------------
 
-    async def _arrivals(self) -> AsyncIterator[Request]:
-        while (request := await self._queue.get()) is not None:
+    async def _arrivals(self, run: int) -> AsyncIterator[Request]:
+        while True:
+            request = await self._queue.get()
+            if run != self._runs:  # a dead run's reader still waiting: the item is the next's
+                self._queue.put_nowait(request)
+                return
+            if request is None:
+                return
             if self._hand_over(request.id):
                 yield request
 
@@ -189,26 +223,62 @@ class Hub:
             listener.event(ticket, event)
 
     def _done(self, outcome: Outcome) -> None:
+        self._quick_deaths = 0
         ticket = self.tickets.pop(outcome.rid, None)
         if ticket is not None:
             self._report(ticket, outcome)
 
     def _report(self, ticket: Ticket, outcome: Outcome) -> None:
         if ticket.cancelled is None:
-            ticket.status = "ok" if outcome.error is None else "failed"
+            ticket.status = "ok" if outcome.error is None else FAILED_STATUS.get(
+                outcome.error_kind or "internal", "internal_error")
+            if outcome.error_kind in ("internal", None) and outcome.error is not None:
+                # The client is told only that it was a bug (results.failure); the log has it.
+                log.error("request %s failed: %s", ticket.rid, outcome.error)
             ticket.end(outcome)
         for listener in self.listeners:
             listener.finished(ticket, outcome)
 
     def _run_ended(self, task: asyncio.Task) -> None:
-        """The run ends only when drained; anything else is a bug: fail what is waiting."""
+        """The run ends when drained. Anything else is a bug outside every request's guard: the
+        requests the run held fail, and a new run takes the queue from there."""
         error = None if task.cancelled() else task.exception()
-        self.stopped = "drained" if error is None else f"scheduler failed: {error!r}"
-        if error is not None:
-            log.error("the scheduler run failed", exc_info=error)
+        if error is None or self._draining:
+            self.stopped = "drained"
+            self._fail_held("the server is shutting down", "cancelled", handed_only=False)
+            return
+        log.error("the scheduler run failed; failing the %d requests it held and starting a "
+                  "new run", sum(t.handed for t in self.tickets.values()), exc_info=error)
+        self._fail_held(f"internal error: the scheduler run failed ({type(error).__name__})",
+                        "internal", handed_only=True)
+        delay = RESTART_DELAYS_S[min(self._quick_deaths, len(RESTART_DELAYS_S) - 1)]
+        self._quick_deaths += 1
+        self.stopped = f"restarting after a scheduler failure: {error!r}"
+        if delay:
+            asyncio.get_running_loop().call_later(delay, self._restart)
+        else:
+            self._restart()
+
+    def _restart(self) -> None:
+        if self._draining:
+            return
+        self.restarts += 1
+        try:
+            self.start()
+        except Exception as err:  # the executor cannot even be built: say so, and stay down
+            log.exception("the scheduler run could not be started again")
+            self.stopped = f"the scheduler could not be restarted: {err!r}"
+            return
+        self.stopped = None
+        log.warning("scheduler run restarted (restart %d)", self.restarts)
+
+    def _fail_held(self, reason: str, kind: FailureKind, handed_only: bool) -> None:
+        """Fail the requests the run had taken (`handed_only`) or every one in the hub; the
+        others are still in the arrivals queue, for the next run."""
         for ticket in list(self.tickets.values()):
-            self.tickets.pop(ticket.rid)
-            self._report(ticket, _failed(ticket, self.stopped, "internal"))
+            if ticket.handed or not handed_only:
+                self.tickets.pop(ticket.rid)
+                self._report(ticket, _failed(ticket, reason, kind))
 
 
 def _failed(ticket: Ticket, error: str, kind: FailureKind = "cancelled") -> Outcome:

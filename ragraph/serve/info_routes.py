@@ -15,7 +15,7 @@ from starlette.routing import Route
 from ragraph.errors import RagraphError
 from ragraph.ir.serialize import to_dict
 from ragraph.passes.compiled import CompiledWorkflow
-from ragraph.serve.bodies import HttpError
+from ragraph.serve.http_error import HttpError
 from ragraph.serve.sse import event_stream
 from ragraph.serve.state import ServerState
 
@@ -39,7 +39,8 @@ async def ok(request: Request) -> Response:
 
 
 async def health(request: Request) -> Response:
-    """Alive: the scheduler run is going (a run that stopped says why)."""
+    """Alive: the scheduler run is going (a run that stopped says why: starting, restarting
+    after a failure, shut down)."""
     state = _state(request)
     hub = state.hub
     if hub is None or not hub.running:
@@ -47,12 +48,17 @@ async def health(request: Request) -> Response:
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
     llm = hub.services.llm
     return JSONResponse({"status": "ok", "engine": llm.name, "simulated": bool(llm.simulated),
-                         "executor": state.config.executor, "in_flight": hub.in_flight})
+                         "executor": state.config.executor, "in_flight": hub.in_flight,
+                         "scheduler_restarts": hub.restarts})
 
 
 async def readiness(request: Request) -> Response:
-    ready = _state(request).ready
-    return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
+    """Ready: taking requests, and the engine answers (an upstream server's health, probed in
+    the background: `health.py`); otherwise 503 with the reason."""
+    why = _state(request).not_ready
+    if why is None:
+        return JSONResponse({"ready": True})
+    return JSONResponse({"ready": False, "reason": why}, status_code=503)
 
 
 async def metrics(request: Request) -> Response:

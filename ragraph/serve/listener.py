@@ -1,5 +1,5 @@
-"""How uvicorn runs the app: its HTTP protocol with a deadline on each request's headers, and
-the connection limit.
+"""How uvicorn runs the app: its HTTP protocol with a deadline on each request's headers, the
+connection limit, and a shutdown that tells the app when it stops accepting connections.
 
 uvicorn has no timeout on receiving a request (uvicorn#157 lists one as never done): its
 keep-alive timer is reset by every byte, so a client that sends half its headers, or one byte
@@ -13,6 +13,7 @@ waits for a request and disarmed once the headers are complete, so a request bei
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,10 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ragraph.serve.settings import ServeSettings
 from ragraph.serve.state import ServerState
+
+# What the request streams get beyond --drain-timeout to send their last event before uvicorn
+# (and sse-starlette, on a signal) stop waiting for them.
+SHUTDOWN_SLACK_S = 5
 
 
 def protocol(timeout_s: float, on_timeout: Callable[[], None]) -> type[asyncio.Protocol]:
@@ -79,7 +84,21 @@ def protocol(timeout_s: float, on_timeout: Callable[[], None]) -> type[asyncio.P
     return HeaderDeadline
 
 
-def make_server(app: Starlette, settings: ServeSettings, **overrides: Any) -> uvicorn.Server:
+class Server(uvicorn.Server):
+    """uvicorn's server, telling the app the moment it stops accepting connections: uvicorn
+    runs the app's own shutdown only once the last connection has closed, too late to tell the
+    clients of cut streams why."""
+
+    def __init__(self, config: uvicorn.Config, state: ServerState) -> None:
+        super().__init__(config)
+        self.state = state
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        self.state.shut_down()
+        await super().shutdown(sockets)
+
+
+def make_server(app: Starlette, settings: ServeSettings, **overrides: Any) -> Server:
     """The server `ragraph serve` runs (tests pass `port=0`, `log_level`)."""
     state: ServerState = app.state.server
 
@@ -92,10 +111,10 @@ def make_server(app: Starlette, settings: ServeSettings, **overrides: Any) -> uv
         # The asyncio loop always: uvicorn would take uvloop whenever some extra (Ray Serve's)
         # happens to install it, and the server should not change with what else is installed.
         "loop": "asyncio", "http": protocol(settings.header_timeout_s, timed_out), "ws": "none",
-        "timeout_graceful_shutdown": int(settings.drain_timeout_s) + 5,
+        "timeout_graceful_shutdown": math.ceil(settings.drain_timeout_s) + SHUTDOWN_SLACK_S,
         # uvicorn counts the connection asking among those open (>=): one more lets N be served.
         "limit_concurrency": settings.max_connections + 1, "access_log": False, **overrides}
-    return uvicorn.Server(uvicorn.Config(app, **options))
+    return Server(uvicorn.Config(app, **options), state)
 
 
 def run_server(app: Starlette, settings: ServeSettings) -> None:

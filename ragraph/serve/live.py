@@ -25,7 +25,7 @@ class LiveFeed:
     """A HubListener that forwards to every open page."""
 
     def __init__(self) -> None:
-        self._pages: set[asyncio.Queue[dict[str, Any]]] = set()
+        self._pages: set[asyncio.Queue[dict[str, Any] | None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.dropped = 0
 
@@ -35,14 +35,21 @@ class LiveFeed:
     async def follow(self) -> AsyncIterator[dict[str, Any]]:
         """Events from now on; the first says the page is subscribed (so a page that asks a
         question once it has it sees that request from its start)."""
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(PAGE_QUEUE)
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(PAGE_QUEUE)
         self._pages.add(queue)
         try:
             yield {"type": "hello"}
-            while True:
-                yield await queue.get()
+            while (item := await queue.get()) is not None:
+                yield item
         finally:
             self._pages.discard(queue)
+
+    def close(self) -> None:
+        """End every page's feed (shutdown: an endless stream would hold the server open)."""
+        for queue in self._pages:
+            if queue.full():
+                queue.get_nowait()  # the page lags: its oldest event gives way to the end
+            queue.put_nowait(None)
 
     def publish(self, item: dict[str, Any]) -> None:
         for queue in self._pages:

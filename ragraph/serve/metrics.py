@@ -25,8 +25,12 @@ class ServerMetrics:
 
     def __init__(self, hub: Hub) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("ragraph_requests", "Requests finished, by workflow and status "
-                                "(ok, failed, cancelled, timeout)", ("workflow", "status"),
+        self.requests = Counter("ragraph_requests", "Requests finished, by workflow and status: "
+                                "ok; client_error (400: the request's own input, a question "
+                                "too long for the model), upstream_error (502: the engine "
+                                "failed), internal_error (500: the workflow or a bug); "
+                                "client_gone (it left first), timeout (504), shutdown (cut "
+                                "past --drain-timeout)", ("workflow", "status"),
                                 registry=self.registry)
         self.rejected = Counter("ragraph_rejected_requests", "Requests that never ran, by HTTP "
                                 "status (400, 401, 404, 408, 413, 415, 429, 503; 499: the "
@@ -58,7 +62,7 @@ class ServerMetrics:
             self.speculation.labels("adopted" if event.adopted else "rolled_back").inc()
 
     def finished(self, ticket: Ticket, outcome: Outcome) -> None:
-        self.requests.labels(ticket.workflow, ticket.status or "failed").inc()
+        self.requests.labels(ticket.workflow, ticket.status or "internal_error").inc()
         if ticket.status != "ok":
             return
         latency = outcome.finished_at - ticket.submitted
@@ -89,6 +93,10 @@ class _EngineCollector:
         yield _gauge("ragraph_requests_in_flight", "Requests running or queued", in_flight)
         yield _gauge("ragraph_queue_depth", "Requests waiting for a scheduler slot",
                      max(in_flight - self.hub.config.concurrency, 0))
+        restarts = CounterMetricFamily("ragraph_scheduler_restarts", "Scheduler runs started "
+                                       "again after one died (the requests it held failed)")
+        restarts.add_metric([], self.hub.restarts)
+        yield restarts
         yield _gauge("ragraph_engine_simulated", "1 when the LLM engine is the simulated one "
                      "(its text is synthetic, its timing a GPU model)", int(bool(n.simulated)))
         yield _gauge("ragraph_engine_streams_in_flight", "Generations the LLM engine is running",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 from starlette.requests import Request
@@ -65,7 +66,7 @@ async def _answer(request: Request, kind: str) -> Response:
     if outcome is None:
         return Response(status_code=499)  # nginx's "client closed request": nobody reads it
     if outcome.error is not None:
-        raise failure(outcome)
+        return failure(outcome, ask).response()
     return JSONResponse(_whole(ticket, outcome, kind), headers=headers)
 
 
@@ -80,26 +81,40 @@ def _whole(ticket: Ticket, outcome: Outcome, kind: str) -> dict[str, Any]:
 
 async def _chunks(state: ServerState, ticket: Ticket, ask: Ask, kind: str
                   ) -> AsyncIterator[dict[str, str]]:
+    """Every stream ends with `[DONE]`; a failure, a timeout, shutdown or a bug (logged) first
+    sends an `{"error": ...}` chunk with the status a whole answer would have had."""
     live, deltas = state.streamed[ask.workflow], AnswerDeltas()
     if kind == CHAT:
         yield _chunk(ticket, kind, {"role": "assistant", "content": ""})
-    try:
-        async for item in state.follow(ticket):
-            if isinstance(item, TextProduced):
-                if item.origin in live and item.output == ANSWER and (text := deltas.add(item.text)):
-                    yield _chunk(ticket, kind, text)
-            elif isinstance(item, Outcome) and item.error is not None:
-                yield {"data": json.dumps(failure(item).body())}
-            elif isinstance(item, Outcome):
-                if rest := deltas.finish(item.answer or ""):
-                    yield _chunk(ticket, kind, rest)
-                yield _chunk(ticket, kind, None, "stop")
-                if ask.include_usage:
-                    yield {"data": json.dumps({**_head(ticket, _chunk_object(kind)),
-                                               "choices": [], "usage": ticket.usage.to_json()})}
-    except HttpError as err:  # the request timed out
-        yield {"data": json.dumps(err.body())}
+
+    def render(item: object) -> list[dict[str, str]]:
+        return _chunks_of(item, ticket, ask, kind, live, deltas)
+
+    def last(err: HttpError) -> list[dict[str, str]]:
+        return [{"data": json.dumps(err.body())}]
+
+    async with aclosing(state.stream(ticket, render, last)) as chunks:
+        async for chunk in chunks:
+            yield chunk
     yield {"data": "[DONE]"}
+
+
+def _chunks_of(item: TextProduced | Outcome | object, ticket: Ticket, ask: Ask, kind: str,
+               live: frozenset[str], deltas: AnswerDeltas) -> list[dict[str, str]]:
+    if isinstance(item, TextProduced):
+        if item.origin in live and item.output == ANSWER and (text := deltas.add(item.text)):
+            return [_chunk(ticket, kind, text)]
+    elif isinstance(item, Outcome) and item.error is not None:
+        return [{"data": json.dumps(failure(item, ask).body())}]
+    elif isinstance(item, Outcome):
+        rest = deltas.finish(item.answer or "")
+        out = [_chunk(ticket, kind, rest)] if rest else []
+        out.append(_chunk(ticket, kind, None, "stop"))
+        if ask.include_usage:
+            out.append({"data": json.dumps({**_head(ticket, _chunk_object(kind)),
+                                            "choices": [], "usage": ticket.usage.to_json()})})
+        return out
+    return []
 
 
 def _chunk(ticket: Ticket, kind: str, text: str | dict[str, str] | None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 from starlette.requests import Request
@@ -20,7 +21,8 @@ from starlette.routing import Route
 
 from ragraph.runtime.events import RunEvent, SpeculationSettled, TextProduced, UnitCompleted
 from ragraph.runtime.outcome import Outcome
-from ragraph.serve.bodies import Ask, HttpError, parse_run
+from ragraph.serve.bodies import Ask, parse_run
+from ragraph.serve.http_error import HttpError
 from ragraph.serve.hub import Ticket
 from ragraph.serve.results import failure, finished_json, values_json
 from ragraph.serve.sse import event_stream
@@ -34,12 +36,13 @@ def routes() -> list[Route]:
 
 async def wait(request: Request) -> Response:
     state: ServerState = request.app.state.server
-    ticket = state.submit(await state.read(request, parse_run))
+    ask = await state.read(request, parse_run)
+    ticket = state.submit(ask)
     outcome = await state.outcome(request, ticket)
     if outcome is None:
         return Response(status_code=499)  # the client is gone
     if outcome.error is not None:
-        raise failure(outcome)
+        return failure(outcome, ask).response()
     return JSONResponse(finished_json(ticket, outcome))
 
 
@@ -51,18 +54,24 @@ async def stream(request: Request) -> Response:
 
 
 async def _events(state: ServerState, ticket: Ticket, ask: Ask) -> AsyncIterator[dict[str, str]]:
+    """`metadata`, the run's events, then `end` or `error` (`state.stream` sees that every
+    stream ends so: a failure, a timeout, shutdown and a bug each end it with `error`)."""
     yield _sse("metadata", {"run_id": ticket.rid, "workflow": ticket.workflow})
-    try:
-        async for item in state.follow(ticket):
-            if isinstance(item, Outcome) and item.error is not None:
-                yield _sse("error", {"run_id": ticket.rid, **failure(item).body()["error"]})
-            elif isinstance(item, Outcome):
-                yield _sse("end", finished_json(ticket, item))
-            else:
-                for event in _events_of(item, ask.stream_modes):
-                    yield event
-    except HttpError as err:  # timed out
-        yield _sse("error", {"run_id": ticket.rid, **err.body()["error"]})
+
+    def render(item: RunEvent | Outcome) -> list[dict[str, str]]:
+        if isinstance(item, Outcome) and item.error is not None:
+            return [_error(ticket, failure(item, ask))]
+        if isinstance(item, Outcome):
+            return [_sse("end", finished_json(ticket, item))]
+        return _events_of(item, ask.stream_modes)
+
+    async with aclosing(state.stream(ticket, render, lambda e: [_error(ticket, e)])) as events:
+        async for event in events:
+            yield event
+
+
+def _error(ticket: Ticket, err: HttpError) -> dict[str, str]:
+    return _sse("error", {"run_id": ticket.rid, **err.body()["error"]})
 
 
 def _events_of(item: RunEvent, modes: tuple[str, ...]) -> list[dict[str, str]]:

@@ -13,6 +13,10 @@ from starlette.types import Message
 from ragraph.serve.settings import ServeSettings
 
 PING_S = 15  # a comment line keeps proxies from closing a quiet stream (a long retrieval)
+# On a signal sse-starlette would cancel a stream after its grace period, cutting it without a
+# last event; the server itself cuts a request at --drain-timeout and its stream then ends with
+# an `error` event, so the library's own cut comes this much later, never first.
+LAST_WORD_S = 3
 
 
 def event_stream(events: AsyncIterator[dict[str, str]], settings: ServeSettings,
@@ -27,8 +31,8 @@ def event_stream(events: AsyncIterator[dict[str, str]], settings: ServeSettings,
         if gone is not None:
             gone()
 
+    grace = settings.drain_timeout_s + LAST_WORD_S if drain else 0
     return EventSourceResponse(events, ping=PING_S, sep="\n", shutdown_event=anyio.Event(),
-                               shutdown_grace_period=settings.drain_timeout_s if drain else 0,
-                               client_close_handler_callable=closed,
+                               shutdown_grace_period=grace, client_close_handler_callable=closed,
                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
                                         **(headers or {})})

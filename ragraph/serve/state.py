@@ -1,11 +1,17 @@
 """What every route shares: the compiled workflows, the hub and its listeners, the settings; and
 the two ways a route waits for its request (a whole answer, or a stream of events), both of
-which give up on the request when its client goes away or its time runs out."""
+which give up on the request when its client goes away or its time runs out.
+
+Shutdown (`shut_down`, when the server stops accepting connections) refuses new requests, lets
+those in flight run for --drain-timeout, then cuts the rest: each client is told so (503, or an
+`error` event on a stream) rather than having its connection dropped."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Any
 
 from starlette.requests import Request
@@ -18,6 +24,7 @@ from ragraph.runtime.outcome import Outcome
 from ragraph.serve.admission import Admission
 from ragraph.serve.answer import answer_origins
 from ragraph.serve.bodies import Ask
+from ragraph.serve.health import EngineHealth
 from ragraph.serve.http_error import HttpError
 from ragraph.serve.hub import Hub, Ticket
 from ragraph.serve.live import LiveFeed, RollingTracer
@@ -25,7 +32,10 @@ from ragraph.serve.metrics import ServerMetrics
 from ragraph.serve.reading import read_json
 from ragraph.serve.settings import ServeSettings
 
+log = logging.getLogger("ragraph.serve")
+
 DISCONNECTED = "cancelled: the client disconnected"
+Event = dict[str, str]  # a server-sent event: {"data": text} or {"event": name, "data": text}
 
 
 class ServerState:
@@ -37,6 +47,7 @@ class ServerState:
         self.streamed = {name: answer_origins(w.source) for name, w in catalog.workflows.items()}
         self.hub: Hub | None = None
         self.metrics: ServerMetrics | None = None
+        self.health: EngineHealth | None = None
         self.draining = False
 
     def start(self, services: Services) -> None:
@@ -46,10 +57,25 @@ class ServerState:
         self.metrics = ServerMetrics(self.hub)
         self.hub.listeners = (self.metrics, self.live)
         self.hub.start()
+        self.health = EngineHealth(services.llm)
+        self.health.start()
 
     @property
-    def ready(self) -> bool:
-        return self.hub is not None and self.hub.running and not self.draining
+    def unavailable(self) -> str | None:
+        """Why no request is taken now (None: they are)."""
+        if self.hub is None:
+            return "the server is starting"
+        if self.draining:
+            return "the server is shutting down"
+        if not self.hub.running:
+            return self.hub.stopped or "the scheduler is not running"
+        return None
+
+    @property
+    def not_ready(self) -> str | None:
+        """Why a load balancer should send no request here now: unavailable, or the engine
+        does not answer (requests are still taken: they fail with 502 on their own)."""
+        return self.unavailable or (self.health.down if self.health is not None else None)
 
     async def read(self, request: Request, parse: Callable[[dict[str, Any], Catalog], Ask]
                    ) -> Ask:
@@ -57,13 +83,42 @@ class ServerState:
         return parse(await read_json(request, self.settings), self.catalog)
 
     def submit(self, ask: Ask, watch: tuple[type, ...] = ()) -> Ticket:
-        """Queue a question, or refuse it (503 starting or stopping, 429 full); `watch`: the
-        run events the caller reads besides the outcome."""
-        if not self.ready or self.hub is None or self.metrics is None:
-            raise HttpError(503, "the server is starting or shutting down", headers={
-                "Retry-After": "1"})
+        """Queue a question, or refuse it (503 starting, restarting or stopping, 429 full);
+        `watch`: the run events the caller reads besides the outcome."""
+        if (why := self.unavailable) is not None or self.hub is None or self.metrics is None:
+            raise HttpError(503, why or "the server is starting", headers={"Retry-After": "1"})
         self.admission.check(self.hub.in_flight, self.metrics.mean_latency_s)
         return self.hub.submit(ask.question, ask.inputs, ask.workflow, watch)
+
+    def shut_down(self) -> None:
+        """The server stopped accepting: refuse new requests, and cut those still running
+        after --drain-timeout (their clients get 503 or an `error` event saying why)."""
+        if self.draining:
+            return
+        self.draining = True
+        self.live.close()
+        seconds = self.settings.drain_timeout_s
+        reason = (f"the server is shutting down: the request did not finish within "
+                  f"--drain-timeout {seconds:g} s")
+        if self.hub is not None:
+            asyncio.get_running_loop().call_later(seconds, self.hub.cut, reason)
+
+    async def stop(self) -> None:
+        """The last of shutdown, once every connection closed: end the run, stop probing."""
+        self.shut_down()
+        if self.health is not None:
+            await self.health.stop()
+        if self.hub is not None:
+            await self.hub.drain(self.settings.drain_timeout_s)
+
+    def broken(self, ticket: Ticket, err: Exception) -> HttpError:
+        """A stream that failed on the server's side (a bug): logged with its traceback, its
+        request stopped and counted as an internal error; the client's last event says so."""
+        log.error("the stream of %s failed", ticket.rid, exc_info=err)
+        if self.hub is not None:
+            self.hub.cancel(ticket, f"internal error: {type(err).__name__}", "internal_error")
+        return HttpError(500, f"internal error while streaming (run {ticket.rid}; the server "
+                         "log has the details)")
 
     async def outcome(self, request: Request, ticket: Ticket) -> Outcome | None:
         """The ticket's outcome; None when the client went away first (the request is then
@@ -96,6 +151,30 @@ class ServerState:
             raise self._timed_out(ticket) from None
         finally:
             self.hub.cancel(ticket, DISCONNECTED)  # no-op once the outcome came
+
+    async def stream(self, ticket: Ticket, render: Callable[[RunEvent | Outcome], list[Event]],
+                     last: Callable[[HttpError], list[Event]]) -> AsyncIterator[Event]:
+        """A stream's events: `render` of each of the ticket's items, and `last` of the error
+        that ends it early: a timeout (504), or a bug in rendering or following (500, logged
+        once). So every stream ends with its last event, never a cut body."""
+        try:
+            async with aclosing(self.follow(ticket)) as items:
+                async for item in items:
+                    try:
+                        events = render(item)
+                    except Exception as err:  # a bug: logged by broken(), the client told
+                        events = last(self.broken(ticket, err))
+                        for event in events:
+                            yield event
+                        return
+                    for event in events:
+                        yield event
+        except HttpError as err:  # timed out
+            for event in last(err):
+                yield event
+        except Exception as err:  # a bug while following
+            for event in last(self.broken(ticket, err)):
+                yield event
 
     def gone(self, ticket: Ticket) -> Callable[[], None]:
         """What a stream's client leaving does: cancel its request (no-op once answered)."""

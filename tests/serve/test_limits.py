@@ -126,7 +126,7 @@ def test_full_queue_is_429_with_retry_after_and_disconnects_cancel(slow):
         until(slow.idle, what="no request or generation left")
     assert slow.llm.counters().aborted >= 1
     metrics = httpx.get(slow.url + "/metrics", headers=auth()).text
-    assert 'ragraph_requests_total{status="cancelled",workflow="oneshot"} 2.0' in metrics
+    assert 'ragraph_requests_total{status="client_gone",workflow="oneshot"} 2.0' in metrics
 
 
 def test_request_timeout_is_504_and_cancels(slow):
