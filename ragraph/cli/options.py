@@ -20,6 +20,13 @@ def add_runtime_flags(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     level.add_argument("--passes", metavar="SPEC", help="pass pipeline (default -O2)")
     level.add_argument("-O", dest="level", choices=("0", "2"), help="-O0 none, -O2 all")
     p.add_argument("--engine", choices=ENGINES, default="llamacpp", help="LLM engine")
+    p.add_argument("--exact", action="store_true",
+                   help="llama.cpp's serial-exact mode: one generation at a time, each alone in "
+                   "an empty KV cache (no batching, no prefix reuse). Every answer is then the "
+                   "same whatever the concurrency, executor or passes, and from run and serve "
+                   "alike (equal to llama-cpp-python's create_completion); without it the "
+                   "batched engine is faster but an answer can change with what it was batched "
+                   "with. Slower: generations do not overlap")
     p.add_argument("--model", help="GGUF path (llamacpp) / model path (sglang) / name (openai)")
     p.add_argument("--url", help="server URL for --engine openai or sglang")
     p.add_argument("--index", help="index directory (default: the embedded Wikipedia index)")
@@ -45,7 +52,8 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         engine=args.engine, model=args.model, url=args.url, index=args.index,
         executor=args.executor, passes=passes, concurrency=args.concurrency, nprobe=args.nprobe,
         gen_threads=args.gen_threads, search_threads=args.search_threads,
-        hot_cache=args.hot_cache, profile=args.profile, **scale_out.fields(args),
+        hot_cache=args.hot_cache, profile=args.profile, exact=args.exact,
+        **scale_out.fields(args),
     )
 
 

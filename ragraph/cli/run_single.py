@@ -27,7 +27,8 @@ def engine_label(config: RuntimeConfig) -> str:
         return (f"sim (SIMULATED GPU engine, text synthetic; step times: "
                 f"{SimConfig.from_run(config).cost.label})")
     if config.engine == "llamacpp":
-        return f"llamacpp ({config.model or 'Gemma-3-270M Q4_K_M, embedded'}, real)"
+        mode = "serial-exact, one generation at a time" if config.exact else "batched"
+        return f"llamacpp ({config.model or 'Gemma-3-270M Q4_K_M, embedded'}, {mode}, real)"
     if config.replicas:
         return f"{config.engine} ({len(config.replicas)} replicas, prefix-aware routing, real)"
     return f"{config.engine} ({config.url or config.model}, real)"

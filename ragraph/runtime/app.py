@@ -31,7 +31,21 @@ def create_llm(config: RuntimeConfig):
         from ragraph.runtime.distributed.replicas import replicas_for
 
         return replicas_for(config)
+    if config.exact:
+        return _serial_exact_llamacpp(config)
     return engine_for(config)
+
+
+def _serial_exact_llamacpp(config: RuntimeConfig):
+    """The run's llama.cpp engine with one running sequence and no prefix slots: the setting
+    `LlamaCppConfig` documents as serial-exact."""
+    from dataclasses import replace
+
+    from ragraph.runtime.llm.llamacpp import LlamaCppConfig
+    from ragraph.runtime.llm.registry import create_engine
+
+    return create_engine("llamacpp", replace(LlamaCppConfig.from_run(config), max_running=1,
+                                             prefix_slots=0))
 
 
 def open_search(config: RuntimeConfig, progress=None,

@@ -39,6 +39,11 @@ class RuntimeConfig:
     # llama.cpp: keep finished sequences' KV to reuse shared prompt prefixes (documents, the
     # instruction, an earlier round's prompt); off only to measure what it is worth.
     prefix_reuse: bool = True
+    # llama.cpp's serial-exact mode: one sequence at a time, each alone in an empty KV cache.
+    # Batching changes how ggml's kernels cut a sequence's rows, which can flip greedy tokens at
+    # near-ties (llm/llamacpp.py); alone, every answer equals `Llama.create_completion`'s
+    # whatever the concurrency, executor or passes, and `run` and `serve` agree.
+    exact: bool = False
     # Scale-out: the Ray cluster whose actors hold the index's lists (`shards` of them, the
     # `replicate` share of the largest lists on two), and LLM server replicas behind one router.
     ray: str | None = None
@@ -75,6 +80,9 @@ class RuntimeConfig:
             raise ConfigError("url", f"the {self.engine} engine needs a server URL")
         if self.profile is not None and self.engine != "sim":
             raise ConfigError("profile", f"only the sim engine uses a GPU profile, not {self.engine}")
+        if self.exact and self.engine != "llamacpp":
+            raise ConfigError("exact", "the serial-exact engine is llama.cpp's (--engine "
+                              f"llamacpp), not {self.engine}; the sim engine is exact already")
         if self.engine == "sglang" and not (self.url or self.model):
             raise ConfigError("model", "the sglang engine needs --model (in-process) or --url")
 
