@@ -22,10 +22,12 @@ class BadLine:
 
     id: str
     error: str
+    question: str | None = None  # as the line asked it, when it asked one
 
     def to_json(self) -> dict[str, str]:
         # A bad line is the input's fault: the same kind a server gives a client's mistake.
-        return {"id": self.id, "error": self.error, "error_kind": "input"}
+        asked = {} if self.question is None else {"question": self.question}
+        return {"id": self.id, **asked, "error": self.error, "error_kind": "input"}
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,8 @@ def _line(data: bytes, where: str, number: int) -> tuple[Request | BadLine, str 
     try:
         return Request.from_json({**raw, "id": rid}, where), written
     except RagraphError as err:
-        return BadLine(rid, str(err)), written
+        question = raw.get("question")
+        return BadLine(rid, str(err), question if isinstance(question, str) else None), written
 
 
 def check_unique(path: Path, uses: list[IdUse]) -> None:

@@ -17,6 +17,10 @@ from ragraph.ir.values import Passages
 def verify(graph: RAGraph) -> None:
     from ragraph.ir.verify_fanout import check_fanout
 
+    if all(node.id in (START, END) for node in graph.nodes()):
+        # START -> END answers nothing, and an executor waiting for an answer would wait forever.
+        raise fail(graph, "the workflow has no nodes", hint="add a generation that writes "
+                   "`answer` (builder: add_generation(...), then edges from START and to END)")
     _check_edges(graph)
     _check_reachability(graph)
     _check_loops(graph)

@@ -33,6 +33,7 @@ class Request:
         question = raw.get("question")
         if not isinstance(question, str) or not question.strip():
             raise ConfigError(f"{where}: question", "must be a non-empty string")
+        check_text(question, f"{where}: question")
         rid = raw.get("id", where)
         golden = raw.get("golden_answers", raw.get("answers", ()))
         if isinstance(golden, str):
@@ -47,6 +48,16 @@ class Request:
             raise ConfigError(f"{where}: workflow", "must be a workflow name")
         return cls(id=str(rid), question=question, golden_answers=tuple(golden), inputs=extra,
                    workflow=workflow)
+
+
+def check_text(text: str, field: str) -> None:
+    """Text an engine can read: JSON lets a lone UTF-16 surrogate (`"\\ud800"`) through, and
+    every tokenizer and embedder downstream fails on it (it is not Unicode text)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ConfigError(field, f"not valid Unicode (a lone surrogate, {text[err.start]!a}, "
+                          f"at character {err.start})") from None
 
 
 @dataclass

@@ -23,6 +23,8 @@ from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
+from ragraph.errors import ConfigError
+from ragraph.runtime.request import check_text
 from ragraph.serve.http_error import HttpError
 from ragraph.serve.settings import ServeSettings
 
@@ -103,13 +105,12 @@ def check_tree(value: Any, path: str = "", depth: int = 0) -> None:
 
 
 def _check_text(text: str, where: str) -> None:
+    # The field's own name may hold the surrogate (a key): it is named in escapes.
+    where = where.encode("utf-8", "backslashreplace").decode("utf-8")
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        # A JSON \uD800 escape without its pair: no character, and no UTF-8 to send on.
-        where = where.encode("utf-8", "backslashreplace").decode("utf-8")
-        raise HttpError(400, f"{where}: not valid Unicode (a lone surrogate, "
-                        f"{text[err.start]!a}, at character {err.start})", where) from None
+        check_text(text, where)
+    except ConfigError as err:
+        raise HttpError(400, str(err), where) from None
 
 
 def _too_large(limit: int) -> HttpError:

@@ -63,3 +63,12 @@ def test_unlocated_errors_carry_the_listing():
     with pytest.raises(WorkflowError) as caught:
         rag.verify()
     assert "node a: generate" in (caught.value.context or "")
+
+
+def test_a_graph_without_nodes_is_refused_not_run_forever():
+    # START -> END alone: the wavefront executor waited for an answer that never came.
+    rag = RAGraph()
+    rag.add_input("question")
+    rag.add_edge(START, END)
+    with pytest.raises(WorkflowError, match="the workflow has no nodes"):
+        rag.verify()
