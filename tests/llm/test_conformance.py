@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ragraph.errors import EngineError
+from ragraph.errors import EngineError, PromptTooLong
 from ragraph.runtime.llm import GenerationRequest, LLMEngine, SamplingParams, create_engine
 from tests.llm.conftest import SERVER_N_CTX
 
@@ -176,7 +176,7 @@ def test_over_long_prompt_names_the_limit(make_engine: Factory) -> None:
     async def body(engine: LLMEngine) -> None:
         good = engine.submit(req("good", n=4))
         bad = engine.submit(req("long", prompt="lorem ipsum " * 1500))
-        with pytest.raises(EngineError) as err:
+        with pytest.raises(PromptTooLong) as err:  # the request's mistake (kind "input")
             await bad.result()
         assert str(engine.context_length) in str(err.value)
         assert "tokens" in str(err.value)
