@@ -94,3 +94,26 @@ def test_the_backoff_doubles_up_to_its_cap_and_is_validated():
     assert waits == [1, 2, 4, 8, 16, 32, 60, 60, 60]
     with pytest.raises(ConfigError, match="probe_after_s"):
         RouterConfig(probe_after_s=5.0, probe_max_s=1.0)
+
+
+def test_the_router_is_alive_while_any_replica_answers():
+    # /readiness asks the engine's alive(): the router had none, so a server behind replicas
+    # was "ready" with every replica down.
+    async def go() -> None:
+        a, b, sleep = server("a"), server("b"), SteppedSleep()
+        async with a, b:
+            engines = [OpenAIHttpEngine(OpenAIHttpConfig(base_url=s.url)) for s in (a, b)]
+            async with ReplicaRouter(engines, sleep=sleep) as router:
+                assert await router.alive() and not router.down
+                await b.stop()
+                assert await router.alive() and router.down == {1}  # routed around
+                await a.stop()
+                assert not await router.alive() and router.down == {0, 1}
+                await a.start()
+                sleep.tick()  # the first re-check of each replica
+                sleep.tick()
+                await until(lambda: 0 not in router.down)
+                assert await router.alive()
+                assert await two_at_once(router, "x") == [" a"]
+
+    asyncio.run(go())

@@ -84,6 +84,12 @@ class ReplicaRouter(EngineBase):
         await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*(e.close() for e in self.engines))
 
+    async def alive(self) -> bool:
+        """Whether any replica answers its health check (the server's readiness). One that does
+        not is marked down, as a failed request would mark it, and re-checked with backoff."""
+        down = await asyncio.gather(*(self._is_down(i) for i in range(len(self.engines))))
+        return not all(down)
+
     @property
     def down(self) -> frozenset[int]:
         """The replicas requests are not sent to (until they answer a health check again)."""
