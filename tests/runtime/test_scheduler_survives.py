@@ -158,3 +158,19 @@ def test_a_speculation_the_engine_stops_on_its_own_is_dropped(search, monkeypatc
     assert [o.error for o in result.outcomes if o.error] == []
     assert {o.rid: o.answer for o in result.outcomes} == want
     assert engine.stopped and result.stats.speculations > 0
+
+
+def test_a_bug_in_speculation_fails_its_request_instead_of_hiding(search, monkeypatch, caplog):
+    # The lookahead skipped a speculation on any exception, so a bug there went unseen; only a
+    # value not known yet (KeyError, WorkflowError) means "nothing to predict".
+    from ragraph.runtime.scheduler import fanout
+
+    def broken(program, job, variables):  # noqa: ANN001
+        raise RuntimeError("bug predicting the next prompt")
+
+    monkeypatch.setattr(fanout, "speculative_values", broken)
+    with caplog.at_level(logging.ERROR):
+        result = run(search, workflows.irg(), n=4)
+    failed = [o for o in result.outcomes if o.error]
+    assert failed and all(o.error_kind == "internal" and "bug predicting" in o.error
+                          for o in failed)

@@ -9,6 +9,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable
 
+from ragraph.errors import WorkflowError
 from ragraph.ir.control import choose_edge
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock
@@ -57,7 +58,7 @@ class Lookahead:
                 return
             prompt = effects.generation_prompt_of(target.prompt, variables)
             segments = effects.prompt_segments(target.prompt, target.layout, variables)
-        except Exception:
+        except (KeyError, WorkflowError):
             return  # the prediction needs values not known yet: no speculation
         self.gen.speculate(state, target, prompt, segments)
 
@@ -75,7 +76,7 @@ class Lookahead:
         variables = {**job.state.variables, chain.output: job.text}
         try:
             query = effects.retrieval_query_of(target.query, variables)
-        except Exception:
+        except (KeyError, WorkflowError):
             return  # the warm query needs values not known yet: nothing to warm
         if query:
             self.ret.start(job.state, target, query, warm_only=True)
