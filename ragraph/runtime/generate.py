@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from ragraph.errors import EngineError
 from ragraph.ir.nodes import Generate, Sampling
 from ragraph.ir.values import GeneratedText
+from ragraph.runtime.llm.failure import error_of
 from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, SamplingParams
 from ragraph.runtime.llm.stream import GenerationStream
 
@@ -34,18 +34,17 @@ def generation_request(rid: str, node: Generate, prompt: str, attempt: int = 0,
 
 
 def generated_text(result: GenerationResult) -> GeneratedText:
-    """The node's value: the text, carrying its least likely token's probability (FLARE)."""
-    if result.finish_reason == "error":
-        raise EngineError(result.error or "generation failed")
+    """The node's value: the text, carrying its least likely token's probability (FLARE); a
+    failed generation raises its typed error (`failure.error_of`)."""
+    error = error_of(result, f"generation {result.rid!r}")
+    if error is not None:
+        raise error
     min_prob = math.exp(min(result.logprobs)) if result.logprobs else 1.0
     return GeneratedText(result.text, min_prob)
 
 
 async def finish(stream: GenerationStream) -> GenerationResult:
-    """Drain a stream and return its result; a failed request raises EngineError."""
+    """Drain a stream and return its result; a failed request raises its typed error."""
     async for _ in stream:
         pass
-    result = await stream.result()
-    if result.finish_reason == "error":
-        raise EngineError(f"generation {stream.rid!r} failed: {result.error}")
-    return result
+    return await stream.result()

@@ -190,3 +190,21 @@ def test_a_crashed_simulator_fails_every_open_request_and_later_ones(monkeypatch
 def test_text_no_engine_can_encode_is_the_requests_mistake():
     with pytest.raises(ValueError, match="prompt: is not valid text"):
         GenerationRequest("r", prompt="a lone \ud800 surrogate")
+
+
+def test_a_failed_result_raises_whose_fault_it_is():
+    # generated_text raised a plain EngineError for every failure: a prompt over the context
+    # read as the engine's fault wherever a path reached it before the typed check.
+    from ragraph.runtime.generate import generated_text
+    from ragraph.runtime.llm.failure import EngineBug
+    from ragraph.runtime.llm.protocol import GenerationResult
+
+    def failed(kind):  # noqa: ANN001
+        return GenerationResult(rid="r/a/0", text="", token_ids=(), finish_reason="error",
+                                prompt_tokens=0, cached_tokens=0, completion_tokens=0,
+                                error="why", error_kind=kind)
+
+    with pytest.raises(PromptTooLong, match="generation 'r/a/0': why"):
+        generated_text(failed("input"))
+    with pytest.raises(EngineBug):
+        generated_text(failed("internal"))
