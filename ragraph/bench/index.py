@@ -124,9 +124,10 @@ def _build(directory: Path, base: RealBase, spec: IndexSpec, progress: Progress 
     _write_store(tmp, base, spec.scale)
     source = (f"ragraph-bench real={n_real}({base.key[:12]}) synthetic={spec.scale} "
               f"seed={spec.seed} spread={padding.spread}")
-    Manifest(embedder=_embedder_name(), dim=int(index.d), metric="ip", nlist=nlist,
+    embedding = _embedding(int(index.d))
+    Manifest(embedder=embedding.name, dim=embedding.dim, metric="ip", nlist=nlist,
              index_type="ivf-flat", passages=n_real + spec.scale,
-             checksum=content_checksum(index), source=source).write(tmp)
+             checksum=content_checksum(index), source=source, embedding=embedding).write(tmp)
     info = BenchIndexInfo(str(directory), n_real, spec.scale, nlist, spec.seed, base.key,
                           dict(base.counts))
     (tmp / "bench.json").write_text(json.dumps(asdict(info), indent=2) + "\n")
@@ -174,7 +175,12 @@ def _write_store(directory: Path, base: RealBase, synthetic: int) -> None:
     write_store(directory / STORE_FILE, rows())
 
 
-def _embedder_name() -> str:
-    from ragraph.runtime.retrieval.embedder import EMBEDDER_NAME
+def _embedding(dim: int):
+    """The record of the embedder of the real passages (realbase.py: all-MiniLM-L6-v2's vectors,
+    read back from the default index or embedded by it), which run and bench then query the
+    index with. The dimension is the vectors' own (the tests' toy bases are narrower)."""
+    from dataclasses import replace
 
-    return EMBEDDER_NAME
+    from ragraph.runtime.retrieval.embedder_spec import MINILM
+
+    return replace(MINILM, dim=dim)

@@ -27,6 +27,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--nlist", type=int, default=None, help="IVF clusters (default ~4·sqrt(n))")
     build.add_argument("--index-type", choices=("ivf-flat", "flat", "sq8"), default="ivf-flat")
     build.add_argument("--metric", choices=("ip", "l2"), default="ip")
+    build.add_argument("--embedder", metavar="NAME_OR_PATH",
+                       help="a sentence-transformers model: its directory, or its name in the "
+                       "local Hugging Face cache (never downloaded); default all-MiniLM-L6-v2. "
+                       "With --embedder-url: the model name to ask the server for")
+    build.add_argument("--embedder-url", metavar="URL",
+                       help="embed with this OpenAI-compatible /v1/embeddings server instead")
+    build.add_argument("--query-prompt", metavar="TEXT",
+                       help="put in front of every query (default: the model's own, e.g. e5's "
+                       "'query: '); recorded in the index")
+    build.add_argument("--passage-prompt", metavar="TEXT",
+                       help="put in front of every passage (default: the model's own)")
     build.set_defaults(func=_build)
 
     default = sub.add_parser("default", help="build (once) or verify the default Wikipedia index")
@@ -75,13 +86,13 @@ def progress_bar(
 
 def _build(args: argparse.Namespace) -> int:
     from ragraph.runtime.retrieval.builder import BuildConfig, build_index
-    from ragraph.runtime.retrieval.embedder import Embedder
 
     console = Console(stderr=True)
     config = BuildConfig(index_type=args.index_type, nlist=args.nlist, metric=args.metric)
     records = _records(args.corpus)
     config.clusters_for(len(records))  # a bad --nlist fails before minutes of embedding
-    embedder = Embedder()
+    embedder = _passage_embedder(args)
+    console.print(f"embedder {embedder.spec.describe()}")
     with progress_bar(console, "embedding") as start:
         tick = start(len(records))
         manifest = build_index(records, args.out, config, embedder, tick, source=str(args.corpus))
@@ -90,6 +101,21 @@ def _build(args: argparse.Namespace) -> int:
         f"nlist {manifest.nlist}, {manifest.metric}, dim {manifest.dim}"
     )
     return 0
+
+
+def _passage_embedder(args: argparse.Namespace):
+    """The local sentence-transformers model of --embedder, or the --embedder-url server."""
+    if args.embedder_url is None:
+        from ragraph.runtime.retrieval.embedder import EMBEDDER_NAME, Embedder, EmbedderConfig
+
+        return Embedder(EmbedderConfig(model=args.embedder or EMBEDDER_NAME, role="passage",
+                                       query_prompt=args.query_prompt,
+                                       passage_prompt=args.passage_prompt))
+    from ragraph.runtime.retrieval.http_embedder import HttpEmbedder, HttpEmbedderConfig
+
+    return HttpEmbedder(HttpEmbedderConfig(args.embedder_url, model=args.embedder,
+                                           role="passage", query_prompt=args.query_prompt or "",
+                                           passage_prompt=args.passage_prompt or ""))
 
 
 def _records(path: Path) -> list:
@@ -148,11 +174,9 @@ def _shard(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from ragraph.runtime.retrieval.embedder import EMBEDDER_DIM, EMBEDDER_NAME
     from ragraph.runtime.retrieval.manifest import load_index
 
-    # ragraph queries with one embedder: an index built by another is unusable, so say so here.
-    loaded = load_index(args.directory, EMBEDDER_NAME, EMBEDDER_DIM)
+    loaded = load_index(args.directory)
     m = loaded.manifest
     sizes = loaded.engine.cluster_sizes()
     out = Console()
@@ -160,7 +184,7 @@ def _info(args: argparse.Namespace) -> int:
     out.print(f"passages    {m.passages}")
     out.print(f"index       {m.index_type}, nlist {m.nlist}, metric {m.metric}, dim {m.dim}")
     out.print(f"clusters    min {sizes.min()}, mean {sizes.mean():.1f}, max {sizes.max()} vectors")
-    out.print(f"embedder    {m.embedder}")
+    out.print(f"embedder    {m.embedder_spec.describe()}")
     out.print(f"source      {m.source or '-'}")
     out.print(f"checksum    {m.checksum[:16]}… (verified)")
     return 0

@@ -31,6 +31,10 @@ def add_runtime_flags(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     p.add_argument("--url", help="server URL for --engine openai or sglang")
     p.add_argument("--index", help="index directory (default: the embedded Wikipedia index)")
     p.add_argument("--nprobe", type=int, default=32, help="clusters searched per query (32)")
+    p.add_argument("--embedder-url", metavar="URL",
+                   help="embed queries with this OpenAI-compatible /v1/embeddings server (vLLM, "
+                   "TEI, llama-server --embedding) instead of loading the index's embedder here; "
+                   "it must serve the model the index was built with")
     add_thread_flags(p)
     add_gpu_flags(p)
     return scale_out.add_arguments(p)
@@ -50,6 +54,7 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
     passes = args.passes or (f"-O{args.level}" if args.level else "-O2")
     return RuntimeConfig(
         engine=args.engine, model=args.model, url=args.url, index=args.index,
+        embedder_url=args.embedder_url,
         executor=args.executor, passes=passes, concurrency=args.concurrency, nprobe=args.nprobe,
         gen_threads=args.gen_threads, search_threads=args.search_threads,
         hot_cache=args.hot_cache, profile=args.profile, exact=args.exact,

@@ -50,12 +50,11 @@ def _serial_exact_llamacpp(config: RuntimeConfig):
 
 def open_search(config: RuntimeConfig, progress=None,
                 embed_threads: int | None = None) -> SearchService:
-    """The index (the embedded default unless `config.index`), its store and the embedder, on
-    the GPU paths of `config.gpu`; the embedder's CPU threads: `embed_threads`, else the
-    search threads."""
+    """The index (the embedded default unless `config.index`), its store and the query embedder
+    its manifest names (or `config.embedder_url`'s server of that model), on the GPU paths of
+    `config.gpu`; the embedder's CPU threads: `embed_threads`, else the search threads."""
     import faiss
 
-    from ragraph.runtime.retrieval.embedder import query_embedder
     from ragraph.runtime.retrieval.manifest import load_index
 
     faiss.omp_set_num_threads(config.search_threads)
@@ -63,18 +62,39 @@ def open_search(config: RuntimeConfig, progress=None,
         from ragraph.runtime.distributed.ray_env import require_ray
 
         require_ray()  # before the embedder loads: a missing extra is the first thing said
-    embedder = query_embedder(threads=embed_threads or config.search_threads,
-                              device=config.gpu.device)
-    if config.ray is not None:
-        return start_sharded_index(config, progress).search(embedder, config.nprobe, owner=True)
+        index = start_sharded_index(config, progress)
+        embedder = index_embedder(index.directory, config, embed_threads)
+        return index.search(embedder, config.nprobe, owner=True)
     if config.index is None:
         from ragraph.runtime.retrieval.corpus import ensure_default_index
 
         loaded = ensure_default_index(progress)
     else:
-        loaded = load_index(Path(config.index), embedder.name, embedder.dim)
+        loaded = load_index(Path(config.index))
+    embedder = index_embedder(loaded.directory, config, embed_threads)
     return SearchService(on_gpu_paths(loaded.engine, config), embedder, loaded.store,
                          nprobe=config.nprobe)
+
+
+def index_embedder(directory: Path, config: RuntimeConfig, embed_threads: int | None = None):
+    """The query embedder of the index in `directory`, as its manifest records it: the local
+    model, or the server at `config.embedder_url` once it is known to serve that model."""
+    from ragraph.runtime.retrieval.embedder_spec import check_compatible
+    from ragraph.runtime.retrieval.manifest import Manifest
+
+    spec = Manifest.read(Path(directory)).embedder_spec
+    if config.embedder_url is None:
+        from ragraph.runtime.retrieval.embedder import query_embedder
+
+        return query_embedder(spec, threads=embed_threads or config.search_threads,
+                              device=config.gpu.device)
+    from ragraph.runtime.retrieval.http_embedder import HttpEmbedder, HttpEmbedderConfig
+
+    embedder = HttpEmbedder(HttpEmbedderConfig(config.embedder_url, role="query",
+                                               query_prompt=spec.query_prompt,
+                                               passage_prompt=spec.passage_prompt))
+    check_compatible(spec, embedder.spec, f"index {directory}")
+    return embedder
 
 
 def start_sharded_index(config: RuntimeConfig, progress=None) -> ShardedIndex:
@@ -82,7 +102,7 @@ def start_sharded_index(config: RuntimeConfig, progress=None) -> ShardedIndex:
     embedded default unless `config.index`)."""
     from ragraph.runtime.distributed.search import ShardedIndex
     from ragraph.runtime.distributed.shard_pool import ShardOptions
-    from ragraph.runtime.retrieval.embedder import EMBEDDER_DIM, EMBEDDER_NAME
+    from ragraph.runtime.retrieval.manifest import Manifest
 
     if config.index is None:
         from ragraph.runtime.retrieval.corpus import ensure_default_index
@@ -91,8 +111,8 @@ def start_sharded_index(config: RuntimeConfig, progress=None) -> ShardedIndex:
     else:
         directory = Path(config.index)
     options = ShardOptions(config.shards, config.replicate, config.shard_cpus)
-    return ShardedIndex.start(config.ray or "auto", directory, options, EMBEDDER_NAME,
-                              EMBEDDER_DIM)
+    spec = Manifest.read(directory).embedder_spec
+    return ShardedIndex.start(config.ray or "auto", directory, options, spec.name, spec.dim)
 
 
 def open_attached_search(index: ShardedIndex, config: RuntimeConfig) -> SearchService:
@@ -101,11 +121,8 @@ def open_attached_search(index: ShardedIndex, config: RuntimeConfig) -> SearchSe
     closes."""
     import faiss
 
-    from ragraph.runtime.retrieval.embedder import query_embedder
-
     faiss.omp_set_num_threads(config.search_threads)
-    embedder = query_embedder(threads=config.search_threads, device=config.gpu.device)
-    return index.search(embedder, config.nprobe)
+    return index.search(index_embedder(index.directory, config), config.nprobe)
 
 
 def on_gpu_paths(engine, config: RuntimeConfig):

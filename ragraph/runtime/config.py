@@ -18,6 +18,9 @@ class RuntimeConfig:
     model: str | None = None  # GGUF path (llamacpp), model path (sglang), model name (openai)
     url: str | None = None  # server base URL (openai, sglang --mode http)
     index: str | None = None  # index directory; None = the embedded default Wikipedia index
+    # Queries embedded by this OpenAI-compatible /v1/embeddings server instead of the index's
+    # model loaded here; it must serve the model the index was built with.
+    embedder_url: str | None = None
     executor: str = "ragraph"
     passes: str = "-O2"
     concurrency: int = 8
@@ -76,6 +79,9 @@ class RuntimeConfig:
         if self.budget_ms is not None and self.budget_ms <= 0:
             raise ConfigError("budget_ms", f"must be positive, got {self.budget_ms}")
         self._check_scale_out()
+        if self.embedder_url is not None and not self.embedder_url.startswith(
+                ("http://", "https://")):
+            raise ConfigError("embedder_url", f"must be an http(s):// URL, got {self.embedder_url!r}")
         if self.engine in ("openai",) and not (self.url or self.replicas):
             raise ConfigError("url", f"the {self.engine} engine needs a server URL")
         if self.profile is not None and self.engine != "sim":

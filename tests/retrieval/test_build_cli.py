@@ -125,13 +125,25 @@ def edit_manifest(directory: Path, **changes) -> None:
 
 
 def test_mismatched_embedder_and_dimension(built, tmp_path, capsys):
+    """Any embedder can build an index, so `info` shows another one's; a manifest whose record
+    contradicts itself or the index file, and a query embedder of another model, are errors."""
     other = copy_index(built, tmp_path / "other")
     edit_manifest(other, embedder="intfloat/e5-small-v2")
     err = run_error(["index", "info", str(other)], capsys)
-    assert "built with embedder 'intfloat/e5-small-v2'" in err
-    edit_manifest(other, embedder=EMBEDDER_NAME, dim=128)
-    err = run_error(["index", "info", str(other)], capsys)
-    assert "index dimension 128 does not match" in err
+    assert "field 'embedding' names 'sentence-transformers/all-MiniLM-L6-v2'" in err
+    assert "'embedder' and 'dim' say 'intfloat/e5-small-v2'" in err
+    spec = {"name": "intfloat/e5-small-v2", "dim": 384, "query_prompt": "query: "}
+    edit_manifest(other, embedding=spec)
+    assert main(["index", "info", str(other)]) == 0
+    assert "intfloat/e5-small-v2 (dim 384, cosine, query prompt 'query: ')" in \
+        capsys.readouterr().out
+    with pytest.raises(SearchIndexError, match="built with embedder 'intfloat/e5-small-v2', "
+                       "but queries use 'sentence-transformers/all-MiniLM-L6-v2'"):
+        load_index(other, EMBEDDER_NAME, EMBEDDER_DIM)
+    edit_manifest(other, embedder=EMBEDDER_NAME, dim=128, embedding={"name": EMBEDDER_NAME,
+                                                                     "dim": 128})
+    with pytest.raises(SearchIndexError, match="index dimension 128 does not match"):
+        load_index(other, EMBEDDER_NAME, EMBEDDER_DIM)
     with pytest.raises(SearchIndexError, match="dim is 384, but manifest.json says 128"):
         load_index(other)
 

@@ -104,11 +104,20 @@ def test_embedding_runs_on_the_configured_threads_from_any_thread(monkeypatch):
     seen: list[int] = []
 
     class Model:
+        prompts: dict = {}
+        similarity_fn_name = "cosine"
+
+        def __iter__(self):
+            return iter(())
+
+        def get_embedding_dimension(self):
+            return module.EMBEDDER_DIM
+
         def encode(self, texts, **_):
             seen.append(torch.get_num_threads())
             return np.zeros((len(texts), module.EMBEDDER_DIM), dtype=np.float32)
 
-    monkeypatch.setattr(module, "_load_model", lambda config: Model())
+    monkeypatch.setattr(module, "_load_model", lambda path, config: Model())
     embedder = module.Embedder(module.EmbedderConfig(threads=1))
     before = torch.get_num_threads()
 

@@ -5,7 +5,8 @@
   cache on an accelerator tier (`hotcache`), results identical either way (`merge` says why).
 - `cost`: per-cluster cost model and `plan_step` (time-budgeted sub-stages); `locality`: request
   history, the similarity-aware search order and the early-completion point.
-- `store`, `embedder`, `builder`, `manifest`, `corpus`: passages in SQLite, all-MiniLM-L6-v2,
+- `store`, `embedder`, `builder`, `manifest`, `corpus`: passages in SQLite, sentence embedders
+  (any sentence-transformers model, or a server: `http_embedder`; all-MiniLM-L6-v2 by default),
   index building and checked loading, and the embedded default Wikipedia corpus.
 
 faiss and torch are imported inside functions, so importing this package stays cheap.

@@ -130,15 +130,19 @@ def build_index(
     faiss.write_index(index, str(tmp / INDEX_FILE))
     rows = (StoredPassage(i, r.doc_id, r.title, r.text) for i, r in enumerate(records))
     write_store(tmp / STORE_FILE, rows)
+    if int(vectors.shape[1]) != embedder.spec.dim:
+        raise SearchIndexError(f"embedder {embedder.name!r} gave {vectors.shape[1]}-dimensional "
+                               f"vectors, not {embedder.spec.dim}")
     manifest = Manifest(
-        embedder=embedder.name,
-        dim=int(vectors.shape[1]),
+        embedder=embedder.spec.name,
+        dim=embedder.spec.dim,
         metric=config.metric,
         nlist=int(index.nlist),
         index_type=config.index_type,
         passages=len(records),
         checksum=content_checksum(index),
         source=source,
+        embedding=embedder.spec,
     )
     manifest.write(tmp)
     if out.exists():

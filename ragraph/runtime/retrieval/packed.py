@@ -1,4 +1,4 @@
-"""MiniLM query embedding without padding: the texts of a batch are packed into one token matrix.
+"""BERT query embedding without padding: the texts of a batch are packed into one token matrix.
 
 sentence-transformers pads every text of a batch to the longest one, and the wavefront's batches
 mix lengths (measured on the bench's IRG queries: 35 tokens a query, 53 padded, a third of the
@@ -19,8 +19,19 @@ import numpy as np
 from ragraph.errors import SearchIndexError
 
 
+def packable(model) -> str | None:
+    """None when `model` can run packed, else why not (its queries then run padded)."""
+    try:
+        check_packable(model)
+    except SearchIndexError as err:
+        return str(err)
+    return None
+
+
 def check_packable(model) -> None:
-    """The packed forward reproduces a BERT encoder with mean pooling and normalization only."""
+    """The packed forward reproduces a BERT encoder with mean pooling and normalization only
+    (position ids from 0 in every text: BERT's; RoBERTa-style models start after the padding
+    id, and a prompt left out of the pooling needs sentence-transformers' own bookkeeping)."""
     modules = [type(m).__name__ for m in model]
     if modules != ["Transformer", "Pooling", "Normalize"]:
         raise SearchIndexError(f"query embedder: expected Transformer, Pooling, Normalize, got {modules}")
@@ -28,7 +39,10 @@ def check_packable(model) -> None:
     if getattr(pooling, "pooling_mode", None) != "mean" and not getattr(
             pooling, "pooling_mode_mean_tokens", False):
         raise SearchIndexError("query embedder: the packed forward needs mean pooling")
-    if not hasattr(model[0].auto_model, "encoder"):
+    if not getattr(pooling, "include_prompt", True):
+        raise SearchIndexError("query embedder: the packed forward pools over the prompt too")
+    bert = model[0].auto_model
+    if not hasattr(bert, "encoder") or getattr(bert.config, "model_type", "bert") != "bert":
         raise SearchIndexError("query embedder: the packed forward needs a BERT encoder")
 
 
