@@ -7,22 +7,16 @@ with); this mode does."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.cli.outputs import finished_rows, read_rows, wait_for_lines
-from tests.llm.conftest import free_port
-from tests.processes import stop
+from tests.processes import ragraph, serve, stop
 
 pytestmark = pytest.mark.slow  # the real model, embedder and default index
 
@@ -33,10 +27,6 @@ QUESTIONS = ("Who designed the Eiffel Tower?", "What is the capital of Australia
              "Who discovered penicillin?", "What language is spoken in Brazil?",
              "What is the chemical symbol for gold?", "Who invented the telephone?")
 IDS = [f"q{i}" for i in range(len(QUESTIONS))]
-
-
-def ragraph(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "ragraph.cli.main", *argv]
 
 
 def run_exact(tmp: Path, name: str, *argv: str) -> dict[str, str]:
@@ -71,7 +61,9 @@ def test_run_exact_answers_the_same_at_concurrency_1(exact, tmp_path):
 
 
 def test_serve_exact_answers_concurrent_clients_as_run_does(exact):
-    with serving(HYDE, "--exact", "-c", "8") as url:
+    with serve(HYDE, "--exact", "-c", "8", startup_s=600) as (url, _, log):
+        assert "serial-exact" in log.read_text()
+
         def ask(question: str) -> str:
             reply = httpx.post(url + "/runs/wait", timeout=600, json={
                 "workflow": "hyde", "input": {"question": question}})
@@ -99,33 +91,3 @@ def test_a_killed_exact_run_resumes_to_the_uninterrupted_answers(exact, tmp_path
     subprocess.run([*argv, "--resume"], check=True, cwd=REPO, capture_output=True, timeout=900)
     assert [r["id"] for r in read_rows(out)] == IDS
     assert answers(out) == exact
-
-
-@contextmanager
-def serving(*argv: str, startup_s: float = 600) -> Iterator[str]:
-    """`ragraph serve` in its own process on a free loopback port, until it is ready."""
-    port = free_port()
-    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"ragraph-exact-{port}.log"
-    with open(log, "wb") as sink:
-        proc = subprocess.Popen(ragraph("serve", *argv, "--port", str(port)), stdout=sink,
-                                stderr=subprocess.STDOUT, cwd=REPO)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_s
-        while not _ready(url):
-            if proc.poll() is not None:
-                pytest.fail(f"ragraph serve exited {proc.returncode}:\n{log.read_text()[-3000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail("ragraph serve did not become ready")
-            time.sleep(0.5)  # polling another process's socket: it offers no event
-        assert "serial-exact" in log.read_text()
-        yield url
-    finally:
-        stop(proc, timeout_s=120)
-
-
-def _ready(url: str) -> bool:
-    try:
-        return httpx.get(url + "/readiness", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False

@@ -6,20 +6,14 @@ simulated engine it says so. SIGTERM lets the request in flight finish before th
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.llm.conftest import free_port
-from tests.processes import stop
+from tests.processes import ragraph, serve
 
 pytestmark = pytest.mark.slow  # the real embedder, the default index, and on llamacpp the model
 
@@ -28,37 +22,6 @@ HYDE = str(REPO / "workflows" / "hyde.rag")
 ONESHOT = str(REPO / "workflows" / "oneshot.rag")
 QUESTIONS = ("Who designed the Eiffel Tower?", "What is the capital of Australia?",
              "Who painted the Mona Lisa?")
-
-
-def ragraph(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "ragraph.cli.main", *argv]
-
-
-@contextmanager
-def serve(*argv: str, startup_s: float = 900) -> Iterator[tuple[str, subprocess.Popen, Path]]:
-    pytest.importorskip("llama_cpp")
-    port = free_port()
-    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"ragraph-serve-{port}.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(ragraph("serve", *argv, "--port", str(port)), stdout=out,
-                                stderr=subprocess.STDOUT, cwd=REPO)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_s  # a first use builds the default index
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"ragraph serve exited {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(url + "/readiness", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("ragraph serve did not become ready")
-            time.sleep(0.5)  # polling another process's socket: it offers no event
-        yield url, proc, log
-    finally:
-        stop(proc, timeout_s=120)
 
 
 def run_answers(workflow: str, tmp_path: Path) -> list[str]:
@@ -74,6 +37,7 @@ def run_answers(workflow: str, tmp_path: Path) -> list[str]:
 def test_embedded_default_serves_what_run_answers_and_drains_on_sigterm(tmp_path):
     openai = pytest.importorskip("openai")
     want = run_answers(HYDE, tmp_path)
+    pytest.importorskip("llama_cpp")
     with serve(HYDE, ONESHOT, "-c", "1") as (url, proc, log):
         client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
         got = [client.chat.completions.create(
