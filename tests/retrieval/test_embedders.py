@@ -20,6 +20,7 @@ from ragraph.runtime.retrieval.manifest import Manifest, load_index
 from ragraph.runtime.retrieval.prompts import BGE_QUERY_INSTRUCTION, family_prompts
 
 from .test_build_cli import TOPICS
+from .test_query_embedder import device
 from .tiny_models import tiny_model
 
 pytest.importorskip("sentence_transformers")
@@ -43,7 +44,7 @@ def models(tmp_path_factory) -> dict[str, Path]:
 @pytest.mark.parametrize("kind", ["bert", "roberta"])
 def test_query_vectors_do_not_depend_on_the_batch_for_any_model(models, kind):
     spec = Embedder(EmbedderConfig(model=str(models[kind]))).spec
-    embedder = query_embedder(spec, threads=1)
+    embedder = query_embedder(spec, threads=1, device=device())  # a lent GPU's kernels too
     alone = np.stack([embedder.embed([q])[0] for q in QUESTIONS])
     rng = np.random.default_rng(0)
     for size in (2, 3, len(QUESTIONS)):
