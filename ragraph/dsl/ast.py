@@ -77,7 +77,18 @@ class Bound:
 
 
 @dataclass(frozen=True)
+class ChatBody:
+    """The message form of a generation: `system = ...` (optional) and `user = ...`."""
+
+    user_keyword: Span
+    user: Text
+    system: Text | None = None
+
+
+@dataclass(frozen=True)
 class GenerateDecl:
+    """`prompt` is the plain body, or the user message of the message form (`chat` set)."""
+
     id: Name
     output: Name
     append: bool
@@ -85,6 +96,7 @@ class GenerateDecl:
     prompt: Text
     each: tuple[Binding, ...] = ()
     bound: Bound | None = None
+    chat: ChatBody | None = None
 
 
 @dataclass(frozen=True)

@@ -101,19 +101,30 @@ def _add_node(graph: RAGraph, decl: NodeDecl, scope: Scope) -> None:
                         span=decl.id.span, **merge_options(decl.options, method))
         return
     where = decl.prompt if isinstance(decl, ast.GenerateDecl) else decl.query
-    template = (Template.variable(where.text) if isinstance(where, ast.Name)
-                else _template(where))
     own = frozenset(b.item.text for b in decl.each)
-    check_names(hole_spans(template, where), scope, own)
-    check_defined(hole_spans(template, where), set(scope.defined | own))
+    template = _checked(where, scope, own)
     each = tuple(Binding(b.item.text, b.over.text) for b in decl.each)
     if isinstance(decl, ast.GenerateDecl):
+        chat = decl.chat
+        system = chat.system if chat is not None else None
+        options = generate_options(decl.options, chat)
+        if chat is not None:
+            options["chat"] = True
         graph.add_generation(decl.id.text, template, decl.output.text, append=decl.append,
                              items=bound_of(decl), each=each, span=decl.id.span,
-                             **generate_options(decl.options))
+                             system=None if system is None else _checked(system, scope, own),
+                             **options)
     else:
         graph.add_retrieval(decl.id.text, query=template, output=decl.output.text, each=each,
                             span=decl.id.span, **retrieve_options(decl.options))
+
+
+def _checked(where: ast.Text | ast.Name, scope: Scope, own: frozenset[str]) -> Template:
+    """A prompt, query or message as a template whose every hole names a known variable."""
+    template = Template.variable(where.text) if isinstance(where, ast.Name) else _template(where)
+    check_names(hole_spans(template, where), scope, own)
+    check_defined(hole_spans(template, where), set(scope.defined | own))
+    return template
 
 
 def _template(text: ast.Text) -> Template:

@@ -1,7 +1,7 @@
 """Node options `(name = value, ...)`: known names, and values checked where they are written.
 
-Generation options are the fields of `Sampling`; retrieval options are `topk` and `nprobe`; merge
-options `k` and `topk`. Each
+Generation options are the fields of `Sampling` and `chat`; retrieval options are `topk` and
+`nprobe`; merge options `k` and `topk`. Each
 value is validated on its own by the IR's own constructors, so the error points at that value and
 the rules live in one place (ragraph.ir.nodes).
 """
@@ -16,16 +16,21 @@ from ragraph.dsl import ast
 from ragraph.errors import WorkflowError
 from ragraph.ir import Merge, Retrieve, Sampling, Template
 
-GENERATE_OPTIONS = tuple(f.name for f in dataclasses.fields(Sampling))
+GENERATE_OPTIONS = (*(f.name for f in dataclasses.fields(Sampling)), "chat")
 RETRIEVE_OPTIONS = ("topk", "nprobe")
 MERGE_OPTIONS = ("k", "topk")
 
 
-def generate_options(options: tuple[ast.Option, ...]) -> dict[str, Any]:
-    """Sampling keyword arguments for `RAGraph.add_generation`."""
+def generate_options(options: tuple[ast.Option, ...],
+                     chat_form: ast.ChatBody | None = None) -> dict[str, Any]:
+    """Sampling keyword arguments, and `chat`, for `RAGraph.add_generation`; `chat_form` is the
+    message form when the node is written in it (a chat turn: `chat = false` contradicts it)."""
     values = _by_name(options, GENERATE_OPTIONS, "generate")
     out: dict[str, Any] = {}
     for name, (value, opt) in values.items():
+        if name == "chat":
+            out["chat"] = _chat_option(value, opt, chat_form)
+            continue
         if name == "stop" and isinstance(value, str):
             value = (value,)  # `stop = "\n"` reads naturally; the IR holds a tuple
         try:
@@ -34,6 +39,17 @@ def generate_options(options: tuple[ast.Option, ...]) -> dict[str, Any]:
             raise WorkflowError(err.message, span=opt.value.span) from err
         out[name] = value
     return out
+
+
+def _chat_option(value: Any, opt: ast.Option, chat_form: ast.ChatBody | None) -> bool:
+    if not isinstance(value, bool):
+        raise WorkflowError(f"chat must be true or false, got {value!r}", span=opt.value.span)
+    if chat_form is not None and not value:
+        raise WorkflowError("`chat = false` on a generation written as chat messages",
+                            span=opt.value.span, hint=f"the `user =` on line "
+                            f"{chat_form.user_keyword.line} makes it a chat turn; drop the option, "
+                            "or write the prompt as a plain completion body")
+    return value
 
 
 def retrieve_options(options: tuple[ast.Option, ...]) -> dict[str, Any]:

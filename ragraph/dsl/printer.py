@@ -56,6 +56,9 @@ def _node(graph: RAGraph, nid: str) -> str:
         head += f"[{node.items}]" if node.items else ""
         head += " +=" if node.append else ""
         head += _options(_sampling_options(node.sampling), nid)
+        if node.chat:  # the message form; `chat = true` alone would say less
+            system = "" if node.system is None else _message("system", node.system.text)
+            return f"{head}:\n{system}{_message('user', node.prompt.text)}"
         return head + ":" + _text(node.prompt.text, len(head) + 1) + "\n"
     if isinstance(node, Merge):
         opts = ([("k", node.k)] if node.k != RRF_K else []) + (
@@ -100,6 +103,15 @@ def _text(text: str, head_len: int) -> str:
         return " " + encode_string(text)
     block = encode_block(text, _INDENT)
     return f"\n{_INDENT}{block}" if block else " " + encode_string(text)
+
+
+def _message(role: str, text: str) -> str:
+    """One line of a chat turn, `role = "..."`, or a block opening on it."""
+    head = f"{_INDENT}{role} ="
+    if "\n" not in text and len(head) + len(text) + 3 <= _INLINE_MAX:
+        return f"{head} {encode_string(text)}\n"
+    block = encode_block(text, _INDENT * 2)
+    return f"{head} {block or encode_string(text)}\n"
 
 
 def _flow(graph: RAGraph) -> list[str]:

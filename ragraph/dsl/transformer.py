@@ -67,9 +67,15 @@ class ToAst(Transformer):
         return ast.InputDecl(self.name(name), default)
 
     def generate_decl(self, children: list) -> ast.GenerateDecl:
-        node, each, _arrow, output, bound, append, options, prompt = children
+        node, each, _arrow, output, bound, append, options, body = children
+        chat = body if isinstance(body, ast.ChatBody) else None
+        prompt = chat.user if chat is not None else body
         return ast.GenerateDecl(self.name(node), self.name(output), append is not None,
-                                options or (), prompt, each or (), bound)
+                                options or (), prompt, each or (), bound, chat)
+
+    def chat(self, children: list) -> ast.ChatBody:
+        _system, system, user_keyword, user = children
+        return ast.ChatBody(self.span(user_keyword), user, system)
 
     def retrieve_decl(self, children: list) -> ast.RetrieveDecl:
         node, each, _arrow, output, options, query = children

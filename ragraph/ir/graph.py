@@ -100,19 +100,26 @@ class RAGraph:
         append: bool = False,
         items: int | None = None,
         each: Mapping[str, str] | tuple[Binding, ...] | None = None,
+        system: str | Template | None = None,
+        chat: bool | None = None,
         span: Span | None = None,
         **sampling: Any,
     ) -> Generate:
         """`items=4`: the output is a list of at most 4 items (the text's lines). `each=
-        {"q": "queries"}`: a map, one generation per item of `queries` with `{q}` bound to it."""
+        {"q": "queries"}`: a map, one generation per item of `queries` with `{q}` bound to it.
+        `system="..."`: a chat turn with that system message and `prompt` as the user message,
+        rendered with the model's chat template; `chat=True` makes a chat turn without one."""
         nid = self._new_id(id, span)
         template = _template(prompt, nid, span)
+        system_template = None if system is None else _template(system, nid, span)
+        is_chat = system is not None if chat is None else chat
         if "stop" in sampling and isinstance(sampling["stop"], list | str):
             stop = sampling["stop"]
             sampling["stop"] = (stop,) if isinstance(stop, str) else tuple(stop)
         return self.add_node(_made("generation", nid, span, lambda: Generate(
             id=nid, prompt=template, output=output, append=append, sampling=Sampling(**sampling),
-            items=items, each=bindings(each), span=span)))  # type: ignore[return-value]
+            items=items, each=bindings(each), chat=is_chat, system=system_template,
+            span=span)))  # type: ignore[return-value]
 
     def add_retrieval(
         self,

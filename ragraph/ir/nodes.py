@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ragraph.errors import Span, WorkflowError
+from ragraph.ir.chat import flat_prompt
 from ragraph.ir.fanout import MERGES, RRF_K, Binding, template_reads
 from ragraph.ir.template import Template
 
@@ -100,7 +101,9 @@ class Sampling:
 class Generate(Node):
     """Render `prompt`, generate, assign the text to `output` (or append a line when `append`).
     `items`: the output is a list of at most that many items, the text's non-empty lines.
-    `each` (a map): one generation per item of the lists it binds, the output their list."""
+    `each` (a map): one generation per item of the lists it binds, the output their list.
+    `chat`: a chat turn, `prompt` its user message and `system` its optional system message,
+    rendered by the engine with the model's chat template (`ir.chat`); else a plain completion."""
 
     kind: ClassVar[str] = "generate"
     role: ClassVar[str] = "llm"
@@ -110,8 +113,11 @@ class Generate(Node):
     sampling: Sampling = Sampling()
     items: int | None = None
     each: tuple[Binding, ...] = ()
+    chat: bool = False
+    system: Template | None = None
 
     def __post_init__(self) -> None:
+        check_chat(self.id, self.chat, self.system)
         if self.items is not None and (not isinstance(self.items, int)
                                        or isinstance(self.items, bool) or not 1 <= self.items <= 64):
             raise WorkflowError(f"a list output holds 1..64 items, got {self.items!r}",
@@ -124,14 +130,28 @@ class Generate(Node):
                                 node=self.id)
 
     def reads(self) -> frozenset[str]:
-        return template_reads(self.prompt, self.each) | (
+        return template_reads(self.flat_prompt, self.each) | (
             {self.output} if self.append else frozenset())
+
+    @property
+    def flat_prompt(self) -> Template:
+        """The prompt as one text: a chat turn's [system][user] (`ir.chat`), else `prompt`."""
+        return flat_prompt(self.prompt, self.system)
 
     def writes(self) -> frozenset[str]:
         return frozenset({self.output})
 
     def output_type(self, types: Mapping[str, str]) -> str | None:
         return "text list" if self.items or self.each else "text"
+
+
+def check_chat(node: str, chat: bool, system: Template | None) -> None:
+    """A system message belongs to a chat turn."""
+    if not isinstance(chat, bool):
+        raise WorkflowError(f"chat must be true or false, got {chat!r}", node=node)
+    if system is not None and not chat:
+        raise WorkflowError("a system message makes the generation a chat turn, but chat is "
+                            "false", node=node, hint="drop the system message, or set chat")
 
 
 @register_node

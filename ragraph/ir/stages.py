@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ragraph.errors import WorkflowError
+from ragraph.ir.chat import flat_prompt
 from ragraph.ir.edges import EdgeKind
 from ragraph.ir.fanout import Binding, template_reads
-from ragraph.ir.nodes import Node, Sampling, register_node
+from ragraph.ir.nodes import Node, Sampling, check_chat, register_node
 from ragraph.ir.template import Template
 
 
@@ -212,7 +213,8 @@ NO_LAYOUT = PromptLayout()  # a prompt with no documents, or prefix-layout did n
 @dataclass(frozen=True, kw_only=True)
 class Prefill(SubStage):
     """Render `prompt`, submit it to the LLM engine with `sampling`, run its prefill. `layout`
-    (prefix-layout) tells the engine the document segments. `guarded`, `each`: see EmbedQuery."""
+    (prefix-layout) tells the engine the document segments, in `flat_prompt`. `guarded`, `each`:
+    see EmbedQuery. `chat`, `system`: as on Generate."""
 
     kind: ClassVar[str] = "prefill"
     follows: ClassVar[frozenset[str]] = frozenset({"spec-verify"})
@@ -222,10 +224,19 @@ class Prefill(SubStage):
     layout: PromptLayout = NO_LAYOUT
     guarded: bool = False
     each: tuple[Binding, ...] = ()
+    chat: bool = False
+    system: Template | None = None
+
+    def __post_init__(self) -> None:
+        check_chat(self.id, self.chat, self.system)
 
     def reads(self) -> frozenset[str]:
         extra = {slot(self.origin, "verdict")} if self.guarded else set()
-        return template_reads(self.prompt, self.each) | extra
+        return template_reads(self.flat_prompt, self.each) | extra
+
+    @property
+    def flat_prompt(self) -> Template:
+        return flat_prompt(self.prompt, self.system)
 
     def writes(self) -> frozenset[str]:
         return frozenset({slot(self.origin, "kv")})

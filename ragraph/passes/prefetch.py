@@ -37,13 +37,13 @@ def generations(graph: RAGraph) -> list[Generation]:
     found = []
     for node in graph.nodes():
         if isinstance(node, Generate):
-            found.append(Generation(node.id, node.id, node.id, node.prompt, node.output,
+            found.append(Generation(node.id, node.id, node.id, node.flat_prompt, node.output,
                                     node.each))
         elif node.kind == "prefill":
             finish = step(graph, node.origin, "finish")  # type: ignore[attr-defined]
             if finish is not None:
                 found.append(Generation(node.origin, node.id, finish.id,  # type: ignore[attr-defined]
-                                        node.prompt, finish.output, node.each))  # type: ignore[attr-defined]
+                                        node.flat_prompt, finish.output, node.each))  # type: ignore[attr-defined]
     return found
 
 

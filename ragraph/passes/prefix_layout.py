@@ -3,6 +3,9 @@ documents, record the layout [static][documents][rest] on the node (`PromptLayou
 and a prefix-caching engine can reuse document KV across requests, and remark when a per-request
 value precedes the documents (e.g. the question first), saying how to fix it.
 
+A chat turn is laid out on its flat text [system][user] (`ir.chat`): a system message without
+per-request values is part of the static prefix, and documents may sit in either message.
+
 By default the rendered prompt text never changes (optimizations never change answers).
 `rewrite=true` moves the documents block (with the label lines just above it) before the first
 line that holds a per-request value: this CHANGES the prompt text and can change answers, so it is
@@ -14,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from ragraph.ir.chat import flat_prompt
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.stages import Prefill, PromptLayout
 from ragraph.ir.template import Hole, Template
@@ -58,20 +62,28 @@ class PrefixLayout(Pass):
         changed = False
         for node in steps(graph, "prefill"):
             assert isinstance(node, Prefill)  # invariant of steps(kind)
-            if not node.prompt.variables & passages:
+            if not node.flat_prompt.variables & passages:
                 continue
             prompt = self._prompt(node, passages, ctx)
-            wanted = replace(node, prompt=prompt, layout=layout_of(prompt, passages))
+            layout = layout_of(flat_prompt(prompt, node.system), passages)
+            wanted = replace(node, prompt=prompt, layout=layout)
             if wanted != node:
                 graph.replace_node(wanted)
                 changed = True
         return changed
 
     def _prompt(self, node: Prefill, passages: frozenset[str], ctx: PassContext) -> Template:
-        if layout_of(node.prompt, passages).reusable:
+        """The (user) prompt to keep, with a remark when its documents cannot be reused."""
+        flat = node.flat_prompt
+        if layout_of(flat, passages).reusable:
             return node.prompt
-        first = next(h.name for h in node.prompt.holes)
-        docs = next(h.name for h in node.prompt.holes if h.name in passages)
+        first = next(h.name for h in flat.holes)
+        docs = next(h.name for h in flat.holes if h.name in passages)
+        if node.system is not None and node.system.holes:
+            ctx.remark(node.origin, f"the system message holds {{{first}}}, which comes before "
+                       f"the documents {{{docs}}}, so their KV cache cannot be reused across "
+                       "requests; keep per-request values out of the system message")
+            return node.prompt
         if not self.rewrite:
             ctx.remark(node.origin, f"{{{first}}} comes before the documents {{{docs}}} in the "
                        "prompt, so their KV cache cannot be reused across requests; put "

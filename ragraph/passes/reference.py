@@ -103,7 +103,7 @@ class _Request:
         kind, n = node.kind, node  # `n` read through the fields its kind has
         origin = getattr(node, "origin", node.id)
         if kind == "generate":
-            prompt = self.render(n.prompt, n.each, node.id, strip=False)  # type: ignore[attr-defined]
+            prompt = self.render(n.flat_prompt, n.each, node.id, strip=False)  # type: ignore[attr-defined]
             self.assign(origin, n.output, self.generated(node, prompt), str(prompt),  # type: ignore[attr-defined]
                         n.append)  # type: ignore[attr-defined]
         elif kind == "retrieve":
@@ -115,7 +115,7 @@ class _Request:
         elif kind == "embed-query":
             self.scratch[slot(origin, "qtext")] = self.render(n.query, n.each, origin, strip=True)  # type: ignore[attr-defined]
         elif kind == "prefill":
-            self.scratch[slot(origin, "prompt")] = self.render(n.prompt, n.each, origin,  # type: ignore[attr-defined]
+            self.scratch[slot(origin, "prompt")] = self.render(n.flat_prompt, n.each, origin,  # type: ignore[attr-defined]
                                                                strip=False)
         elif kind == "retrieve-commit":
             query = self.scratch[slot(origin, "qtext")]

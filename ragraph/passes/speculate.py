@@ -47,7 +47,7 @@ class Speculate(Pass):
         changed = False
         if self.generation:
             for commit in steps(graph, "retrieve-commit"):
-                changed |= self._guard(graph, commit, "search-steps", "prefill", "prompt")
+                changed |= self._guard(graph, commit, "search-steps", "prefill", "flat_prompt")
         if self.retrieval:
             for finish in steps(graph, "finish"):
                 changed |= self._guard(graph, finish, "decode", "embed-query", "query")

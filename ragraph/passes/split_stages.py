@@ -62,7 +62,7 @@ class SplitStages(Pass):
         ids = [fresh_id(graph, self.name, f"{g.id}.{s}") for s in ("prefill", "decode", "finish")]
         return [
             Prefill(id=ids[0], origin=g.id, prompt=g.prompt, sampling=g.sampling, each=g.each,
-                    span=g.span),
+                    chat=g.chat, system=g.system, span=g.span),
             DecodeChunk(id=ids[1], origin=g.id, chunk=min(self.chunk, g.sampling.max_tokens),
                         span=g.span),
             Finish(id=ids[2], origin=g.id, output=g.output, append=g.append, items=g.items,

@@ -113,4 +113,24 @@ def subquestions() -> RAGraph:
     return g
 
 
-BUILDERS = {f.__name__: f for f in (hyde, multistep, parallel, selfrag, fusion, subquestions)}
+def chat() -> RAGraph:
+    """HyDE with chat turns: the hypothesis has a per-request system message (its documents-free
+    turn needs no layout), the answer [system][documents][question] (reusable), and a rewrite
+    turn whose system message names the question before the documents (not reusable: remarked)."""
+    g = RAGraph("chat")
+    g.add_input("question")
+    g.add_generation("hypo", prompt="{question}", system="Write a passage answering {question}",
+                     output="passage")
+    g.add_retrieval("ret", topk=3, query="passage", output="docs")
+    g.add_generation("answer", prompt="{docs}\nQuestion: {question}",
+                     system="Answer from the documents.", output="answer")
+    g.add_generation("polish", prompt="{docs}\n{answer}", system="Rewrite the answer to {question}",
+                     output="final")
+    for a, b in ((START, "hypo"), ("hypo", "ret"), ("ret", "answer"), ("answer", "polish"),
+                 ("polish", END)):
+        g.add_edge(a, b)
+    return g
+
+
+BUILDERS = {f.__name__: f for f in (hyde, multistep, parallel, selfrag, fusion, subquestions,
+                                    chat)}
