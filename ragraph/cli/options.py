@@ -35,9 +35,31 @@ def add_runtime_flags(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
                    help="embed queries with this OpenAI-compatible /v1/embeddings server (vLLM, "
                    "TEI, llama-server --embedding) instead of loading the index's embedder here; "
                    "it must serve the model the index was built with")
+    add_model_flags(p)
     add_thread_flags(p)
     add_gpu_flags(p)
     return scale_out.add_arguments(p)
+
+
+def add_model_flags(p: argparse.ArgumentParser) -> None:
+    """The model's context and chat template, and an OpenAI-compatible server's API."""
+    p.add_argument("--ctx", type=int, metavar="N",
+                   help="context length: llama.cpp's per-sequence tokens (2048); for --engine "
+                   "openai, the server's when it does not say (llama-server's /props and vLLM's "
+                   "/v1/models do)")
+    p.add_argument("--chat-template", metavar="NAME|FILE",
+                   help="llama.cpp: how chat turns (`system =`/`user =` generations) are "
+                   "rendered: a Jinja file, or a llama.cpp built-in name (gemma, chatml, llama3, "
+                   "...). Default: the GGUF's own tokenizer.chat_template (llama.cpp's gemma "
+                   "for the packaged Gemma-3-270M, whose GGUF has none)")
+    p.add_argument("--openai-endpoint", choices=("completions", "chat"), default="completions",
+                   help="--engine openai: send completions to /v1/completions (default) or, as "
+                   "one user message, to /v1/chat/completions for servers that offer only chat; "
+                   "chat turns always go to /v1/chat/completions")
+    p.add_argument("--api-key-env", metavar="VAR",
+                   help="--engine openai: the environment variable that holds the upstream "
+                   "server's API key (sent as a Bearer token; the key is never taken on the "
+                   "command line nor logged)")
 
 
 def add_thread_flags(p: argparse.ArgumentParser) -> None:
@@ -58,6 +80,8 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         executor=args.executor, passes=passes, concurrency=args.concurrency, nprobe=args.nprobe,
         gen_threads=args.gen_threads, search_threads=args.search_threads,
         hot_cache=args.hot_cache, profile=args.profile, exact=args.exact,
+        ctx=args.ctx, chat_template=args.chat_template, openai_endpoint=args.openai_endpoint,
+        api_key_env=args.api_key_env,
         **scale_out.fields(args),
     )
 

@@ -17,6 +17,17 @@ class RuntimeConfig:
     engine: str = "llamacpp"
     model: str | None = None  # GGUF path (llamacpp), model path (sglang), model name (openai)
     url: str | None = None  # server base URL (openai, sglang --mode http)
+    # The context length: llama.cpp's per-sequence KV cells (None: 2,048); an OpenAI-compatible
+    # server's, when it does not say (None: read from its /props or /v1/models).
+    ctx: int | None = None
+    # llama.cpp: a Jinja template file or a llama.cpp built-in template name for chat turns
+    # (None: the GGUF's own tokenizer.chat_template).
+    chat_template: str | None = None
+    # openai: where a completion goes ("completions" or "chat"; a chat turn always goes to
+    # /v1/chat/completions), and the environment variable holding the upstream key (the name
+    # only: the key itself never appears on a command line, in a config or in a log).
+    openai_endpoint: str = "completions"
+    api_key_env: str | None = None
     index: str | None = None  # index directory; None = the embedded default Wikipedia index
     # Queries embedded by this OpenAI-compatible /v1/embeddings server instead of the index's
     # model loaded here; it must serve the model the index was built with.
@@ -84,6 +95,7 @@ class RuntimeConfig:
             raise ConfigError("embedder_url", f"must be an http(s):// URL, got {self.embedder_url!r}")
         if self.engine in ("openai",) and not (self.url or self.replicas):
             raise ConfigError("url", f"the {self.engine} engine needs a server URL")
+        self._check_llm_options()
         if self.profile is not None and self.engine != "sim":
             raise ConfigError("profile", f"only the sim engine uses a GPU profile, not {self.engine}")
         if self.exact and self.engine != "llamacpp":
@@ -91,6 +103,25 @@ class RuntimeConfig:
                               f"llamacpp), not {self.engine}; the sim engine is exact already")
         if self.engine == "sglang" and not (self.url or self.model):
             raise ConfigError("model", "the sglang engine needs --model (in-process) or --url")
+
+    def _check_llm_options(self) -> None:
+        if self.ctx is not None and (isinstance(self.ctx, bool) or not isinstance(self.ctx, int)
+                                     or self.ctx < 16):
+            raise ConfigError("ctx", f"must be an integer >= 16, got {self.ctx!r}")
+        if self.ctx is not None and self.engine not in ("llamacpp", "openai"):
+            raise ConfigError("ctx", f"sets llama.cpp's or an OpenAI-compatible server's "
+                              f"context, not {self.engine}'s")
+        if self.chat_template is not None and self.engine != "llamacpp":
+            raise ConfigError("chat_template", "is llama.cpp's (--engine llamacpp); an HTTP "
+                              "server applies its own template")
+        if self.openai_endpoint not in ("completions", "chat"):
+            raise ConfigError("openai_endpoint", f"must be completions or chat, got "
+                              f"{self.openai_endpoint!r}")
+        if self.api_key_env is not None and self.engine != "openai":
+            raise ConfigError("api_key_env", f"is for --engine openai, not {self.engine}")
+        if self.api_key_env is not None and not self.api_key_env.isidentifier():
+            raise ConfigError("api_key_env", "names an environment variable (letters, digits, "
+                              f"_), got {self.api_key_env!r}")
 
     def _check_scale_out(self) -> None:
         if isinstance(self.shards, bool) or not isinstance(self.shards, int) or self.shards < 1:

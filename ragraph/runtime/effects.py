@@ -13,11 +13,17 @@ from ragraph.ir.nodes import Generate, Merge, Retrieve
 from ragraph.ir.stages import PromptLayout
 from ragraph.ir.template import Template
 from ragraph.ir.values import GeneratedText, Items, Passages, Value, render_value
+from ragraph.runtime.llm.chat import Prompt, chat_turn
 from ragraph.runtime.llm.protocol import PromptSegments
 
 
-def generation_prompt_of(prompt: Template, variables: dict[str, Value]) -> str:
-    return prompt.render(variables)
+def generation_prompt_of(prompt: Template, variables: dict[str, Value],
+                         system: Template | None = None, chat: bool = False) -> Prompt:
+    """The completion text, or for a chat turn its messages (the engine applies the template)."""
+    user = prompt.render(variables)
+    if not chat:
+        return user
+    return chat_turn(user, None if system is None else system.render(variables))
 
 
 def apply_generation_to(output: str, append: bool, variables: dict[str, Value], text: str,
@@ -64,7 +70,8 @@ def retrieved(value: Value) -> list[Passages]:
 def prompt_segments(prompt: Template, layout: PromptLayout, variables: dict[str, Value]
                     ) -> PromptSegments | None:
     """Where the static prefix and the documents of a rendered prompt end (prefix-layout);
-    None when the prompt carries no documents."""
+    None when the prompt carries no documents. `prompt` is the flat one of a chat turn
+    (`ir.chat`), whose rendering is the turn's `chat.prompt_text`."""
     if not layout.docs:
         return None
     offset, docs_end = 0, 0
@@ -79,8 +86,8 @@ def retrieval_query_of(query: Template, variables: dict[str, Value]) -> str:
     return query.render(variables).strip()
 
 
-def generation_prompt(node: Generate, variables: dict[str, Value]) -> str:
-    return generation_prompt_of(node.prompt, variables)
+def generation_prompt(node: Generate, variables: dict[str, Value]) -> Prompt:
+    return generation_prompt_of(node.prompt, variables, node.system, node.chat)
 
 
 def apply_generation(node: Generate, variables: dict[str, Value], text: str, min_prob: float) -> None:

@@ -6,8 +6,14 @@ import math
 
 from ragraph.ir.nodes import Generate, Sampling
 from ragraph.ir.values import GeneratedText
+from ragraph.runtime.llm.chat import Prompt
 from ragraph.runtime.llm.failure import error_of
-from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, SamplingParams
+from ragraph.runtime.llm.protocol import (
+    GenerationRequest,
+    GenerationResult,
+    PromptSegments,
+    SamplingParams,
+)
 from ragraph.runtime.llm.stream import GenerationStream
 
 
@@ -22,15 +28,21 @@ def sampling_params(sampling: Sampling) -> SamplingParams:
     )
 
 
-def generation_request(rid: str, node: Generate, prompt: str, attempt: int = 0,
+def engine_request(rid: str, prompt: Prompt, params: SamplingParams,
+                   layout: PromptSegments | None = None) -> GenerationRequest:
+    """The engine request for completion text or a chat turn's messages."""
+    if isinstance(prompt, str):
+        return GenerationRequest(rid=rid, prompt=prompt, params=params, layout=layout)
+    return GenerationRequest(rid=rid, messages=prompt, params=params, layout=layout)
+
+
+def generation_request(rid: str, node: Generate, prompt: Prompt, attempt: int = 0,
                        branch: int | None = None) -> GenerationRequest:
     """Engine request ids are unique per (request, node, visit, attempt, map branch) so aborts
     hit one stream."""
     suffix = "" if branch is None else f".{branch}"
-    return GenerationRequest(
-        rid=f"{rid}/{node.id}/{attempt}{suffix}", prompt=prompt,
-        params=sampling_params(node.sampling),
-    )
+    return engine_request(f"{rid}/{node.id}/{attempt}{suffix}", prompt,
+                          sampling_params(node.sampling))
 
 
 def generated_text(result: GenerationResult) -> GeneratedText:

@@ -19,16 +19,21 @@ def sse(*objs: object, done: bool = True) -> bytes:
 
 
 class FakeServer:
-    """`body_for(request_json) -> (status, body bytes)`; records the JSON bodies it received.
+    """`body_for(request_json) -> (status, body bytes)`; records the JSON bodies it received and
+    the paths they were posted to (`paths`). A GET is answered from `gets` (path -> JSON), else
+    an empty model list for `/v1/models` and 404 otherwise, at once and unrecorded (the engine reads `/props` and `/v1/models` when it starts).
     `hold`: answers wait until it is set (a server that hangs). `stop()` closes the listening
     socket (connections are refused, as from a server that went down); `start()` listens on the
     same port again."""
 
     def __init__(self, body_for: Callable[[dict], tuple[int, bytes]],
-                 hold: asyncio.Event | None = None) -> None:
+                 hold: asyncio.Event | None = None, gets: dict[str, object] | None = None) -> None:
         self._body_for = body_for
         self.hold = hold
+        self.gets = gets or {}
         self.requests: list[dict] = []
+        self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []
         self._server: asyncio.Server | None = None
         self.port = 0
         self.url = ""
@@ -53,15 +58,34 @@ class FakeServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
+        method, path = head.decode().split(" ", 2)[:2]
         length = 0
-        for line in head.decode().split("\r\n"):
+        headers = {}
+        for line in head.decode().split("\r\n")[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
             if line.lower().startswith("content-length:"):
                 length = int(line.split(":", 1)[1])
+        if method == "GET":
+            await self._answer(writer, *self._get(path))
+            return
         body = json.loads(await reader.readexactly(length)) if length else {}
         self.requests.append(body)
+        self.paths.append(path)
+        self.headers.append(headers)
         if self.hold is not None:
             await self.hold.wait()
-        status, payload = self._body_for(body)
+        await self._answer(writer, *self._body_for(body))
+
+    def _get(self, path: str) -> tuple[int, bytes]:
+        if path in self.gets:
+            return 200, json.dumps(self.gets[path]).encode()
+        if path == "/v1/models":  # the health check; a model list that states no context
+            return 200, json.dumps({"object": "list", "data": []}).encode()
+        return 404, b"{}"
+
+    @staticmethod
+    async def _answer(writer: asyncio.StreamWriter, status: int, payload: bytes) -> None:
         writer.write(
             f"HTTP/1.1 {status} X\r\ncontent-type: text/event-stream\r\n"
             f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode() + payload

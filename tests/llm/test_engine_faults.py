@@ -75,10 +75,10 @@ def test_sglang_malformed_meta_fails_the_request(meta, field):
 def test_a_bug_reading_the_stream_is_an_internal_error_logged_once(monkeypatch, caplog):
     real = openai_http.apply_completion_chunk
 
-    def buggy(obj, state):  # noqa: ANN001
+    def buggy(obj, state, *rest):  # noqa: ANN001
         if obj["choices"] and obj["choices"][0]["text"] == " boom":
             return {}["missing"]
-        return real(obj, state)
+        return real(obj, state, *rest)
 
     monkeypatch.setattr(openai_http, "apply_completion_chunk", buggy)
     boom = sse(chunk(" boom"), chunk("", "stop"))

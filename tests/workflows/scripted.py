@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragraph.runtime.llm.base import EngineBase
+from ragraph.runtime.llm.chat import prompt_text
 from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, TokenEvent
 from ragraph.runtime.llm.simtext import tokenize
 from ragraph.runtime.llm.stream import GenerationStream
@@ -56,7 +57,9 @@ class ScriptedEngine(EngineBase):
         return tokenize(text, 32000)
 
     def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
-        prompt = request.prompt or ""
+        # A chat turn is scripted on its contents (the system message, then the user message).
+        prompt = request.prompt if request.messages is None else prompt_text(request.messages)
+        prompt = prompt or ""
         self.prompts.append(prompt)
         reply = self.script(question_of(prompt), cue_of(prompt), prompt)
         asyncio.get_running_loop().call_soon(self._emit, stream, request, prompt, reply)

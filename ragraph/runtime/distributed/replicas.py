@@ -28,6 +28,7 @@ from ragraph.runtime.distributed.routing import (
     prefix_hashes,
 )
 from ragraph.runtime.llm.base import EngineBase
+from ragraph.runtime.llm.chat import prompt_text
 from ragraph.runtime.llm.failure import cause
 from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
 from ragraph.runtime.llm.protocol import (
@@ -76,6 +77,9 @@ class ReplicaRouter(EngineBase):
 
     async def _open(self) -> None:
         await asyncio.gather(*(e.start() for e in self.engines))
+        # Servers may state their context only once started: plan with the smallest known one.
+        known = [e.context_length for e in self.engines if e.context_length > 0]
+        self.context_length = min(known, default=self.context_length)
 
     async def _shut(self) -> None:
         tasks = [*self._tasks, *self._probes.values()]
@@ -120,8 +124,11 @@ class ReplicaRouter(EngineBase):
             inner.abort()
 
     def _route(self, request: GenerationRequest, tried: set[int]) -> int | None:
-        prompt = request.prompt if request.prompt is not None else " ".join(
-            map(str, request.prompt_ids or ()))
+        if request.messages is not None:
+            prompt = prompt_text(request.messages)
+        else:
+            prompt = request.prompt if request.prompt is not None else " ".join(
+                map(str, request.prompt_ids or ()))
         hashes = prefix_hashes(prompt, self.config.block_chars)
         usable = set(range(len(self.engines))) - tried - self._down
         replica = choose(hashes, self._tables, self._load, usable, self.config.min_match)

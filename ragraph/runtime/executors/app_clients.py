@@ -17,13 +17,9 @@ from typing import Protocol
 from ragraph.errors import EngineError, PromptTooLong
 from ragraph.ir.values import GeneratedText, Passages
 from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.llm.chat import ChatMessage, Prompt, as_dicts
 from ragraph.runtime.llm.failure import overflow
-from ragraph.runtime.llm.protocol import (
-    EngineCounters,
-    GenerationRequest,
-    LLMEngine,
-    SamplingParams,
-)
+from ragraph.runtime.llm.protocol import EngineCounters, LLMEngine, SamplingParams
 from ragraph.runtime.llm.tally import Tally
 from ragraph.runtime.search_service import SearchService
 
@@ -34,7 +30,9 @@ APP_CONTEXT = 2048
 class AppLLM(Protocol):
     name: str
 
-    def complete(self, prompt: str, params: SamplingParams) -> GeneratedText: ...
+    def complete(self, prompt: Prompt, params: SamplingParams) -> GeneratedText:
+        """Completion text, or a chat turn (rendered with the model's chat template)."""
+        ...
 
     def counters(self) -> EngineCounters: ...
 
@@ -61,13 +59,15 @@ class LlamaCppApp:
 
     name = "llama-cpp-python"
 
-    def __init__(self, model_path: str | None, n_threads: int, n_ctx: int) -> None:
+    def __init__(self, model_path: str | None, n_threads: int, n_ctx: int,
+                 chat_template: str | None = None) -> None:
         import llama_cpp  # noqa: PLC0415 - optional at import time
 
         from ragraph.runtime.llm.llamacpp import default_model_path  # noqa: PLC0415
 
         self._perf = llama_cpp.llama_perf_context
         self._path, self._n_threads, self._n_ctx = model_path or default_model_path(), n_threads, n_ctx
+        self._chat_choice = chat_template
         self.llm = self._load(logits_all=False)
         self._scored = None
         self.lock = threading.Lock()
@@ -79,7 +79,24 @@ class LlamaCppApp:
         return reference_llama(self._path, n_ctx=self._n_ctx, n_threads=self._n_threads,
                                logits_all=logits_all)
 
-    def complete(self, prompt: str, params: SamplingParams) -> GeneratedText:
+    def _render(self, messages: tuple[ChatMessage, ...]) -> str:
+        """A chat turn as the embedded engine renders it (`llamacpp_chat`): `create_completion`
+        on that text tokenizes it as the engine does, so both give the same greedy answer
+        (llama-cpp-python's own guess for a GGUF without a template is another format)."""
+        from ragraph.runtime.llm.llamacpp_chat import (  # noqa: PLC0415
+            chat_template_for,
+            no_template,
+        )
+
+        model = self.llm._model  # noqa: SLF001 - llama-cpp-python keeps the C handles here
+        template = chat_template_for(self._chat_choice, model.model, model.vocab)
+        if template is None:
+            raise no_template(self._path)
+        return template.render(messages)
+
+    def complete(self, prompt: Prompt, params: SamplingParams) -> GeneratedText:
+        if not isinstance(prompt, str):
+            prompt = self._render(prompt)
         with self.lock:
             if params.logprobs and self._scored is None:
                 self._scored = self._load(logits_all=True)
@@ -123,21 +140,25 @@ class OpenAIApp:
 
     name = "openai-client"
 
-    def __init__(self, base_url: str, model: str) -> None:
+    def __init__(self, base_url: str, model: str, api_key: str | None = None,
+                 endpoint: str = "completions") -> None:
         try:
             import openai  # noqa: PLC0415
         except ImportError as err:
             raise EngineError("the langgraph executor on an HTTP engine needs the openai "
                               "package: pip install 'ragraph[langgraph]'") from err
-        self._client = openai.OpenAI(base_url=base_url.rstrip("/") + "/v1", api_key="unused")
+        self._client = openai.OpenAI(base_url=base_url.rstrip("/") + "/v1",
+                                     api_key=api_key or "unused")
+        self._endpoint = endpoint
         self._api_error = openai.APIError
         self._model = model
         self._usage = Tally()
         self._lock = threading.Lock()
 
-    def complete(self, prompt: str, params: SamplingParams) -> GeneratedText:
+    def complete(self, prompt: Prompt, params: SamplingParams) -> GeneratedText:
+        chat = not isinstance(prompt, str) or self._endpoint == "chat"
         try:
-            out = self._client.completions.create(
+            out = self._chat(prompt, params) if chat else self._client.completions.create(
                 model=self._model, prompt=prompt, max_tokens=params.max_new_tokens,
                 temperature=params.temperature, top_p=params.top_p,
                 stop=list(params.stop) or None, seed=params.seed,
@@ -151,8 +172,21 @@ class OpenAIApp:
                 self._usage.prompt_tokens += out.usage.prompt_tokens
                 self._usage.completion_tokens += out.usage.completion_tokens
         choice = out.choices[0]
+        if chat:
+            content = choice.logprobs.content if choice.logprobs else None
+            logprobs = [t.logprob for t in content] if content else None
+            return GeneratedText(choice.message.content or "", _min_prob(logprobs))
         logprobs = choice.logprobs.token_logprobs if choice.logprobs else None
         return GeneratedText(choice.text, _min_prob(logprobs))
+
+    def _chat(self, prompt: Prompt, params: SamplingParams):  # noqa: ANN202 - openai's type
+        """`/v1/chat/completions`: the server renders the turn with the model's template."""
+        messages = (ChatMessage("user", prompt),) if isinstance(prompt, str) else prompt
+        return self._client.chat.completions.create(
+            model=self._model, messages=as_dicts(messages),  # type: ignore[arg-type]
+            max_tokens=params.max_new_tokens, temperature=params.temperature,
+            top_p=params.top_p, stop=list(params.stop) or None, seed=params.seed,
+            logprobs=params.logprobs or None)
 
     def counters(self) -> EngineCounters:
         return self._usage.snapshot()
@@ -172,15 +206,19 @@ class EngineApp:
     _ids: int = field(default=0, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def complete(self, prompt: str, params: SamplingParams) -> GeneratedText:
-        from ragraph.runtime.generate import finish, generated_text  # noqa: PLC0415
+    def complete(self, prompt: Prompt, params: SamplingParams) -> GeneratedText:
+        from ragraph.runtime.generate import (  # noqa: PLC0415
+            engine_request,
+            finish,
+            generated_text,
+        )
 
         with self._lock:
             self._ids += 1
             rid = f"app-{self._ids}"
 
         async def run():  # streams belong to the loop thread: submit there
-            return await finish(self.engine.submit(GenerationRequest(rid, prompt, params=params)))
+            return await finish(self.engine.submit(engine_request(rid, prompt, params)))
 
         result = asyncio.run_coroutine_threadsafe(run(), self.loop).result()
         return generated_text(result)
@@ -222,7 +260,12 @@ def open_app_llm(config: RuntimeConfig, engine: LLMEngine,
                  loop: asyncio.AbstractEventLoop) -> AppLLM:
     """The LangGraph app's LLM client for the run's engine (blocking: loads a local model)."""
     if config.engine == "llamacpp":
-        return LlamaCppApp(config.model, n_threads=config.gen_threads, n_ctx=APP_CONTEXT)
+        return LlamaCppApp(config.model, n_threads=config.gen_threads,
+                           n_ctx=config.ctx or APP_CONTEXT, chat_template=config.chat_template)
     if config.engine == "openai":
-        return OpenAIApp(config.url or "", config.model or "default")
+        from ragraph.runtime.llm.openai_http import api_key_from  # noqa: PLC0415
+
+        return OpenAIApp(config.url or "", config.model or "default",
+                         api_key=api_key_from(config.api_key_env),
+                         endpoint=config.openai_endpoint)
     return EngineApp(engine, loop, name=engine.name)

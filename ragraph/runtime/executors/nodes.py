@@ -15,6 +15,7 @@ from ragraph.ir.values import GeneratedText, Passages
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.generate import generated_text, generation_request
+from ragraph.runtime.llm.chat import Prompt
 from ragraph.runtime.llm.failure import error_of
 from ragraph.runtime.request import RequestState
 
@@ -30,7 +31,7 @@ async def all_at_once(thunks: Sequence[Thunk]) -> list:
     return list(await asyncio.gather(*(thunk() for thunk in thunks)))
 
 
-async def _generate(node: Generate, state: RequestState, services: Services, prompt: str,
+async def _generate(node: Generate, state: RequestState, services: Services, prompt: Prompt,
                     branch: int | None = None) -> GeneratedText:
     request = generation_request(state.rid, node, prompt, attempt=len(state.path), branch=branch)
     start = clock()

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragraph.errors import ConfigError, EngineError
 from ragraph.runtime.llm.base import EngineBase
+from ragraph.runtime.llm.llamacpp_chat import ChatTemplate, chat_template_for, no_template
 from ragraph.runtime.llm.llamacpp_model import ContextShape, LlamaModel
 from ragraph.runtime.llm.llamacpp_slots import SeqSlots
 from ragraph.runtime.llm.llamacpp_worker import (
@@ -67,6 +68,9 @@ class LlamaCppConfig:
     prefix_slots: int = 16
     # llama.cpp's extra weight buffers (AMX, repacking); see ContextShape.extra_buffers.
     extra_buffers: bool = False
+    # How chat turns are rendered: a Jinja template file or a llama.cpp built-in template name;
+    # None = the GGUF's own (llamacpp_chat).
+    chat_template: str | None = None
     verbose: bool = False
     name: str = "llamacpp"
 
@@ -86,7 +90,9 @@ class LlamaCppConfig:
         # Room for a speculative instance beside each request's real generation.
         return cls(model_path=run.model, n_threads=run.gen_threads or 1,
                    max_running=min(64, max(run.concurrency * 2, 8)),
-                   prefix_slots=cls.prefix_slots if run.prefix_reuse else 0)
+                   prefix_slots=cls.prefix_slots if run.prefix_reuse else 0,
+                   context_length=run.ctx or cls.context_length,
+                   chat_template=run.chat_template)
 
 
 def default_model_path() -> str:
@@ -112,11 +118,19 @@ class LlamaCppEngine(EngineBase):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: SeqSlots | None = None
         self._crash: str | None = None  # why the decode thread died, once it has
+        self._chat: ChatTemplate | None = None
 
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._model = await asyncio.to_thread(self._load)
         self.context_length = min(self.config.context_length, self._model.n_ctx_train)
+        try:
+            self._chat = chat_template_for(self.config.chat_template, self._model.model,
+                                           self._model.vocab)
+        except Exception:
+            self._model.close()  # a bad --chat-template: nothing may stay loaded
+            self._model = None
+            raise
         self._slots = SeqSlots(self._model, self.config.max_running, self.config.prefix_slots,
                                self._model.n_swa)
         limits = WorkerLimits(self.context_length, self.config.max_running)
@@ -169,7 +183,17 @@ class LlamaCppEngine(EngineBase):
             raise EngineError(f"{self.name}: tokenize() before start()")
         return tuple(self._model.tokenize(text))
 
+    @property
+    def chat_template(self) -> str:
+        """Which template renders chat turns (empty before start or when the model has none)."""
+        return self._chat.source if self._chat is not None else ""
+
     def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
+        if request.messages is not None:
+            if self._chat is None:
+                raise no_template(self.model_path or "the model")
+            request = replace(request, prompt=self._chat.render(request.messages),
+                              messages=None)
         if (self._worker is None or self._thread is None or not self._thread.is_alive()
                 or self._crash is not None):
             self._fail(stream, f"{self.name}: the decode thread is not running "

@@ -1,24 +1,48 @@
-"""Any OpenAI-compatible server (vLLM, SGLang, llama.cpp's) through streamed `/v1/completions`.
+"""Any OpenAI-compatible server (vLLM, SGLang, llama.cpp's) through streamed `/v1/completions`
+or `/v1/chat/completions`.
 
-The server applies stop strings and sampling; this client maps the request, reads the SSE
-stream, and turns each chunk into a `TokenEvent`. The completions API does not return token ids,
-so events carry `token_id=None` and results an empty `token_ids`.
+A chat turn always goes to the chat endpoint, where the server renders it with the model's chat
+template; a completion goes to the endpoint the config names (`completions` by default; `chat`
+sends the prompt as one user message, for servers that offer only chat). The server applies stop
+strings and sampling; this client maps the request, reads the SSE stream, and turns each chunk
+into a `TokenEvent` (`openai_wire`). These APIs do not return token ids, so events carry
+`token_id=None` and results an empty `token_ids`.
+
+The upstream key (`api_key`) is sent as a Bearer header only: it is kept out of the config's
+repr, and no error message carries request headers. The context length, when not configured,
+is read from the server at start where it says (`openai_wire.served_context`): the scheduler
+and the over-long-prompt diagnosis plan with it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import logging
+import os
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from ragraph.errors import ConfigError, EngineError, PromptTooLong
+from ragraph.runtime.llm.chat import prompt_text
 from ragraph.runtime.llm.httpbase import HttpStreamingEngine, StreamState
+from ragraph.runtime.llm.openai_wire import (
+    ENDPOINTS,
+    PATHS,
+    apply_chunk,
+    endpoint_for,
+    payload,
+    served_context,
+)
 from ragraph.runtime.llm.protocol import GenerationRequest, TokenEvent
 from ragraph.runtime.llm.sse import iter_events
 from ragraph.runtime.llm.stream import GenerationStream
-from ragraph.runtime.llm.wire import count, malformed, whole
+from ragraph.runtime.llm.wire import whole
+
+log = logging.getLogger(__name__)
+# Reading the server's context length at start waits no longer than this per endpoint.
+DISCOVERY_TIMEOUT_S = 5.0
 
 if TYPE_CHECKING:
     from ragraph.runtime.config import RuntimeConfig
@@ -29,10 +53,13 @@ class OpenAIHttpConfig:
     base_url: str = "http://127.0.0.1:8000"
     # The `model` field of each request (servers with one model mostly ignore it).
     model: str = "default"
-    api_key: str | None = None
-    # The server's context length, for the scheduler's planning; 0 = unknown. Over-long prompts
-    # are rejected by the server (the error names its limit).
+    api_key: str | None = field(default=None, repr=False)  # a secret: never printed
+    # The server's context length, for the scheduler's planning; 0 = read it from the server
+    # at start where it says, else unknown. Over-long prompts are rejected by the server (the
+    # error names its limit).
     context_length: int = 0
+    # Where a completion (not a chat turn) goes: "completions" or "chat" (as one user message).
+    endpoint: str = "completions"
     timeout_s: float = 600.0
     connect_timeout_s: float = 5.0
     # Tokenizer endpoint: llama.cpp's Python server has /extras/tokenize, vLLM and SGLang /tokenize.
@@ -48,74 +75,39 @@ class OpenAIHttpConfig:
             raise ConfigError("context_length", "must be >= 0 (0 = unknown)")
         if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
             raise ConfigError("timeout_s", "timeouts must be > 0")
+        if self.endpoint not in ENDPOINTS:
+            raise ConfigError("endpoint", f"must be one of {', '.join(ENDPOINTS)}, got "
+                              f"{self.endpoint!r}")
 
     @classmethod
     def from_run(cls, run: RuntimeConfig) -> OpenAIHttpConfig:
-        return cls(base_url=run.url or "", model=run.model or "default")
+        return cls(base_url=run.url or "", model=run.model or "default",
+                   api_key=api_key_from(run.api_key_env), endpoint=run.openai_endpoint,
+                   context_length=run.ctx or 0)
+
+
+def api_key_from(variable: str | None) -> str | None:
+    """The upstream key held in environment variable `variable` (named on the command line, so
+    the key itself never is). An unset or empty variable is an error that names the variable."""
+    if variable is None:
+        return None
+    key = os.environ.get(variable, "")
+    if not key.strip():
+        raise ConfigError("api_key_env", f"environment variable {variable} is not set (or "
+                          "empty); export the upstream server's key in it")
+    return key
 
 
 def completion_payload(request: GenerationRequest, config: OpenAIHttpConfig) -> dict[str, Any]:
-    """The JSON body of a streamed `/v1/completions` call for `request`."""
-    p = request.params
-    body: dict[str, Any] = {
-        "model": config.model,
-        "prompt": request.prompt if request.prompt is not None else list(request.prompt_ids or ()),
-        "max_tokens": p.max_new_tokens,
-        "temperature": p.temperature,
-        "top_p": p.top_p,
-        "stream": True,
-    }
-    if p.stop:
-        body["stop"] = list(p.stop)
-    if p.seed is not None:
-        body["seed"] = p.seed
-    if p.logprobs:
-        body["logprobs"] = 1
-    if config.include_usage:
-        body["stream_options"] = {"include_usage": True}
-    return body
+    """The JSON body of the streamed call for `request` (its endpoint: `endpoint_for`)."""
+    return payload(request, endpoint_for(request, config.endpoint), config.model,
+                   config.include_usage)
 
 
-def apply_completion_chunk(obj: dict[str, Any], state: StreamState) -> TokenEvent | None:
-    """Fold one streamed chunk into `state`; the event to emit, if the chunk carried text."""
-    usage = obj.get("usage")
-    if isinstance(usage, dict):
-        state.prompt_tokens = count(usage, "prompt_tokens", "usage", state.prompt_tokens)
-        state.completion_tokens = count(usage, "completion_tokens", "usage",
-                                        state.completion_tokens)
-        details = usage.get("prompt_tokens_details")
-        if isinstance(details, dict):
-            state.cached_tokens = count(details, "cached_tokens",
-                                        "usage.prompt_tokens_details", 0)
-    choices = obj.get("choices")
-    if not isinstance(choices, list):
-        raise malformed(f"chunk has no 'choices' list: {str(obj)[:200]}")
-    if not choices:
-        return None  # the usage-only chunk
-    choice = choices[0]
-    if not isinstance(choice, dict) or not isinstance(choice.get("text", ""), str):
-        raise malformed(f"chunk has a malformed choice: {str(choice)[:200]}")
-    text = choice.get("text") or ""
-    reason = choice.get("finish_reason")
-    if reason is not None:
-        state.finish_reason = "length" if reason == "length" else "stop"
-    logprob = _first_logprob(choice.get("logprobs"))
-    if not text and logprob is None:
-        return None
-    state.text += text
-    state.completion_tokens += 1
-    if logprob is not None:
-        state.logprobs.append(logprob)
-    return TokenEvent(None, text, logprob)
-
-
-def _first_logprob(logprobs: object) -> float | None:
-    if not isinstance(logprobs, dict):
-        return None
-    values = logprobs.get("token_logprobs")
-    if isinstance(values, list) and values and isinstance(values[0], int | float):
-        return float(values[0])
-    return None
+def apply_completion_chunk(obj: dict[str, Any], state: StreamState,
+                           endpoint: str = "completions") -> TokenEvent | None:
+    """Fold one streamed chunk of `endpoint` into `state`; the event to emit, if any."""
+    return apply_chunk(obj, state, endpoint)
 
 
 class OpenAIHttpEngine(HttpStreamingEngine):
@@ -128,6 +120,27 @@ class OpenAIHttpEngine(HttpStreamingEngine):
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+
+    async def _open(self) -> None:
+        await super()._open()
+        if self.context_length == 0:
+            self.context_length = await self._served_context()
+
+    async def _served_context(self) -> int:
+        """The context length the server states (0 when it says none). Best effort: a server
+        that is not up yet leaves it unknown, and its requests fail with their own errors."""
+        assert self._client is not None  # opened just before
+        answers = []
+        for path in ("/props", "/v1/models"):
+            try:
+                resp = await self._client.get(path, headers=self._headers(),
+                                              timeout=DISCOVERY_TIMEOUT_S)
+                answers.append(resp.json() if resp.status_code == 200 else None)
+            except (httpx.HTTPError, ValueError) as e:
+                log.info("%s: no context length from %s (%s)", self._where, path,
+                         type(e).__name__)
+                answers.append(None)
+        return served_context(*answers) or 0
 
     async def _drive(
         self, request: GenerationRequest, stream: GenerationStream, state: StreamState
@@ -144,12 +157,13 @@ class OpenAIHttpEngine(HttpStreamingEngine):
     async def _read_stream(
         self, request: GenerationRequest, stream: GenerationStream, state: StreamState
     ) -> None:
-        resp = await self._post_stream("/v1/completions", completion_payload(request, self.config),
+        endpoint = endpoint_for(request, self.config.endpoint)
+        resp = await self._post_stream(PATHS[endpoint], completion_payload(request, self.config),
                                        self._headers())
         # Local accounting counts chunks; a usage chunk, when sent, overrides it at the end.
         try:
             async for obj in iter_events(resp.aiter_lines()):
-                event = apply_completion_chunk(obj, state)
+                event = apply_completion_chunk(obj, state, endpoint)
                 if event is not None:
                     stream.push(event)
         finally:
@@ -165,9 +179,10 @@ class OpenAIHttpEngine(HttpStreamingEngine):
         just drop the connection. Best effort: the original error is reported either way."""
         if self.context_length <= 0:
             return None
+        text = request.prompt if request.messages is None else prompt_text(request.messages)
         try:
             n = len(request.prompt_ids) if request.prompt_ids is not None else len(
-                self.tokenize(request.prompt or ""))
+                self.tokenize(text or ""))
         except EngineError:
             return None  # no tokenizer endpoint: nothing to add to the original error
         if n >= self.context_length:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ragraph.errors import ConfigError
+from ragraph.runtime.llm.chat import ChatMessage
 
 if TYPE_CHECKING:
     from ragraph.runtime.llm.stream import GenerationStream
@@ -64,9 +65,10 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class PromptSegments:
-    """Where a RAG prompt's parts end, in characters of the prompt text: [static instruction]
-    [retrieved documents][the rest]. Requests whose prompts agree up to `docs_end` can share
-    the documents' KV (RAGCache); up to `static_end`, every request of the workflow can."""
+    """Where a RAG prompt's parts end, in characters of the prompt text (of a chat's
+    `chat.prompt_text`): [static instruction][retrieved documents][the rest]. Requests whose
+    prompts agree up to `docs_end` can share the documents' KV (RAGCache); up to `static_end`,
+    every request of the workflow can."""
 
     static_end: int
     docs_end: int
@@ -79,7 +81,8 @@ class PromptSegments:
 
 @dataclass(frozen=True)
 class GenerationRequest:
-    """One completion: exactly one of `prompt` (text) or `prompt_ids` (token ids).
+    """One generation: exactly one of `prompt` (completion text), `prompt_ids` (token ids) or
+    `messages` (a chat, which the engine renders with the model's chat template).
 
     An empty prompt is accepted here and fails its stream with `EngineError`: it is a per-request
     failure, not a programming error.
@@ -90,18 +93,24 @@ class GenerationRequest:
     prompt_ids: tuple[int, ...] | None = None
     params: SamplingParams = SamplingParams()
     layout: PromptSegments | None = None  # (prefix-layout) where the documents sit in `prompt`
+    messages: tuple[ChatMessage, ...] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.prompt_ids, list):
-            object.__setattr__(self, "prompt_ids", tuple(self.prompt_ids))
+        for name in ("prompt_ids", "messages"):
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         if not isinstance(self.rid, str) or not self.rid:
             raise ConfigError("rid", f"must be a non-empty string, got {self.rid!r}")
-        if (self.prompt is None) == (self.prompt_ids is None):
-            raise ConfigError("prompt", "give exactly one of prompt (text) or prompt_ids")
+        given = [f for f in ("prompt", "prompt_ids", "messages") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise ConfigError("prompt", "give exactly one of prompt (text), prompt_ids or "
+                              "messages (a chat)")
         if self.prompt is not None and not isinstance(self.prompt, str):
             raise ConfigError("prompt", f"must be a string, got {type(self.prompt).__name__}")
         if self.prompt is not None:
             _check_text(self.prompt)
+        if self.messages is not None:
+            _check_messages(self.messages)
         if self.prompt_ids is not None and not all(
             isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prompt_ids
         ):
@@ -110,13 +119,20 @@ class GenerationRequest:
             raise ConfigError("params", "must be a SamplingParams")
 
 
-def _check_text(prompt: str) -> None:
+def _check_messages(messages: tuple[ChatMessage, ...]) -> None:
+    if not messages or not all(isinstance(m, ChatMessage) for m in messages):
+        raise ConfigError("messages", "must be a non-empty tuple of ChatMessage")
+    for m in messages:
+        _check_text(m.content, "messages")
+
+
+def _check_text(prompt: str, field: str = "prompt") -> None:
     """Text no engine can send or tokenize (a lone surrogate, as JSON's "\\ud800" decodes to)
     is the request's mistake, said here rather than deep inside a tokenizer."""
     try:
         prompt.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise ConfigError("prompt", f"is not valid text: {e.reason} at character {e.start}") from None
+        raise ConfigError(field, f"is not valid text: {e.reason} at character {e.start}") from None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,12 @@ def sampling_params_dict(params: SamplingParams) -> dict[str, Any]:
 
 def generate_kwargs(request: GenerationRequest) -> dict[str, Any]:
     """Keyword arguments of `sglang.Engine.async_generate` (streaming)."""
+    if request.messages is not None:
+        # SGLang applies chat templates in its OpenAI layer only (`/v1/chat/completions`);
+        # `generate` and `/generate` take text or token ids.
+        raise EngineError("SGLang's generate API takes no chat turns: run SGLang's server and "
+                          "use --engine openai --url URL, whose /v1/chat/completions renders "
+                          "them with the model's chat template")
     kwargs: dict[str, Any] = {
         "sampling_params": sampling_params_dict(request.params),
         "return_logprob": request.params.logprobs,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.llm.base import EngineBase, length_problem
+from ragraph.runtime.llm.chat import STAND_IN, stand_in
 from ragraph.runtime.llm.clock import Clock, RealClock
 from ragraph.runtime.llm.costmodel import CostModel
 from ragraph.runtime.llm.failure import cause
@@ -127,11 +128,16 @@ class SimEngine(EngineBase):
     def tokenize(self, text: str) -> tuple[int, ...]:
         return tokenize(text, self.config.vocab_size)
 
+    @property
+    def chat_template(self) -> str:
+        return STAND_IN
+
     def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
         if self._task is None or self._task.done():
             self._fail(stream, f"{self.name}: the simulator stopped ({self._crash})")
             return
-        ids = request.prompt_ids if request.prompt_ids is not None else self.tokenize(request.prompt or "")
+        text = request.prompt if request.messages is None else stand_in(request.messages)
+        ids = request.prompt_ids if request.prompt_ids is not None else self.tokenize(text or "")
         problem = length_problem(len(ids), self.context_length)
         if problem:
             self._fail(stream, f"{self.name}: {problem}", prompt_tokens=len(ids), kind="input")

@@ -68,8 +68,8 @@ def start_generations(gen: GenerationSide, state: RequestState, chain: Generatio
     """One generation job per item, queued for the engine together."""
     jobs = []
     for i, variables in enumerate(effects.branches(chain.each, state.variables, chain.origin)):
-        prompt = effects.generation_prompt_of(chain.prompt, variables)
-        segments = effects.prompt_segments(chain.prompt, chain.layout, variables)
+        prompt = effects.generation_prompt_of(chain.prompt, variables, chain.system, chain.chat)
+        segments = effects.prompt_segments(chain.flat_prompt, chain.layout, variables)
         jobs.append(gen.start(state, chain, prompt, segments, branch=i))
     return Fan(jobs)
 

@@ -9,8 +9,9 @@ import itertools
 from dataclasses import dataclass
 
 from ragraph.runtime.executors.base import Services, clock
-from ragraph.runtime.generate import sampling_params
-from ragraph.runtime.llm.protocol import GenerationRequest, PromptSegments
+from ragraph.runtime.generate import engine_request, sampling_params
+from ragraph.runtime.llm.chat import Prompt, prompt_text
+from ragraph.runtime.llm.protocol import PromptSegments
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
@@ -57,7 +58,7 @@ class GenerationSide:
     def load(self) -> int:
         return len(self.jobs)
 
-    def verify(self, state: RequestState, chain: GenerationChain, prompt: str) -> bool:
+    def verify(self, state: RequestState, chain: GenerationChain, prompt: Prompt) -> bool:
         """Speculation's commit point: adopt `chain`'s speculative instance when it started on
         the prompt the committed values render (equal prompts give equal greedy outputs), else
         roll it back. True when adopted."""
@@ -78,7 +79,7 @@ class GenerationSide:
             state.first_token_at = clock()
         return True
 
-    def start(self, state: RequestState, chain: GenerationChain, prompt: str,
+    def start(self, state: RequestState, chain: GenerationChain, prompt: Prompt,
               layout: PromptSegments | None = None, branch: int = 0) -> GenJob:
         """The real generation of `chain` (of one branch of a map): the instance its verify
         point adopted, else a new one queued for the engine."""
@@ -92,7 +93,7 @@ class GenerationSide:
         self.waited[job.key] = 0
         return job
 
-    def speculate(self, state: RequestState, chain: GenerationChain, prompt: str,
+    def speculate(self, state: RequestState, chain: GenerationChain, prompt: Prompt,
                   layout: PromptSegments | None = None) -> None:
         """Start `chain` early on a partial value; it stays speculative until `start` adopts it."""
         key = (state.rid, chain.origin, 0)
@@ -138,10 +139,11 @@ class GenerationSide:
     def _candidate(self, job: GenJob) -> policies.PrefillCandidate:
         """Cached length estimated as the longest prefix shared with a recent prompt: what a
         prefix-caching engine (SGLang's radix cache, llama.cpp's prefix store) reuses."""
-        shared = self.recent.shared(job.key, job.prompt)
-        group = job.prompt[:job.layout.docs_end] if job.layout else None
+        text = prompt_text(job.prompt)
+        shared = self.recent.shared(job.key, text)
+        group = text[:job.layout.docs_end] if job.layout else None
         return policies.PrefillCandidate(str(job.key), cached_tokens=shared,
-                                         prompt_tokens=max(len(job.prompt), 1),
+                                         prompt_tokens=max(len(text), 1),
                                          waited_cycles=self.waited.get(job.key, 0),
                                          arrival=job.key, group=group)
 
@@ -150,15 +152,14 @@ class GenerationSide:
         assert chain is not None  # every job has its chain
         self.jobs[job.key] = job
         try:
-            request = GenerationRequest(rid=f"{job.state.rid}/{chain.origin}/{job.key}",
-                                        prompt=job.prompt, params=sampling_params(chain.sampling),
-                                        layout=job.layout)
+            request = engine_request(f"{job.state.rid}/{chain.origin}/{job.key}", job.prompt,
+                                     sampling_params(chain.sampling), job.layout)
             job.stream = self.s.llm.submit(request)
         except Exception as err:  # an invalid request, or the engine refused it: this one only
             self.inbox.put(Generated(job.key, None, err))
             return
         job.started = clock()
-        self.recent.add(job.prompt)
+        self.recent.add(prompt_text(job.prompt))
         job.task = asyncio.create_task(self._drain(job))
 
     async def _drain(self, job: GenJob) -> None:

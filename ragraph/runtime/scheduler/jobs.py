@@ -13,6 +13,7 @@ import numpy as np
 
 from ragraph.errors import EngineError
 from ragraph.ir.values import Passages
+from ragraph.runtime.llm.chat import Prompt
 from ragraph.runtime.llm.failure import error_of
 from ragraph.runtime.llm.protocol import GenerationResult, PromptSegments
 from ragraph.runtime.llm.stream import GenerationStream
@@ -79,7 +80,7 @@ class GenJob(Job):
     and is adopted only if the committed prompt is identical to `prompt`."""
 
     chain: GenerationChain | None = None
-    prompt: str = ""
+    prompt: Prompt = ""
     layout: PromptSegments | None = None  # (prefix-layout) the engine request's segments
     stream: GenerationStream | None = None
     speculative: bool = False

@@ -56,8 +56,9 @@ class Lookahead:
             edge = choose_edge(walk.program.graph, after, variables, Counter(state.loop_counts))
             if walk.program.origin(edge.dst) != target.origin:
                 return
-            prompt = effects.generation_prompt_of(target.prompt, variables)
-            segments = effects.prompt_segments(target.prompt, target.layout, variables)
+            prompt = effects.generation_prompt_of(target.prompt, variables, target.system,
+                                                  target.chat)
+            segments = effects.prompt_segments(target.flat_prompt, target.layout, variables)
         except (KeyError, WorkflowError):
             return  # the prediction needs values not known yet: no speculation
         self.gen.speculate(state, target, prompt, segments)

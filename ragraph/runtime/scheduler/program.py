@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from ragraph.ir.chat import flat_prompt
 from ragraph.ir.edges import EdgeKind
 from ragraph.ir.fanout import Binding
 from ragraph.ir.graph import RAGraph
@@ -74,6 +75,13 @@ class GenerationChain:
     prefetch: Prefetch | None  # TeleRAG: clusters to load while this generation runs
     each: tuple[Binding, ...] = ()  # a map: one generation per branch
     items: int | None = None  # a list output: the text split into at most this many items
+    chat: bool = False  # a chat turn: `prompt` the user message, `system` the system message
+    system: Template | None = None
+
+    @property
+    def flat_prompt(self) -> Template:
+        """What `layout` is laid out on (`ir.chat`)."""
+        return flat_prompt(self.prompt, self.system)
 
 
 @dataclass(frozen=True)
@@ -198,7 +206,7 @@ def _merge_after(graph: RAGraph, commit: RetrieveCommit) -> Merge | None:
 def _generation_of_node(graph: RAGraph, g: Generate) -> GenerationChain:
     return GenerationChain(g.id, g.prompt, g.sampling, g.output, g.append, NO_LAYOUT,
                            chunk=g.sampling.max_tokens, warm=None, prefetch=None, each=g.each,
-                           items=g.items)
+                           items=g.items, chat=g.chat, system=g.system)
 
 
 def _generation_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) -> GenerationChain:
@@ -209,7 +217,7 @@ def _generation_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) -
                            finish.append, prefill.layout, decode.chunk,
                            warm=_speculative_target(graph, decode.id),
                            prefetch=_prefetch_of(graph, prefill.id), each=prefill.each,
-                           items=finish.items)
+                           items=finish.items, chat=prefill.chat, system=prefill.system)
 
 
 def _region(graph: RAGraph, fork: Fork) -> Region:

@@ -198,8 +198,9 @@ class Units:
             self.gfans[(state.rid, chain.origin)] = job
             self.gjobs.update((j.key, j) for j in job.jobs)  # type: ignore[misc]
         else:
-            prompt = effects.generation_prompt_of(chain.prompt, state.variables)
-            segments = effects.prompt_segments(chain.prompt, chain.layout, state.variables)
+            prompt = effects.generation_prompt_of(chain.prompt, state.variables, chain.system,
+                                                  chain.chat)
+            segments = effects.prompt_segments(chain.flat_prompt, chain.layout, state.variables)
             job = self.gen.start(state, chain, prompt, segments)
             self.gjobs[job.key] = job
         if chain.prefetch is not None:
@@ -216,7 +217,8 @@ class Units:
         retrieval always runs from its first step."""
         chain = walk.program.generations.get(node.origin)
         if chain is not None:
-            prompt = effects.generation_prompt_of(chain.prompt, walk.state.variables)
+            prompt = effects.generation_prompt_of(chain.prompt, walk.state.variables,
+                                                  chain.system, chain.chat)
             self.gen.verify(walk.state, chain, prompt)
         return True
 
