@@ -34,6 +34,15 @@ def engine_label(config: RuntimeConfig) -> str:
     return f"{config.engine} ({config.url or config.model}, real)"
 
 
+def chat_note(catalog: Catalog, llm: object) -> str:
+    """Which template renders the workflow's chat turns (once the engine has started: a GGUF's
+    own is known only then); empty when it has none."""
+    chats = any(getattr(node, "chat", False) for graph in catalog.graphs.values()
+                for node in graph.nodes())
+    source = getattr(llm, "chat_template", "")
+    return f"chat turns: {source}" if chats and source else ""
+
+
 async def open_run(config: RuntimeConfig, err: Console):
     """The search side; the first use builds the default index, with a progress bar."""
     from ragraph.runtime.app import open_search
@@ -64,6 +73,9 @@ async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
     search = await open_run(config, err)
     tracer = Tracer()
     async with open_services(config, search, tracer) as services:
+        note = chat_note(catalog, services.llm)
+        if note:
+            err.print(f"[dim]{note}[/dim]")
         result = await execute(catalog, [Request(id="q1", question=question)], config, services)
     outcome = result.outcomes[0]
     if args.trace:

@@ -118,6 +118,10 @@ class OpenAIHttpEngine(HttpStreamingEngine):
         super().__init__(self.config.name, self.config.context_length, self.config.base_url,
                          self.config.timeout_s, self.config.connect_timeout_s)
 
+    @property
+    def chat_template(self) -> str:
+        return "the server's own, through /v1/chat/completions"
+
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
 
