@@ -68,6 +68,7 @@ class LlamaCppApp:
         self._perf = llama_cpp.llama_perf_context
         self._path, self._n_threads, self._n_ctx = model_path or default_model_path(), n_threads, n_ctx
         self._chat_choice = chat_template
+        self._template = None  # the chat template, read from the model on the first turn
         self.llm = self._load(logits_all=False)
         self._scored = None
         self.lock = threading.Lock()
@@ -88,11 +89,12 @@ class LlamaCppApp:
             no_template,
         )
 
-        model = self.llm._model  # noqa: SLF001 - llama-cpp-python keeps the C handles here
-        template = chat_template_for(self._chat_choice, model.model, model.vocab)
-        if template is None:
+        if self._template is None:
+            model = self.llm._model  # noqa: SLF001 - llama-cpp-python keeps the C handles here
+            self._template = chat_template_for(self._chat_choice, model.model, model.vocab)
+        if self._template is None:
             raise no_template(self._path)
-        return template.render(messages)
+        return self._template.render(messages)
 
     def complete(self, prompt: Prompt, params: SamplingParams) -> GeneratedText:
         if not isinstance(prompt, str):
