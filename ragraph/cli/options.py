@@ -45,8 +45,8 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     """The model's context and chat template, and an OpenAI-compatible server's API."""
     p.add_argument("--ctx", type=int, metavar="N",
                    help="context length: llama.cpp's per-sequence tokens (2048); for --engine "
-                   "openai, the server's when it does not say (llama-server's /props and vLLM's "
-                   "/v1/models do)")
+                   "openai, the server's (default: what it states, llama-server in /props and "
+                   "vLLM in /v1/models; this flag overrides it)")
     p.add_argument("--chat-template", metavar="NAME|FILE",
                    help="llama.cpp: how chat turns (`system =`/`user =` generations) are "
                    "rendered: a Jinja file, or a llama.cpp built-in name (gemma, chatml, llama3, "

@@ -18,7 +18,7 @@ class RuntimeConfig:
     model: str | None = None  # GGUF path (llamacpp), model path (sglang), model name (openai)
     url: str | None = None  # server base URL (openai, sglang --mode http)
     # The context length: llama.cpp's per-sequence KV cells (None: 2,048); an OpenAI-compatible
-    # server's, when it does not say (None: read from its /props or /v1/models).
+    # server's (None: what it states in /props or /v1/models, if anything).
     ctx: int | None = None
     # llama.cpp: a Jinja template file or a llama.cpp built-in template name for chat turns
     # (None: the GGUF's own tokenizer.chat_template).
