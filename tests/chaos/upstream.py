@@ -1,7 +1,8 @@
 """An OpenAI-compatible LLM server on loopback whose text is the simulated engine's, with a fault
 switch: what a chaos test puts behind `ragraph serve --engine openai`.
 
-Its `/v1/completions` streams the tokens an in-process `SimEngine` generates for the prompt, so a
+Its `/v1/completions` and `/v1/chat/completions` stream the tokens an in-process `SimEngine`
+generates for the prompt or the chat turn, so a
 request served through it must answer exactly as `ragraph run --engine sim` does. `fault` turns it
 into the servers users meet on a bad day: `error` answers 500, `garbage` streams a chunk no
 OpenAI server sends (a usage count that is not a number), `hang` takes the request and never
@@ -23,6 +24,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ragraph.runtime.llm.chat import ChatMessage
 from ragraph.runtime.llm.protocol import GenerationRequest, SamplingParams
 from ragraph.runtime.llm.sim import SimConfig, SimEngine
 
@@ -52,6 +54,7 @@ class SimUpstream:
         import uvicorn
 
         app = Starlette(routes=[Route("/v1/completions", self._complete, methods=["POST"]),
+                                Route("/v1/chat/completions", self._complete, methods=["POST"]),
                                 Route("/v1/models", _models, methods=["GET"])],
                         lifespan=self._lifespan)
         # A short graceful timeout: `down()` cuts the streams of hung requests, as a crash does.
@@ -104,22 +107,24 @@ class SimUpstream:
                 self.hanging -= 1
             return Response(status_code=499)
         engine: SimEngine = request.app.state.engine
-        stream = engine.submit(GenerationRequest(
-            rid=f"u{next(self._numbers)}", prompt=body["prompt"], params=_params(body)))
-        return StreamingResponse(self._chunks(stream, body, self.fault),
+        # A chat goes to the engine as a chat, so the simulated text is what the sim engine
+        # gives the same turn in-process.
+        asked = ({"messages": tuple(ChatMessage(m["role"], m["content"]) for m in body["messages"])}
+                 if "messages" in body else {"prompt": body["prompt"]})
+        stream = engine.submit(GenerationRequest(rid=f"u{next(self._numbers)}", **asked,
+                                                 params=_params(body)))
+        return StreamingResponse(self._chunks(stream, body, self.fault, "messages" in body),
                                  media_type="text/event-stream")
 
-    async def _chunks(self, stream, body: dict, fault: Fault) -> AsyncIterator[bytes]:  # noqa: ANN001
+    async def _chunks(self, stream, body: dict, fault: Fault, chat: bool  # noqa: ANN001
+                      ) -> AsyncIterator[bytes]:
         try:
             async for event in stream:
-                choice: dict[str, Any] = {"index": 0, "text": event.text, "finish_reason": None}
-                if body.get("logprobs"):
-                    choice["logprobs"] = {"token_logprobs": [event.logprob]}
-                yield _data({"choices": [choice]})
+                yield _data({"choices": [_choice(event.text, body, chat, event.logprob)]})
             result = await stream.result()
         finally:
             stream.abort()  # a client that went away stops the generation
-        yield _data({"choices": [{"index": 0, "text": "", "finish_reason": result.finish_reason}]})
+        yield _data({"choices": [_choice("", body, chat, None, result.finish_reason)]})
         usage: dict[str, Any] = {"prompt_tokens": result.prompt_tokens,
                                  "completion_tokens": result.completion_tokens}
         if fault == "garbage":
@@ -128,6 +133,17 @@ class SimUpstream:
             yield _data({"choices": [], "usage": usage})
         yield b"data: [DONE]\n\n"
         self.served += 1
+
+
+def _choice(text: str, body: dict, chat: bool, logprob: float | None,
+            finish: str | None = None) -> dict[str, Any]:
+    """One streamed choice in the endpoint's own shape (chat: a delta; completions: text)."""
+    choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+    choice.update({"delta": {"content": text}} if chat else {"text": text})
+    if body.get("logprobs") and logprob is not None:
+        choice["logprobs"] = ({"content": [{"logprob": logprob}]} if chat
+                              else {"token_logprobs": [logprob]})
+    return choice
 
 
 def _params(body: dict) -> SamplingParams:
