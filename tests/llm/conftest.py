@@ -1,4 +1,5 @@
-"""Fixtures for the LLM engine tests: the packaged model file and a real llama.cpp HTTP server."""
+"""Fixtures for the LLM engine tests: the packaged model file and real llama.cpp HTTP servers
+(llama-cpp-python's `llama_cpp.server`, and llama.cpp's own C++ `llama-server`)."""
 
 from __future__ import annotations
 
@@ -30,19 +31,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_ready(proc: subprocess.Popen, url: str, timeout_s: float) -> None:
+def _wait_ready(proc: subprocess.Popen, url: str, timeout_s: float,
+                name: str = "llama_cpp.server", probe: str = "/v1/models") -> None:
     import httpx
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}")
+            raise RuntimeError(f"{name} exited with {proc.returncode}")
         try:
-            if httpx.get(url + "/v1/models", timeout=1.0).status_code == 200:
+            if httpx.get(url + probe, timeout=1.0).status_code == 200:
                 return
         except httpx.HTTPError:
-            time.sleep(0.2)  # polling a subprocess's socket; no event to wait on
-    raise RuntimeError(f"llama_cpp.server did not answer on {url} within {timeout_s} s")
+            pass
+        time.sleep(0.2)  # polling a subprocess's socket; no event to wait on
+    raise RuntimeError(f"{name} did not answer on {url} within {timeout_s} s")
 
 
 # The server's context window; the over-long-prompt test relies on it.
@@ -77,4 +80,45 @@ def llama_server(model_path: str, tmp_path_factory: pytest.TempPathFactory) -> I
     """One llama.cpp server for the whole session."""
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
     with running_server(model_path, log) as (_, url):
+        yield url
+
+
+# llama-server splits its context among its slots (-np): each slot holds SERVER_N_CTX tokens, as
+# llama_cpp.server's one context does, so the same over-long prompt overflows both. Four slots:
+# the conformance suite's batch of four runs at once.
+CPP_SLOTS = 4
+
+
+@contextlib.contextmanager
+def running_cpp_server(model_path: str, log: Path, slots: int = CPP_SLOTS,
+                       threads: int = 2) -> Iterator[tuple[subprocess.Popen, str]]:
+    """llama.cpp's C++ `llama-server` (`make llama-server` builds it) on 127.0.0.1 and a free
+    port: (its process, its URL). `--no-repack` loads the weights as the embedded engine does
+    (`ContextShape.extra_buffers`: llama.cpp's AMX buffers crash on this project's CPUs)."""
+    from ragraph.bench.llama_server import find
+
+    binary = find()
+    if binary is None:
+        pytest.skip("llama-server is not built for this llama-cpp-python and CPU: "
+                    "make llama-server")
+    port = free_port()
+    cmd = [str(binary), "--model", model_path, "--host", "127.0.0.1", "--port", str(port),
+           "--parallel", str(slots), "--ctx-size", str(slots * SERVER_N_CTX),
+           "--threads", str(threads), "--no-repack", "--metrics"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        # /health answers 503 while the model loads, 200 once the server takes requests.
+        _wait_ready(proc, url, timeout_s=120, name="llama-server", probe="/health")
+        yield proc, url
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="session")
+def llama_server_cpp(model_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One C++ llama-server for the whole session."""
+    log = tmp_path_factory.mktemp("llama_server_cpp") / "server.log"
+    with running_cpp_server(model_path, log) as (_, url):
         yield url

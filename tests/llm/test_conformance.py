@@ -30,7 +30,8 @@ Factory = Callable[[], LLMEngine]
 
 # The real-model engines are slow tests (make test-all); the simulated one runs in make test.
 @pytest.fixture(params=[pytest.param("llamacpp", marks=pytest.mark.slow),
-                        pytest.param("http", marks=pytest.mark.slow), "sim", "replicas"])
+                        pytest.param("http", marks=pytest.mark.slow),
+                        pytest.param("llama-server", marks=pytest.mark.slow), "sim", "replicas"])
 def make_engine(request: pytest.FixtureRequest) -> Factory:
     kind = request.param
     if kind == "llamacpp":
@@ -39,10 +40,10 @@ def make_engine(request: pytest.FixtureRequest) -> Factory:
         path = request.getfixturevalue("model_path")
         cfg = LlamaCppConfig(model_path=path, context_length=512)
         return lambda: create_engine("llamacpp", cfg)
-    if kind == "http":
+    if kind in ("http", "llama-server"):  # llama_cpp.server, or llama.cpp's C++ server
         from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
 
-        url = request.getfixturevalue("llama_server")
+        url = request.getfixturevalue("llama_server" if kind == "http" else "llama_server_cpp")
         cfg = OpenAIHttpConfig(base_url=url, context_length=SERVER_N_CTX)
         return lambda: create_engine("openai", cfg)
     from ragraph.runtime.llm.sim import SimConfig

@@ -45,6 +45,22 @@ def _refusal(message: str) -> EngineError:
     return PromptTooLong(message) if overflow(message) else EngineError(message)
 
 
+def _token_logprobs(logprobs: object) -> list[float | None] | None:
+    """A completion choice's per-token logprobs: OpenAI's legacy `token_logprobs` list (vLLM,
+    SGLang, llama_cpp.server), or llama-server's `content` list of {token, logprob} (the chat
+    API's shape, which it returns from /v1/completions too)."""
+    if logprobs is None:
+        return None
+    legacy = getattr(logprobs, "token_logprobs", None)
+    if legacy is not None:
+        return legacy
+    extra = getattr(logprobs, "model_extra", None) or {}
+    content = extra.get("content")
+    if isinstance(content, list):
+        return [item.get("logprob") if isinstance(item, dict) else None for item in content]
+    return None
+
+
 def _min_prob(logprobs: list[float | None] | None) -> float:
     values = [lp for lp in logprobs or () if lp is not None]
     return math.exp(min(values)) if values else 1.0
@@ -178,8 +194,7 @@ class OpenAIApp:
             content = choice.logprobs.content if choice.logprobs else None
             logprobs = [t.logprob for t in content] if content else None
             return GeneratedText(choice.message.content or "", _min_prob(logprobs))
-        logprobs = choice.logprobs.token_logprobs if choice.logprobs else None
-        return GeneratedText(choice.text, _min_prob(logprobs))
+        return GeneratedText(choice.text, _min_prob(_token_logprobs(choice.logprobs)))
 
     def _chat(self, prompt: Prompt, params: SamplingParams):  # noqa: ANN202 - openai's type
         """`/v1/chat/completions`: the server renders the turn with the model's template."""
