@@ -65,6 +65,9 @@ class RuntimeConfig:
     replicate: float = 0.1
     shard_cpus: float = 1.0
     replicas: tuple[str, ...] = ()
+    # An OTLP/HTTP collector (Jaeger, Phoenix, an OpenTelemetry Collector) that receives a span
+    # per request and per node (runtime/otel); None: no spans are built at all.
+    otlp: str | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -93,6 +96,9 @@ class RuntimeConfig:
         if self.embedder_url is not None and not self.embedder_url.startswith(
                 ("http://", "https://")):
             raise ConfigError("embedder_url", f"must be an http(s):// URL, got {self.embedder_url!r}")
+        if self.otlp is not None and not self.otlp.startswith(("http://", "https://")):
+            raise ConfigError("otlp", f"must be an OTLP/HTTP collector's http(s):// URL, got "
+                              f"{self.otlp!r}")
         if self.engine in ("openai",) and not (self.url or self.replicas):
             raise ConfigError("url", f"the {self.engine} engine needs a server URL")
         self._check_llm_options()
