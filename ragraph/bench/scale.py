@@ -6,7 +6,7 @@ cores. Workflow: requests per second of an offline run of one workflow under the
 scheduler with the index on the shards and the LLM side on `replicas` engines behind the replica
 router (simulated GPUs by default, each its own simulated H100; or real OpenAI-compatible servers,
 the first n of `--replicas`). Answers are compared with the first row's: scaling must not change
-them. On one small machine the cores bound both; docs/ray-scale-out.md gives the cost model for
+them. On one small machine the cores bound both; docs/guides/ray.md gives the cost model for
 clusters of real nodes.
 """
 
