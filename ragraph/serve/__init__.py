@@ -3,7 +3,7 @@
     app.py            the Starlette app, its startup and shutdown
     listener.py       uvicorn: the header deadline, the connection limit, shutdown's signal
     guards.py         before the routes: the response count, the Host allow-list, the API key
-    hub.py            the one scheduler run (restarted if it dies); a Ticket per request
+    (runtime/hub.py   the one scheduler run, restarted if it dies; a Ticket per request)
     state.py          what routes share; waiting for a ticket within the timeout, or a disconnect
     openai_routes.py  /v1/chat/completions, /v1/completions, /v1/models
     run_routes.py     /runs/stream, /runs/wait (LangGraph's run API)

@@ -1,6 +1,6 @@
 """The ASGI application (Starlette); how uvicorn runs it is `listener.py`.
 
-Startup opens the engines once and starts the one scheduler run (`hub.py`); shutdown stops
+Startup opens the engines once and starts the one scheduler run (`runtime/hub.py`); shutdown stops
 taking requests, lets the ones in flight finish (up to `--drain-timeout`, then cuts them with a
 reason), ends the run and closes the engines."""
 

@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ragraph.runtime.events import RunEvent, UnitCompleted
+from ragraph.runtime.hub import Ticket
 from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.trace import Tracer, TraceSpan
-from ragraph.serve.hub import Ticket
 
 PAGE_QUEUE = 2000  # events a page may lag behind
 KEPT_SPANS = 4000  # the trace a server keeps (a run's tracer keeps every span)

@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from ragraph.runtime.events import RunEvent, SpeculationSettled
+from ragraph.runtime.hub import Hub, Ticket
 from ragraph.runtime.outcome import Outcome
-from ragraph.serve.hub import Hub, Ticket
 
 # Seconds: from 10 ms (a simulated GPU's short answer) to 10 minutes (a long CPU workflow).
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 150, 600)

@@ -18,12 +18,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ragraph.runtime.events import TextProduced
+from ragraph.runtime.hub import Ticket
 from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.request import ANSWER
 from ragraph.serve.answer import AnswerDeltas
 from ragraph.serve.bodies import Ask, parse_chat, parse_completion
 from ragraph.serve.http_error import HttpError
-from ragraph.serve.hub import Ticket
 from ragraph.serve.openai_fields import ignored_header
 from ragraph.serve.results import failure, passages_json
 from ragraph.serve.sse import event_stream

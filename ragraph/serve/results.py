@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragraph.ir.values import Items, Passages, Value
+from ragraph.runtime.hub import Ticket
 from ragraph.runtime.outcome import Outcome
 from ragraph.serve.bodies import Ask, HttpError
-from ragraph.serve.hub import Ticket
 
 # A workflow input's own check names it `inputs.NAME` (runtime.request); the API calls it
 # `input.NAME`.

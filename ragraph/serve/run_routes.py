@@ -20,10 +20,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ragraph.runtime.events import RunEvent, SpeculationSettled, TextProduced, UnitCompleted
+from ragraph.runtime.hub import Ticket
 from ragraph.runtime.outcome import Outcome
 from ragraph.serve.bodies import Ask, parse_run
 from ragraph.serve.http_error import HttpError
-from ragraph.serve.hub import Ticket
 from ragraph.serve.results import failure, finished_json, values_json
 from ragraph.serve.sse import event_stream
 from ragraph.serve.state import ServerState

@@ -20,13 +20,13 @@ from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.events import RunEvent
 from ragraph.runtime.executors.base import Services
+from ragraph.runtime.hub import Hub, Ticket
 from ragraph.runtime.outcome import Outcome
 from ragraph.serve.admission import Admission
 from ragraph.serve.answer import answer_origins
 from ragraph.serve.bodies import Ask
 from ragraph.serve.health import EngineHealth
 from ragraph.serve.http_error import HttpError
-from ragraph.serve.hub import Hub, Ticket
 from ragraph.serve.live import LiveFeed, RollingTracer
 from ragraph.serve.metrics import ServerMetrics
 from ragraph.serve.reading import read_json

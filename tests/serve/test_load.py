@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ragraph.runtime.hub import Ticket
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler.jobs import GenJob, RetJob
 from ragraph.serve import ServeSettings
-from ragraph.serve.hub import Ticket
 from tests.serve.conftest import NAMES, SIM, graphs, question, reference
 from tests.serve.servers import serving, until
 
