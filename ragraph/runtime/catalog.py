@@ -1,6 +1,11 @@
 """The workflows of one run, by name, each compiled once: a run may mix workflows (each request
 names its own). The wavefront scheduler runs the compiled graphs; the baselines run the graphs
-as written (`graphs`)."""
+as written (`graphs`).
+
+A long-lived run (the Python API's `Runtime`) learns its workflows as callers bring them
+(`add`; `Catalog({}, "")` starts empty and the first added is the default): executors look a
+request's workflow up when they admit it, and an entry is never replaced, so the requests in
+flight keep theirs."""
 
 from __future__ import annotations
 
@@ -15,9 +20,9 @@ from ragraph.runtime.request import Request
 Workflows = RAGraph | CompiledWorkflow | Mapping[str, RAGraph | CompiledWorkflow]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Catalog:
-    workflows: Mapping[str, CompiledWorkflow]
+    workflows: dict[str, CompiledWorkflow]
     default: str
 
     @classmethod
@@ -33,14 +38,28 @@ class Catalog:
                     for name, w in workflows.items()}
         return cls(compiled, next(iter(compiled)))
 
+    def add(self, workflow: CompiledWorkflow) -> str:
+        """Add `workflow` under its name (numbered when another holds that name); returns the
+        name requests give it (`Request.workflow`). Adding the same workflow again is a no-op."""
+        name, n = workflow.name, 1
+        while name in self.workflows and self.workflows[name] is not workflow:
+            n += 1
+            name = f"{workflow.name}#{n}"
+        self.workflows[name] = workflow
+        self.default = self.default or name
+        return name
+
     @property
     def graphs(self) -> Mapping[str, RAGraph]:
         """The workflows as written (what the baseline executors walk)."""
         return {name: w.source for name, w in self.workflows.items()}
 
     def graph_for(self, request: Request) -> RAGraph:
+        return self.workflow_for(request).source
+
+    def workflow_for(self, request: Request) -> CompiledWorkflow:
         name = request.workflow or self.default
         if name not in self.workflows:
             known = ", ".join(sorted(self.workflows))
             raise ConfigError("workflow", f"unknown workflow {name!r} (this run has {known})")
-        return self.workflows[name].source
+        return self.workflows[name]

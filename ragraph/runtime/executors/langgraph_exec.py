@@ -44,19 +44,24 @@ class LangGraphExecutor:
             raise ConfigError("executor", "the langgraph executor needs the app's LLM client "
                               "(open the services with executor='langgraph')")
         retriever = AppRetriever(self.services.search)
-        apps = {id(graph): build_app(graph, llm, retriever, self.services.tracer)
-                for graph in catalog.graphs.values()}
+        apps: dict[int, object] = {}  # by graph, built on first use (a long-lived run's grows)
+
+        def app_for(graph):
+            if id(graph) not in apps:
+                apps[id(graph)] = build_app(graph, llm, retriever, self.services.tracer)
+            return apps[id(graph)]
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="langgraph") as pool:
             tasks = []
             async for request in arrivals:
                 state = admit(catalog, request, clock())
-                tasks.append(asyncio.create_task(self._one(apps, state, pool, on_done)))
+                tasks.append(asyncio.create_task(self._one(app_for, state, pool, on_done)))
             await asyncio.gather(*tasks)
         return RunStats()
 
-    async def _one(self, apps, state: RequestState, pool: ThreadPoolExecutor, on_done: OnDone) -> None:
+    async def _one(self, app_for, state: RequestState, pool: ThreadPoolExecutor,
+                   on_done: OnDone) -> None:
         if state.error is None:
-            app = apps[id(state.graph)]
+            app = app_for(state.graph)
             start = initial_state(state.graph, state.rid, state.variables)
             config = {"recursion_limit": RECURSION_LIMIT}
             loop = asyncio.get_running_loop()
