@@ -13,14 +13,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragraph.bench.arrivals import arrive
+from ragraph.bench.server_alone import LABEL as SERVER_ALONE
+from ragraph.bench.server_alone import replay
+from ragraph.bench.server_stats import ServerCounters, erase_slots, read_counters, slot_count
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.app import execute, open_services
 from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.executors.app_clients import SentCall
+from ragraph.runtime.llm.openai_http import api_key_from
 from ragraph.runtime.outcome import Outcome, RunStats, summarize
 from ragraph.runtime.request import Request
 from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.threads import usable_cores
 from ragraph.runtime.trace import Tracer
+
+# Generation calls as the LangGraph app made them, in order.
+Sent = list[SentCall]
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,9 @@ class CellResult:
     cached_tokens: int = 0
     completion_tokens: int = 0
     decode_steps: int = 0  # batched decode passes (completion tokens / steps = mean batch)
+    # On a llama-server: slots busy per llama_decode call, on average (its own count; its
+    # decode_steps count prompt chunks too).
+    server_batch: float | None = None
     # Share of this executor's answers equal to ragraph's on the same requests (None: ragraph).
     agree: float | None = None
     # Fan-out (ragraph): search steps, those that carried branches of a map, and those where two
@@ -114,25 +125,38 @@ async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, sear
                    ) -> list[CellResult]:
     search = replace(search, nprobe=cell.nprobe)
     results, answers = [], {}
+    sent: Sent = []  # the generation calls of the last LangGraph app run
     for v in variants:
-        config = replace(runtime, executor=v.executor, passes=v.passes, nprobe=cell.nprobe,
-                         concurrency=cell.concurrency or runtime.concurrency, **dict(v.settings))
-        result, answers[v.label] = await _run_executor(cell, jobs, config, search, on_done)
+        if v.executor == SERVER_ALONE:  # not an executor: no workflow runs
+            requests = sum(len(job.requests) for job in jobs)
+            result = await _server_alone(cell, runtime, sent, requests)
+        else:
+            config = replace(runtime, executor=v.executor, passes=v.passes, nprobe=cell.nprobe,
+                             concurrency=cell.concurrency or runtime.concurrency,
+                             **dict(v.settings))
+            result, answers[v.label], sent = await _run_executor(cell, jobs, config, search,
+                                                                 on_done)
         results.append(replace(result, executor=v.label))
-    return [replace(r, agree=agreement(answers[r.executor], answers.get("ragraph")))
+    return [replace(r, agree=agreement(answers.get(r.executor), answers.get("ragraph")))
             for r in results]
 
 
-def agreement(mine: dict[str, str | None], reference: dict[str, str | None] | None) -> float | None:
-    if reference is None or mine is reference or not reference:
+def agreement(mine: dict[str, str | None] | None,
+              reference: dict[str, str | None] | None) -> float | None:
+    """Share of the reference's answers this run gave too (None: no answers to compare, as
+    from the server alone, or the reference itself)."""
+    if mine is None or reference is None or mine is reference or not reference:
         return None
     return sum(mine.get(rid) == answer for rid, answer in reference.items()) / len(reference)
 
 
 async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
-                        search: SearchService, on_done) -> tuple[CellResult, dict[str, str | None]]:
-    """A fresh LLM engine (or the LangGraph app's own client) per executor, the shared index."""
+                        search: SearchService, on_done
+                        ) -> tuple[CellResult, dict[str, str | None], Sent]:
+    """A fresh LLM engine (or the LangGraph app's own client) per executor, the shared index;
+    on a llama-server, empty slots at the start and its own counters of the run's work."""
     tracer = Tracer()
+    server = await asyncio.to_thread(_server_before, config)
     async with open_services(config, search, tracer) as services:
         loop = asyncio.get_running_loop()
         llm = services.app_llm or services.llm
@@ -146,6 +170,7 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
         cache_end = _cache_stats(search)
         hot = _served_between(cache_start, cache_end)
         used = llm.counters()
+        sent = list(getattr(services.app_llm, "sent", ()))
     outcomes = [o for run in runs for o in run.outcomes]
     result = _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
                      [run.stats for run in runs], tracer, wall)
@@ -154,9 +179,52 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
                      cached_tokens=used.cached_tokens, completion_tokens=used.completion_tokens,
                      decode_steps=used.decode_steps, hot_served=hot,
                      hot_resident=None if cache_end is None else cache_end.resident_fraction)
+    if server is not None:
+        result = _server_work(result, config, server)
     if wall > 0:
         result = replace(result, cpu_busy=cpu / (wall * usable_cores()), embed_busy=embed / wall)
-    return result, {o.rid: o.answer for o in outcomes}
+    return result, {o.rid: o.answer for o in outcomes}, sent
+
+
+def _server_before(config: RuntimeConfig) -> ServerCounters | None:
+    """On a llama-server: every slot emptied, then its counters (None on other engines)."""
+    if config.engine != "openai" or not config.url:
+        return None
+    key = api_key_from(config.api_key_env)
+    slots = slot_count(config.url, api_key=key)
+    if slots is None:
+        return None
+    erase_slots(config.url, slots, api_key=key)
+    return read_counters(config.url, api_key=key)
+
+
+def _server_work(result: CellResult, config: RuntimeConfig,
+                 before: ServerCounters) -> CellResult:
+    """The run's work as the server counted it: the same measure whoever sent the requests."""
+    after = read_counters(config.url or "", api_key=api_key_from(config.api_key_env))
+    if after is None:
+        return result
+    work = after.minus(before)
+    return replace(result, llm_tokens=work.prompt_tokens + work.predicted_tokens,
+                   cached_tokens=work.cached_tokens, completion_tokens=work.predicted_tokens,
+                   decode_steps=work.decodes, server_batch=work.batch)
+
+
+async def _server_alone(cell: Cell, config: RuntimeConfig, sent: Sent,
+                        requests: int) -> CellResult:
+    """The app's server work alone (`server_alone`): its calls replayed straight to it."""
+    before = await asyncio.to_thread(_server_before, config)
+    done = await replay(config.url or "", config.model or "default", sent,
+                        api_key=api_key_from(config.api_key_env))
+    result = CellResult(
+        cell=cell, executor=SERVER_ALONE, engine="openai-http", simulated=False,
+        requests=requests, errors=done.failed, wall_s=done.wall_s,
+        throughput_rps=requests / done.wall_s if done.wall_s > 0 else 0.0,
+        p50_s=done.latency(50), p95_s=done.latency(95),
+        mean_s=sum(done.latencies) / len(done.latencies) if done.latencies else 0.0,
+        retrieval_share=None, speculations=0, speculation_hit_rate=None, synthetic_share=0.0)
+    return result if before is None else await asyncio.to_thread(_server_work, result, config,
+                                                                 before)
 
 
 def _cache_stats(search: SearchService):

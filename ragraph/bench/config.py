@@ -6,14 +6,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragraph.bench.cells import Variant, plain
+from ragraph.bench.server_alone import LABEL as SERVER_ALONE
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import EXECUTORS, RuntimeConfig
 from ragraph.runtime.threads import default_split
 
-BENCH_ENGINES = ("sim", "llamacpp")
+BENCH_ENGINES = ("sim", "llamacpp", "openai")
 # Listed first is the one the ratios are about; the baselines follow.
 EXECUTOR_ORDER = ("ragraph", "sequential", "stage-batched")
-# On the embedded engine the baseline users compare with is a real LangGraph app (issue 14).
+# On a real engine (embedded, or a server) the baseline users compare with is a real LangGraph
+# app (issues 14 and 28).
 LLAMACPP_EXECUTORS = ("ragraph", "langgraph")
 LLAMACPP_WORKFLOWS = ("hyde", "irg", "oneshot", "multistep")
 NO_REUSE = "ragraph, no prefix store"
@@ -26,6 +28,12 @@ class BenchConfig:
     mix: bool = True  # also a random mix of the workflows
     engine: str = "sim"
     model: str | None = None
+    url: str | None = None  # --engine openai: the server both ragraph and the app call
+    # The model's and server's options, as `ragraph run` takes them (`cli.options`).
+    ctx: int | None = None
+    chat_template: str | None = None
+    openai_endpoint: str = "completions"
+    api_key_env: str | None = None
     executors: tuple[str, ...] = EXECUTOR_ORDER
     nprobes: tuple[int, ...] = (32, 128)
     offline: bool = True
@@ -66,6 +74,9 @@ class BenchConfig:
             raise ConfigError("--workflows", "name at least one workflow")
         if self.engine not in BENCH_ENGINES:
             raise ConfigError("--engine", f"must be one of {', '.join(BENCH_ENGINES)}")
+        if (self.engine == "openai") != (self.url is not None):
+            raise ConfigError("--url", "--engine openai needs the server's --url, and only it "
+                              "takes one")
         for name in self.executors:
             if name not in EXECUTORS:
                 raise ConfigError("--executors", f"unknown executor {name!r}")
@@ -90,15 +101,25 @@ class BenchConfig:
 
     def runtime(self, index: str | None = None) -> RuntimeConfig:
         """The run settings every cell shares, on the bench index at `index`."""
-        return RuntimeConfig(engine=self.engine, model=self.model, index=index,
+        return RuntimeConfig(engine=self.engine, model=self.model, url=self.url, index=index,
                              concurrency=self.concurrencies[0], nprobe=self.nprobes[0],
                              passes=self.passes, gen_threads=self.gen_threads,
                              search_threads=self.search_threads, hot_cache=self.hot_cache,
-                             profile=self.profile)
+                             profile=self.profile, ctx=self.ctx, chat_template=self.chat_template,
+                             openai_endpoint=self.openai_endpoint, api_key_env=self.api_key_env)
+
+    @property
+    def api_key(self) -> str | None:
+        """The upstream server's key, from the variable --api-key-env names."""
+        from ragraph.runtime.llm.openai_http import api_key_from
+
+        return api_key_from(self.api_key_env)
 
     def variants(self) -> list[Variant]:
         """The runs of every cell: each executor, or the pass ablation of ragraph. On llama.cpp
-        ragraph also runs without its prefix store: what document-prefix reuse is worth."""
+        ragraph also runs without its prefix store: what document-prefix reuse is worth. On a
+        server, after the LangGraph app, the server alone on the app's generation calls: the
+        most any client of it could serve (`bench.server_alone`)."""
         from ragraph.bench.ablation import ablation
 
         if self.ablation:
@@ -106,6 +127,9 @@ class BenchConfig:
         out = plain(self.executors, self.passes)
         if self.engine == "llamacpp" and "ragraph" in self.executors:
             out.insert(1, Variant(NO_REUSE, "ragraph", self.passes, (("prefix_reuse", False),)))
+        if self.engine == "openai" and "langgraph" in self.executors:
+            out.insert(out.index(plain(("langgraph",), self.passes)[0]) + 1,
+                       Variant(SERVER_ALONE, SERVER_ALONE, self.passes))
         return out
 
     @property

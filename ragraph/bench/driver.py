@@ -20,7 +20,7 @@ from rich.progress import (
 )
 
 from ragraph.bench import machine as M
-from ragraph.bench import plots, report
+from ragraph.bench import plots, report, server_stats
 from ragraph.bench.cells import Cell, CellResult
 from ragraph.bench.config import BenchConfig
 from ragraph.bench.index import BenchIndexInfo, IndexSpec, ensure_bench_index
@@ -69,6 +69,8 @@ def prepare_index(config: BenchConfig, cache: Path, bar: Progress) -> tuple[Benc
 
 def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulated: bool) -> str:
     label = M.engine_label(config.engine, engine, simulated)
+    if config.url is not None:
+        label += f" on {server_stats.describe(config.url, config.api_key)}"
     return (f"engine: {label} | machine: {M.detect().describe()} | index: {info.real:,} real + "
             f"{info.synthetic:,} SYNTHETIC vectors, IVF{info.nlist} | concurrency "
             f"{', '.join(map(str, config.concurrencies))} | threads: gen {config.gen_threads}, "
@@ -79,6 +81,7 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
     started = time.perf_counter()
     if config.engine == "sim":
         SimConfig.from_run(config.runtime())  # a bad --profile fails before the index is built
+    server_notes = check_server(config)  # a server that cannot be measured fairly fails here
     with progress_bars(console) as bar:
         info, notes = prepare_index(config, bench_cache(), bar)
         runtime = config.runtime(info.directory)
@@ -114,7 +117,7 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
                                 f"{r.throughput_rps:.2f} req/s, {r.errors} errors")
 
         rows = await run_cells(bench, cell_progress, cell_done)
-    notes += list(questions.notes) + _notes(config, rows)
+    notes += server_notes + list(questions.notes) + _notes(config, rows)
     found = report.print_all(console, rows, config.slo_s, config.engine, caption, notes,
                              config.ablation)
     if not rows:  # no cell ran: the CSV still says so
@@ -122,6 +125,27 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
     console.print(f"wrote {csv_path}" + "".join(f", {p}" for p in written))
     return BenchReport(tuple(rows), tuple(found), csv_path, tuple(written), caption,
                        time.perf_counter() - started)
+
+
+def check_server(config: BenchConfig) -> list[str]:
+    """On --engine openai: a llama-server whose slots the bench can empty between runs and
+    that keeps no RAM prompt cache (ConfigError otherwise); notes on what the bench does."""
+    if config.url is None:
+        return []
+    key = config.api_key
+    slots = server_stats.slot_count(config.url, api_key=key)
+    if slots is None:
+        return [f"{config.url} is not a llama-server (no total_slots in /props): its caches are "
+                "not emptied between runs, its own counters are not read"]
+    server_stats.check_no_prompt_cache(config.url, slots, api_key=key)
+    notes = [f"every run starts on empty slots (all {slots} erased before it, and no RAM prompt "
+             "cache); 'server alone' is the LangGraph app's generation calls replayed straight "
+             "to the server, each app thread's calls in their order, with nothing between them: "
+             "the app's server work alone (its latencies are per call, not per request)"]
+    if server_stats.read_counters(config.url, api_key=key) is None:
+        notes.append("the server has no /metrics (start it with --metrics): its work per run is "
+                     "not reported")
+    return notes
 
 
 def _write(config: BenchConfig, rows, caption: str) -> tuple[Path, list[Path]]:

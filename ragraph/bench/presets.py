@@ -1,7 +1,8 @@
 """Bench presets: sizes and protocols for the questions the bench answers.
 
 - `quick`: under 10 minutes on 2 cores (sim) or a few (llama.cpp).
-- `llamacpp_preset`: the embedded engine against a real LangGraph app (issue 14).
+- `llamacpp_preset`: a real LLM engine against a real LangGraph app: the embedded llama.cpp
+  (issue 14), or a server both call (`--engine openai --url`, issue 28).
 - `ablation_preset`: what each pass is worth.
 - `seeds_preset`: HedraRAG's retrieval-heavy regime (issue 15): the largest padded index memory
   allows, IVF4096, nprobe 128/256/512, the paper's online and offline protocols.
@@ -17,16 +18,16 @@ from ragraph.bench.config import LLAMACPP_EXECUTORS, LLAMACPP_WORKFLOWS, BenchCo
 def quick(config: BenchConfig) -> BenchConfig:
     """Sizes that finish in under 10 minutes on 2 cores, index build included. sim: a 400k-vector
     index (IVF512, ~800 vectors per list as in the full IVF4096 x 4M setting), nprobe 128 only,
-    offline plus three request rates of 8 s each, no mix, no plots. llamacpp: 16 questions at 8
-    in flight."""
-    if config.engine == "llamacpp":
+    offline plus three request rates of 8 s each, no mix, no plots. llamacpp and openai: 16
+    questions at 8 in flight."""
+    if config.engine in ("llamacpp", "openai"):
         return replace(config, offline_requests=16, concurrencies=(8,), quick=True)
     return replace(config, scale=400_000, nprobes=(128,), offline_requests=48, rate_points=3,
                    window_s=8.0, max_online_requests=240, mix=False, plots=False, quick=True)
 
 
 def llamacpp_preset(config: BenchConfig) -> BenchConfig:
-    """The embedded engine's comparison (issue 14): HyDE, IRG, oneshot and multistep, 32 real
+    """A real engine's comparison (issues 14 and 28): HyDE, IRG, oneshot and multistep, 32 real
     questions offline at 8 and 16 in flight, ragraph against a real LangGraph app, on the real
     passages alone (no synthetic padding: retrieval is a small share of a request here)."""
     return replace(config, workflows=LLAMACPP_WORKFLOWS, executors=LLAMACPP_EXECUTORS,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ragraph.bench.cells import CellResult
 from ragraph.bench.results import Target, by_executor
+from ragraph.bench.server_alone import LABEL as SERVER_ALONE
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,42 @@ def why_engine_bound(target: Target, cell: Sequence[CellResult]) -> str:
             f"{theirs.cached_tokens:,}). Even with decoding free ragraph would reach "
             f"{_fmt(ceiling)}: the rest needs fewer prompt tokens to compute (shared document "
             "prefixes) or faster prefill kernels")
+
+
+def why_server_bound(target: Target, cell: Sequence[CellResult]) -> str:
+    """Why a target on a server was missed, from the server alone on the app's calls (its
+    ceiling) and the work the server counted for each run."""
+    rows = by_executor(cell)
+    ours, theirs, alone = rows.get("ragraph"), rows.get(target.baseline), rows.get(SERVER_ALONE)
+    if target.met or ours is None or theirs is None:
+        return ""
+    if target.metric == "p95":
+        return (f"ragraph p95 {ours.p95_s:.1f} s vs {theirs.p95_s:.1f} s: its requests wait "
+                "in the server's queue behind other requests' prompts")
+    said = ""
+    if alone is not None and alone.throughput_rps > 0:
+        said = (f"the server alone, replaying the app's generation calls with nothing between "
+                f"them, served {alone.throughput_rps:.2f} req/s: the app had "
+                f"{theirs.throughput_rps / alone.throughput_rps * 100:.0f}% of that and ragraph "
+                f"{ours.throughput_rps / alone.throughput_rps * 100:.0f}%, so a client that "
+                f"gives this server the app's work gains at most {_fmt(target.ceiling)}; more "
+                "needs less work for the server. ")
+    if ours.llm_tokens or theirs.llm_tokens:
+        said += (f"The server computed {_computed(ours):,} prompt tokens for ragraph "
+                 f"({ours.cached_tokens:,} reused from its slots) and {_computed(theirs):,} "
+                 f"for the app ({theirs.cached_tokens:,} reused); slots busy per llama_decode "
+                 f"call {_batch(ours)} vs {_batch(theirs)}. ")
+    return said + ("What would move it: fewer prompt tokens to compute per request (prompts "
+                   "that share their documents' KV across requests), or a server with compute "
+                   "to spare, where retrieval is a larger share of a request")
+
+
+def _computed(r: CellResult) -> int:
+    return r.llm_tokens - r.completion_tokens
+
+
+def _batch(r: CellResult) -> str:
+    return "-" if r.server_batch is None else f"{r.server_batch:.1f}"
 
 
 def _fmt(x: float | None) -> str:

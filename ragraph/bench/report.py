@@ -83,6 +83,24 @@ def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
     return table
 
 
+def server_work_table(rows: Sequence[CellResult], caption: str) -> Table:
+    """What the server computed for each run, by its own counters (llama-server /metrics): the
+    same measure for ragraph, the LangGraph app and the server alone."""
+    table = Table(title="The server's work, per run (its own counters)", caption=caption)
+    for col in ("workload", "conc", "executor", "wall s", "req/s", "prompt tok computed",
+                "reused", "generated", "llama_decode calls", "slots per call", "CPU here",
+                "embedder"):
+        table.add_column(col, justify="left" if col in ("workload", "executor") else "right")
+    for r in rows:
+        computed = r.llm_tokens - r.completion_tokens
+        table.add_row(r.cell.workload, str(r.cell.concurrency), r.executor, f"{r.wall_s:.1f}",
+                      f"{r.throughput_rps:.2f}", f"{computed:,}", f"{r.cached_tokens:,}",
+                      f"{r.completion_tokens:,}", f"{r.decode_steps:,}",
+                      "-" if r.server_batch is None else f"{r.server_batch:.1f}",
+                      _pct(r.cpu_busy), _pct(r.embed_busy))
+    return table
+
+
 def slo_table(points: Sequence[R.SloPoint], slo_s: float, caption: str) -> Table:
     table = Table(title=f"Max throughput within the SLO (p95 latency <= {slo_s:g} s)",
                   caption=caption)
@@ -97,8 +115,11 @@ def slo_table(points: Sequence[R.SloPoint], slo_s: float, caption: str) -> Table
 
 
 def engine_targets_table(targets: Sequence[R.Target], rows: Sequence[CellResult],
-                         caption: str) -> Table:
-    table = Table(title="Targets (issue 14): ragraph vs the LangGraph app, offline", caption=caption)
+                         caption: str, engine: str = "llamacpp") -> Table:
+    issue, why = (("28", W.why_server_bound) if engine == "openai"
+                  else ("14", W.why_engine_bound))
+    table = Table(title=f"Targets (issue {issue}): ragraph vs the LangGraph app, offline",
+                  caption=caption)
     for col in ("workload", "conc", "vs", "metric", "target", "measured", "verdict",
                 "why (when missed)"):
         table.add_column(col, overflow="fold")
@@ -106,7 +127,7 @@ def engine_targets_table(targets: Sequence[R.Target], rows: Sequence[CellResult]
         cell = [r for r in rows if r.cell.rate is None and (r.cell.workload, r.cell.nprobe,
                 r.cell.concurrency) == (t.workload, t.nprobe, t.concurrency)]
         table.add_row(t.workload, str(t.concurrency), t.baseline, t.metric, f">= {t.want:.1f}x",
-                      _x(t.got), t.verdict(), W.why_engine_bound(t, cell))
+                      _x(t.got), t.verdict(), why(t, cell))
     return table
 
 
@@ -198,11 +219,14 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
             console.print(targets_table(found, W.sequential_retrieval_share(rows),
                                         W.offline_busy(rows), caption))
     else:
-        console.print(time_split_table(rows, caption))
+        if engine == "openai":
+            console.print(server_work_table(rows, caption))
+        else:
+            console.print(time_split_table(rows, caption))
         for line in reuse_lines(rows):
             console.print(line, highlight=False)
         if found:
-            console.print(engine_targets_table(found, rows, caption))
+            console.print(engine_targets_table(found, rows, caption, engine))
     for note in notes:
         console.print(f"note: {note}", highlight=False)
     return found

@@ -13,6 +13,7 @@ from ragraph.bench.arrivals import offsets_for
 from ragraph.bench.cells import Cell, CellResult, Job, run_cell
 from ragraph.bench.config import BenchConfig
 from ragraph.bench.questions import QuestionPool
+from ragraph.bench.server_alone import LABEL as SERVER_ALONE
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.search_service import SearchService
@@ -127,7 +128,8 @@ async def _cell(bench: Workbench, cell: Cell, count: int, seed: int,
                 progress: CellProgress) -> list[CellResult]:
     jobs = make_jobs(bench, cell.workload, cell.rate, count, seed)
     variants = bench.config.variants()
-    tick = progress(cell, count * len(variants))
+    # The server alone answers no requests: it replays generation calls (`bench.server_alone`).
+    tick = progress(cell, count * sum(v.executor != SERVER_ALONE for v in variants))
     return await run_cell(cell, jobs, bench.runtime, bench.search, variants, tick)
 
 

@@ -3,6 +3,7 @@
     ragraph bench --engine sim --workflows oneshot,multistep,irg --quick
     ragraph bench --engine sim --scale 4000000 --nprobe 32,128          # the full run, with plots
     ragraph bench --engine llamacpp                 # HyDE, IRG, oneshot, multistep vs LangGraph
+    ragraph bench --engine openai --url http://127.0.0.1:8080   # the same on a llama-server
     ragraph bench --ablation --engine sim --workflows irg --quick       # what each pass is worth
     ragraph bench --preset seeds [--quick]            # HedraRAG's retrieval-heavy regime
     ragraph bench --target http://127.0.0.1:8000 --rates 2,4 --requests 200   # a running server
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ragraph.cli.options import add_gpu_flags, add_thread_flags, numbers
+from ragraph.cli.options import add_gpu_flags, add_model_flags, add_thread_flags, numbers
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,11 +32,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--workflows",
                    help="comma-separated names in workflows/ or .rag paths (sim: oneshot,"
-                   "multistep,irg; llamacpp: hyde,irg,oneshot,multistep)")
-    p.add_argument("--engine", choices=("sim", "llamacpp"), default="sim",
+                   "multistep,irg; llamacpp, openai: hyde,irg,oneshot,multistep)")
+    p.add_argument("--engine", choices=("sim", "llamacpp", "openai"), default="sim",
                    help="sim (simulated Llama-3.1-8B on an H100, timed from a measured profile; "
-                   "default) or the real llama.cpp engine")
-    p.add_argument("--model", help="GGUF path for --engine llamacpp (default: embedded Gemma)")
+                   "default), the real llama.cpp engine, or an OpenAI-compatible server at "
+                   "--url that ragraph and the LangGraph app's openai client both call")
+    p.add_argument("--model", help="GGUF path for --engine llamacpp (default: embedded Gemma); "
+                   "the request's model name for --engine openai")
+    p.add_argument("--url", help="--engine openai: the server's base URL. A llama-server "
+                   "started with --metrics --slot-save-path DIR --cache-ram 0 is emptied "
+                   "between runs and reports its own work (docs/benchmarks/llama-server.md)")
     p.add_argument("--preset", choices=("seeds",),
                    help="seeds: HedraRAG's regime (the largest padded index memory allows, "
                    "IVF4096, nprobe 128/256/512, 128 questions at 4-28 req/s and 1,024 offline, "
@@ -56,17 +62,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", "-c",
                    help="requests in flight, the same for every executor; comma-separated for "
                    "several, offline runs at each and online runs at the first (sim: 64; "
-                   "llamacpp: 8,16; --preset seeds: 64,128)")
+                   "llamacpp, openai: 8,16; --preset seeds: 64,128)")
     p.add_argument("--no-offline", action="store_true", help="online runs only (needs --rates)")
     p.add_argument("--no-mix", action="store_true", help="skip the random mix of the workflows")
     p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
     p.add_argument("--executors",
-                   help="sim: ragraph,sequential,stage-batched; llamacpp: ragraph,langgraph")
+                   help="sim: ragraph,sequential,stage-batched; llamacpp, openai: "
+                   "ragraph,langgraph")
     p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data",
                    help="folder of the QA datasets and corpora (default ../shared/data)")
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="CSV and plots go here")
     p.add_argument("--slo", type=float, default=10.0, help="per-request p95 latency SLO (10 s)")
     add_thread_flags(p)
+    add_model_flags(p)
     p.add_argument("--passes", default="-O2", help="ragraph pass pipeline (-O2)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--target", metavar="URL",
@@ -101,14 +109,16 @@ def config_from(args: argparse.Namespace):
     from ragraph.bench.presets import ablation_preset, llamacpp_preset, quick, seeds_preset
 
     config = BenchConfig(
-        workflow_dir=REPO / "workflows", engine=args.engine, model=args.model,
+        workflow_dir=REPO / "workflows", engine=args.engine, model=args.model, url=args.url,
         data=args.data if args.data.is_dir() else None,
         out=args.out, slo_s=args.slo, gen_threads=args.gen_threads,
         search_threads=args.search_threads, passes=args.passes, seed=args.seed,
         offline=not args.no_offline, mix=not args.no_mix, plots=not args.no_plots,
-        hot_cache=args.hot_cache, profile=args.profile,
+        hot_cache=args.hot_cache, profile=args.profile, ctx=args.ctx,
+        chat_template=args.chat_template, openai_endpoint=args.openai_endpoint,
+        api_key_env=args.api_key_env,
     )
-    if args.engine == "llamacpp":
+    if args.engine in ("llamacpp", "openai"):
         config = llamacpp_preset(config)
     if args.quick:
         config = quick(config)

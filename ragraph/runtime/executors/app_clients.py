@@ -61,6 +61,10 @@ def _token_logprobs(logprobs: object) -> list[float | None] | None:
     return None
 
 
+def _as_chat(prompt: Prompt) -> tuple[ChatMessage, ...]:
+    return (ChatMessage("user", prompt),) if isinstance(prompt, str) else prompt
+
+
 def _min_prob(logprobs: list[float | None] | None) -> float:
     values = [lp for lp in logprobs or () if lp is not None]
     return math.exp(min(values)) if values else 1.0
@@ -152,9 +156,20 @@ class LlamaCppApp:
             self._scored.close()
 
 
+@dataclass(frozen=True)
+class SentCall:
+    """One generation call of the app, as it went to the server."""
+
+    worker: int  # the app's thread that made it (`threading.get_ident`)
+    prompt: Prompt  # a completion to a chat-only server went as one user message
+    params: SamplingParams
+
+
 class OpenAIApp:
     """The official `openai` client against an OpenAI-compatible server (vLLM, SGLang,
-    llama.cpp's server)."""
+    llama.cpp's server), one blocking call per generation from each of LangGraph's worker
+    threads, so the server batches the app's concurrent requests. `sent` keeps every call in
+    the order they were made: the bench replays each thread's calls against the server alone."""
 
     name = "openai-client"
 
@@ -165,6 +180,7 @@ class OpenAIApp:
         except ImportError as err:
             raise EngineError("the langgraph executor on an HTTP engine needs the openai "
                               "package: pip install 'ragraph[langgraph]'") from err
+        # The client's default pool holds 1,000 connections: every worker thread has its own.
         self._client = openai.OpenAI(base_url=base_url.rstrip("/") + "/v1",
                                      api_key=api_key or "unused")
         self._endpoint = endpoint
@@ -172,6 +188,7 @@ class OpenAIApp:
         self._model = model
         self._usage = Tally()
         self._lock = threading.Lock()
+        self.sent: list[SentCall] = []
 
     def complete(self, prompt: Prompt, params: SamplingParams) -> GeneratedText:
         chat = not isinstance(prompt, str) or self._endpoint == "chat"
@@ -184,11 +201,15 @@ class OpenAIApp:
         except self._api_error as err:  # the server's refusal or fault, not a bug of ours
             raise _refusal(f"{self.name}: {type(err).__name__}: {err}") from err
         with self._lock:
+            self.sent.append(SentCall(threading.get_ident(), _as_chat(prompt) if chat else prompt,
+                                      params))
             self._usage.requests += 1
             self._usage.count_finish("stop")
             if out.usage is not None:
                 self._usage.prompt_tokens += out.usage.prompt_tokens
                 self._usage.completion_tokens += out.usage.completion_tokens
+                details = out.usage.prompt_tokens_details
+                self._usage.cached_tokens += (details.cached_tokens or 0) if details else 0
         choice = out.choices[0]
         if chat:
             content = choice.logprobs.content if choice.logprobs else None
@@ -198,9 +219,8 @@ class OpenAIApp:
 
     def _chat(self, prompt: Prompt, params: SamplingParams):  # noqa: ANN202 - openai's type
         """`/v1/chat/completions`: the server renders the turn with the model's template."""
-        messages = (ChatMessage("user", prompt),) if isinstance(prompt, str) else prompt
         return self._client.chat.completions.create(
-            model=self._model, messages=as_dicts(messages),  # type: ignore[arg-type]
+            model=self._model, messages=as_dicts(_as_chat(prompt)),  # type: ignore[arg-type]
             max_tokens=params.max_new_tokens, temperature=params.temperature,
             top_p=params.top_p, stop=list(params.stop) or None, seed=params.seed,
             logprobs=params.logprobs or None)
