@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -90,8 +90,8 @@ CPP_SLOTS = 4
 
 
 @contextlib.contextmanager
-def running_cpp_server(model_path: str, log: Path, slots: int = CPP_SLOTS,
-                       threads: int = 2) -> Iterator[tuple[subprocess.Popen, str]]:
+def running_cpp_server(model_path: str, log: Path, slots: int = CPP_SLOTS, threads: int = 2,
+                       extra: Sequence[str] = ()) -> Iterator[tuple[subprocess.Popen, str]]:
     """llama.cpp's C++ `llama-server` (`make llama-server` builds it) on 127.0.0.1 and a free
     port: (its process, its URL). `--no-repack` loads the weights as the embedded engine does
     (`ContextShape.extra_buffers`: llama.cpp's AMX buffers crash on this project's CPUs)."""
@@ -104,7 +104,7 @@ def running_cpp_server(model_path: str, log: Path, slots: int = CPP_SLOTS,
     port = free_port()
     cmd = [str(binary), "--model", model_path, "--host", "127.0.0.1", "--port", str(port),
            "--parallel", str(slots), "--ctx-size", str(slots * SERVER_N_CTX),
-           "--threads", str(threads), "--no-repack", "--metrics"]
+           "--threads", str(threads), "--no-repack", "--metrics", *extra]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

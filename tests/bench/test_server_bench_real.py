@@ -1,0 +1,65 @@
+"""The bench on a real llama.cpp `llama-server` (slow; `make llama-server` builds it): ragraph,
+the LangGraph app's openai client and the server alone on the same server, each run on emptied
+slots and measured by the server's own counters; a server with a RAM prompt cache is refused."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from ragraph.bench.config import BenchConfig
+from ragraph.bench.driver import check_server
+from ragraph.bench.index import IndexSpec, ensure_bench_index
+from ragraph.bench.questions import load_questions
+from ragraph.bench.server_alone import LABEL
+from ragraph.bench.session import Workbench, run_cells
+from ragraph.errors import ConfigError
+from ragraph.runtime.llm.llamacpp import default_model_path
+from ragraph.runtime.retrieval.manifest import load_index
+from ragraph.runtime.search_service import SearchService
+from tests.llm.conftest import running_cpp_server
+from tests.runtime import workflows
+from tests.runtime.fakes import HashEmbedder
+
+from .helpers import toy_base
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_bench_measures_both_clients_and_the_server_alone_on_a_llama_server(
+        tmp_path: Path) -> None:
+    flags = ("--slot-save-path", str(tmp_path / "slots"), "--cache-ram", "0")
+    (tmp_path / "slots").mkdir()
+    with running_cpp_server(default_model_path(), tmp_path / "server.log", slots=4,
+                            extra=flags) as (_, url):
+        config = BenchConfig(engine="openai", url=url, workflows=("hyde",),
+                             executors=("ragraph", "langgraph"), nprobes=(8,), offline_requests=4,
+                             rates=(), concurrencies=(2,), mix=False, data=None, out=tmp_path)
+        assert any("empty slots" in note for note in check_server(config))
+        info = ensure_bench_index(tmp_path / "cache", toy_base(300), IndexSpec(scale=0))
+        loaded = load_index(Path(info.directory))
+        search = SearchService(loaded.engine, HashEmbedder(), loaded.store, nprobe=8)
+        bench = Workbench(config, {"hyde": workflows.hyde()}, load_questions(None), search,
+                          config.runtime(info.directory))
+        rows = asyncio.run(run_cells(bench, lambda cell, total: lambda *_: None))
+    assert [r.executor for r in rows] == ["ragraph", "langgraph", LABEL]
+    assert all(r.errors == 0 and r.requests == 4 and r.throughput_rps > 0 for r in rows)
+    # The server's own counters: a run on emptied slots computes its prompts (nothing left over
+    # from the run before), and decodes in batches.
+    assert all(r.llm_tokens > r.completion_tokens > 0 for r in rows)
+    assert all(r.server_batch is not None and r.server_batch >= 1 for r in rows)
+    ours, app, alone = rows
+    # The replay sends the app's calls: the same prompts, so the same prompt tokens to compute.
+    assert alone.llm_tokens - alone.completion_tokens == app.llm_tokens - app.completion_tokens
+    assert ours.agree is None and app.agree is not None and alone.agree is None
+
+
+def test_a_llama_server_with_a_ram_prompt_cache_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "slots").mkdir()
+    flags = ("--slot-save-path", str(tmp_path / "slots"))  # --cache-ram left at its 8 GiB
+    with running_cpp_server(default_model_path(), tmp_path / "server.log", slots=2,
+                            extra=flags) as (_, url):
+        with pytest.raises(ConfigError, match="--cache-ram 0"):
+            check_server(BenchConfig(engine="openai", url=url, data=None, out=tmp_path))
