@@ -112,6 +112,22 @@ class SearchIndexError(RagraphError):
     kind: ClassVar[FailureKind] = "engine"
 
 
+class RequestFailed(RagraphError):
+    """A request that ran and failed (`Runtime.run`): the message is its error, `kind` whose
+    fault it was (the run's own attribution) and `answer` what it reached before failing."""
+
+    def __init__(self, message: str, kind: FailureKind, answer: object = None) -> None:
+        self.kind = kind  # type: ignore[misc] - per failure, not per class
+        self.answer = answer
+        super().__init__(message)
+
+
+class RuntimeClosed(RagraphError):
+    """A call on a `Runtime` that is not open (never entered, or closed)."""
+
+    kind: ClassVar[FailureKind] = "cancelled"
+
+
 def failure_kind(err: BaseException) -> FailureKind:
     """Whose fault a request's error is: ragraph's own errors say; anything else is a bug."""
     return err.kind if isinstance(err, RagraphError) else "internal"

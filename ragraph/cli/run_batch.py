@@ -4,6 +4,7 @@ one output line per input line (a failed request carries its error), and a summa
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -64,7 +65,7 @@ def _fresh(output: Path | None, err: Console) -> dict[str, Row]:
 
 async def _answer(catalog: Catalog, config: RuntimeConfig, requests: list[Request],
                   args: argparse.Namespace, err: Console, journal: Journal | None) -> RunResult:
-    from ragraph.runtime.app import execute, open_services
+    from ragraph.api import Answer, Runtime
 
     err.print(f"[dim]{len(requests)} requests · workflow {catalog.default} · executor "
               f"{config.executor} {config.passes} · engine {engine_label(config)} · "
@@ -74,15 +75,20 @@ async def _answer(catalog: Catalog, config: RuntimeConfig, requests: list[Reques
     search = await open_run(config, err)
     tracer = Tracer()
 
-    def done(outcome: Outcome) -> None:
-        _record(journal, outcome.to_json())
+    def done(answer: Answer) -> None:
+        _record(journal, answer.to_json())
         bar.advance(task)
 
     columns = (TextColumn("answering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
         task = bar.add_task("run", total=len(requests))
-        async with open_services(config, search, tracer) as services:
-            result = await execute(catalog, requests, config, services, on_done=done)
+        runtime = Runtime(config, search=search, tracer=tracer)
+        async with runtime:
+            start = time.perf_counter()
+            answers = await runtime.abatch(catalog.workflows[catalog.default], requests,
+                                           on_answer=done)
+            wall = time.perf_counter() - start
+    result = runtime.report(answers, wall)  # closed: the scheduler's counters are in
     if args.trace:
         tracer.write(args.trace)
         err.print(f"trace written to {args.trace}")

@@ -36,7 +36,7 @@ def engine_label(config: RuntimeConfig) -> str:
 
 def chat_note(catalog: Catalog, llm: object) -> str:
     """Which template renders the workflow's chat turns (once the engine has started: a GGUF's
-    own is known only then); empty when it has none."""
+    own is known only then; `llm` the engine or the Runtime); empty when it has none."""
     chats = any(getattr(node, "chat", False) for graph in catalog.graphs.values()
                 for node in graph.nodes())
     source = getattr(llm, "chat_template", "")
@@ -65,19 +65,20 @@ def with_index(config: RuntimeConfig, err: Console, opener: Callable[..., T]) ->
 
 async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
                        args: argparse.Namespace, console: Console, err: Console) -> int:
-    from ragraph.runtime.app import execute, open_services
+    from ragraph.api import Runtime
 
     err.print(f"[dim]workflow {catalog.default} · executor {config.executor} {config.passes} · "
               f"engine {engine_label(config)} · {config.describe_threads()}\n"
               f"{config.gpu.describe()}[/dim]")
     search = await open_run(config, err)
     tracer = Tracer()
-    async with open_services(config, search, tracer) as services:
-        note = chat_note(catalog, services.llm)
+    async with Runtime(config, search=search, tracer=tracer) as rt:
+        note = chat_note(catalog, rt)
         if note:
             err.print(f"[dim]{note}[/dim]")
-        result = await execute(catalog, [Request(id="q1", question=question)], config, services)
-    outcome = result.outcomes[0]
+        answers = await rt.abatch(catalog.workflows[catalog.default],
+                                  [Request(id="q1", question=question)])
+    outcome = answers[0].outcome
     if args.trace:
         tracer.write(args.trace)
         err.print(f"trace written to {args.trace} (open it in https://ui.perfetto.dev)")

@@ -219,7 +219,13 @@ async def execute(
     arrivals = requests if hasattr(requests, "__aiter__") else arrive_all(requests)
     start = time.perf_counter()
     stats = await executor.run(catalog, arrivals, done)
-    wall = time.perf_counter() - start
-    return RunResult(tuple(outcomes), stats, summarize(outcomes, wall), executor.name,
-                     services.llm.name, bool(services.llm.simulated),
-                     faults_of(services.search.engine, services.llm))
+    return run_result(tuple(outcomes), stats, time.perf_counter() - start, executor.name,
+                      services)
+
+
+def run_result(outcomes: tuple[Outcome, ...], stats: RunStats, wall_s: float, executor: str,
+               services: Services) -> RunResult:
+    """A run's report: its outcomes, counters and summary over `wall_s`, and the retries the
+    engines made."""
+    return RunResult(outcomes, stats, summarize(outcomes, wall_s), executor, services.llm.name,
+                     bool(services.llm.simulated), faults_of(services.search.engine, services.llm))

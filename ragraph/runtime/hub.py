@@ -28,7 +28,7 @@ from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.events import GenerationUsage, RunEvent
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.outcome import Outcome
+from ragraph.runtime.outcome import Outcome, RunStats
 from ragraph.runtime.request import Request
 
 log = logging.getLogger("ragraph.serve")
@@ -46,12 +46,20 @@ RESTART_DELAYS_S = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 
 @dataclass(frozen=True)
 class Usage:
+    """What the engine computed for a request, over every generation whose output it used:
+    prompt tokens (of which `cached_tokens` came from the prefix cache) and completion tokens."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
     def to_json(self) -> dict[str, int]:
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens}
+                "total_tokens": self.total_tokens}
 
 
 @dataclass(eq=False)
@@ -78,7 +86,8 @@ class Ticket:
     def take(self, event: RunEvent) -> None:
         if isinstance(event, GenerationUsage):
             self.usage = Usage(self.usage.prompt_tokens + event.prompt_tokens,
-                               self.usage.completion_tokens + event.completion_tokens)
+                               self.usage.completion_tokens + event.completion_tokens,
+                               self.usage.cached_tokens + event.cached_tokens)
         if isinstance(event, self.watch):
             self.events.put_nowait(event)
 
@@ -126,6 +135,7 @@ class Hub:
         # Request ids: unique across restarts (the prefix) without a syscall per request.
         self._prefix, self._numbers = uuid.uuid4().hex[:8], itertools.count(1)
         self._task: asyncio.Task | None = None
+        self.executor = ""  # the running executor's name
         services.hooks.observer = self
 
     @property
@@ -144,15 +154,16 @@ class Hub:
 
     def start(self) -> None:
         executor = runtime_app.make_executor(self.config, self.services)
+        self.executor = executor.name
         self._runs += 1
         run = executor.run(self.catalog, self._arrivals(self._runs), self._done)
         self._task = asyncio.create_task(run)
         self._task.add_done_callback(self._run_ended)
 
     def submit(self, question: str, inputs: Mapping[str, Value], workflow: str,
-               watch: tuple[type, ...] = ()) -> Ticket:
+               watch: tuple[type, ...] = (), golden_answers: tuple[str, ...] = ()) -> Ticket:
         request = Request(id=f"req-{self._prefix}-{next(self._numbers)}", question=question,
-                          inputs=dict(inputs), workflow=workflow)
+                          inputs=dict(inputs), workflow=workflow, golden_answers=golden_answers)
         ticket = Ticket(request, workflow, time.perf_counter(), watch, self.served_by)
         self.tickets[ticket.rid] = ticket
         for listener in self.listeners:
@@ -180,8 +191,17 @@ class Hub:
                 self.cancel(ticket, reason, "shutdown")
                 ticket.end(_failed(ticket, reason))
 
-    async def drain(self, timeout_s: float) -> None:
-        """No more arrivals; wait for the requests in flight, then the run ends."""
+    @property
+    def stats(self) -> RunStats | None:
+        """The counters of the run, once it has drained (None before, or when it failed)."""
+        task = self._task
+        if task is None or not task.done() or task.cancelled() or task.exception():
+            return None
+        return task.result()
+
+    async def drain(self, timeout_s: float | None) -> None:
+        """No more arrivals; wait for the requests in flight (at most `timeout_s`; None: as
+        long as they take), then the run ends."""
         self._draining = True
         self._queue.put_nowait(None)
         if self._task is not None:

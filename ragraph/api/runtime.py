@@ -1,0 +1,281 @@
+"""`ragraph.Runtime`: the engines and one shared scheduler, opened once, answering questions
+from any thread or task.
+
+Every call joins the same scheduler run (the one `ragraph serve` keeps for its HTTP clients):
+requests from many threads or tasks batch together as the lines of `ragraph run --input` do.
+The scheduler lives on a private event loop in a thread of its own; the sync methods wait on
+it, the async ones await it from the caller's loop."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping
+from concurrent.futures import Future
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from ragraph.api.answer import Answer
+from ragraph.api.events import Event, Finished
+from ragraph.api.load import Workflow, load
+from ragraph.api.loop import LoopThread
+from ragraph.api.options import runtime_config
+from ragraph.api.session import OnAnswer, Session, Sink
+from ragraph.errors import ConfigError, RagraphError, RuntimeClosed
+from ragraph.ir.values import Value
+from ragraph.passes.compiled import CompiledWorkflow
+from ragraph.runtime.app import RunResult
+from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.llm.protocol import EngineCounters
+from ragraph.runtime.request import Request, check_text, initial_variables
+from ragraph.runtime.search_service import SearchService
+from ragraph.runtime.trace import Tracer
+
+T = TypeVar("T")
+Question = str | Mapping[str, Any] | Request
+
+
+class Runtime:
+    """`Runtime(engine="sim", index="my-index", concurrency=16)`: keyword names are the fields
+    of `RuntimeConfig` (the flags of `ragraph run`), or give one `RuntimeConfig`. Open it with
+    `with` (or `async with`, or `open()`/`close()`); closing lets the requests in flight
+    finish, then closes the engines. `search` (an opened `SearchService`) and `tracer` are for
+    embedding: the index of `index` is opened otherwise, and a tracer is made."""
+
+    def __init__(self, config: RuntimeConfig | None = None, /, *,
+                 search: SearchService | None = None, tracer: Tracer | None = None,
+                 **options: Any) -> None:
+        self.config = runtime_config(config, options)
+        self.tracer = tracer or Tracer()
+        self._session = Session(self.config, search, self.tracer)
+        self._loop: LoopThread | None = None
+        self._compiled: dict[int, tuple[object, CompiledWorkflow]] = {}
+        self._lock = threading.Lock()
+
+    # -- opening and closing ---------------------------------------------------------------------
+
+    def open(self) -> Runtime:
+        self._begin()
+        try:
+            self._on_loop(self._session.start()).result()
+        except BaseException:
+            self._end()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Wait for the requests in flight, then close the engines (idempotent)."""
+        if self._loop is None:
+            return
+        try:
+            self._on_loop(self._session.stop()).result()
+        finally:
+            self._end()
+
+    async def aopen(self) -> Runtime:
+        self._begin()
+        try:
+            await asyncio.wrap_future(self._on_loop(self._session.start()))
+        except BaseException:
+            self._end()
+            raise
+        return self
+
+    async def aclose(self) -> None:
+        if self._loop is None:
+            return
+        try:
+            await asyncio.wrap_future(self._on_loop(self._session.stop()))
+        finally:
+            self._end()
+
+    def __enter__(self) -> Runtime:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Runtime:
+        return await self.aopen()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- answering -------------------------------------------------------------------------------
+
+    def run(self, workflow: Workflow, question: Question, *,
+            inputs: Mapping[str, Value] | None = None, id: str | None = None) -> Answer:  # noqa: A002
+        """The answer to one question; raises `RequestFailed` (its kind and answer) when the
+        request fails, and a `ConfigError` naming the field for a bad question or input."""
+        compiled, requests = self._one(workflow, question, inputs, id)
+        return self._wait(self._session.answers(compiled, requests))[0].raise_for_error()
+
+    def batch(self, workflow: Workflow, questions: Iterable[Question], *,
+              on_answer: OnAnswer | None = None) -> list[Answer]:
+        """Answers in the order of `questions` (a failed one has its `error`; the others are
+        not affected). `on_answer` is called as each finishes, on the runtime's thread: it
+        must not block, nor call the runtime."""
+        compiled, requests = self._many(workflow, questions)
+        return self._wait(self._session.answers(compiled, requests, on_answer))
+
+    def stream(self, workflow: Workflow, question: Question, *,
+               inputs: Mapping[str, Value] | None = None,
+               id: str | None = None) -> Iterator[Event]:  # noqa: A002
+        """Events as the request runs (`Token`, `NodeCompleted`, `Speculation`), then
+        `Finished` with its answer (failed or not: a stream does not raise for it). Leaving
+        the loop early cancels the request."""
+        compiled, requests = self._one(workflow, question, inputs, id)
+        items: queue.SimpleQueue[Event | BaseException] = queue.SimpleQueue()
+        future = self._on_loop(self._session.follow(compiled, requests[0], items.put))
+        return _events(items.get, future)
+
+    async def arun(self, workflow: Workflow, question: Question, *,
+                   inputs: Mapping[str, Value] | None = None,
+                   id: str | None = None) -> Answer:  # noqa: A002
+        compiled, requests = self._one(workflow, question, inputs, id)
+        answers = await self._await(self._session.answers(compiled, requests))
+        return answers[0].raise_for_error()
+
+    async def abatch(self, workflow: Workflow, questions: Iterable[Question], *,
+                     on_answer: OnAnswer | None = None) -> list[Answer]:
+        compiled, requests = self._many(workflow, questions)
+        return await self._await(self._session.answers(compiled, requests, on_answer))
+
+    async def astream(self, workflow: Workflow, question: Question, *,
+                      inputs: Mapping[str, Value] | None = None,
+                      id: str | None = None) -> AsyncIterator[Event]:  # noqa: A002
+        compiled, requests = self._one(workflow, question, inputs, id)
+        caller = asyncio.get_running_loop()
+        items: asyncio.Queue[Event | BaseException] = asyncio.Queue()
+        sink: Sink = lambda item: caller.call_soon_threadsafe(items.put_nowait, item)  # noqa: E731
+        future = self._on_loop(self._session.follow(compiled, requests[0], sink))
+        try:
+            while True:
+                item = await items.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+                if isinstance(item, Finished):
+                    return
+        finally:
+            future.cancel()  # the consumer stopped early: the request is cancelled
+
+    # -- what the CLI reads ----------------------------------------------------------------------
+
+    @property
+    def counters(self) -> EngineCounters:
+        """What the LLM engine has computed since the runtime opened: requests, tokens, and
+        forward passes (`decode_steps`: fewer than the tokens decoded when requests batch)."""
+        services = self._session.services
+        if services is None:
+            raise RuntimeClosed("the runtime was never opened")
+        return services.llm.counters()
+
+    @property
+    def chat_template(self) -> str:
+        """Which template renders chat turns (known once the engine has started)."""
+        services = self._session.services
+        return getattr(services.llm, "chat_template", "") if services is not None else ""
+
+    def report(self, answers: list[Answer], wall_s: float) -> RunResult:
+        """`answers` as `ragraph run --input` reports a run (its summary table): after
+        closing, with the scheduler's counters (speculation, clusters searched)."""
+        return self._session.result(answers, wall_s)
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        if self._loop is not None:
+            raise RagraphError("the runtime is open already")
+        self._loop = LoopThread()
+
+    def _end(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.stop()
+
+    def _on_loop(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        loop = self._loop
+        if loop is None:
+            coro.close()
+            raise RuntimeClosed("the runtime is not open: use `with Runtime(...) as rt`")
+        if loop.here:
+            coro.close()
+            raise RagraphError("a Runtime cannot be called from its own thread (an on_answer "
+                               "callback): it would wait on itself")
+        return loop.submit(coro)
+
+    def _wait(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = self._on_loop(coro)
+        try:
+            return future.result()
+        except BaseException:  # interrupted while waiting: the requests are cancelled
+            future.cancel()
+            raise
+
+    async def _await(self, coro: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(self._on_loop(coro))
+
+    def _compile(self, workflow: Workflow) -> CompiledWorkflow:
+        """Compiled once per workflow object (a builder graph or path, with the runtime's
+        passes), however many calls bring it."""
+        if isinstance(workflow, CompiledWorkflow):
+            return workflow
+        with self._lock:
+            held = self._compiled.get(id(workflow))
+            if held is None or held[0] is not workflow:
+                held = self._compiled[id(workflow)] = (workflow, load(workflow, self.config.passes))
+            return held[1]
+
+    def _one(self, workflow: Workflow, question: Question, inputs: Mapping[str, Value] | None,
+             rid: str | None) -> tuple[CompiledWorkflow, list[Request]]:
+        return self._requests(workflow, [question], "question", inputs, rid)
+
+    def _many(self, workflow: Workflow,
+              questions: Iterable[Question]) -> tuple[CompiledWorkflow, list[Request]]:
+        if isinstance(questions, str | Mapping | Request):
+            raise ConfigError("questions", "must be a list of questions (for one: run)")
+        return self._requests(workflow, questions, "questions[{}]", None, None)
+
+    def _requests(self, workflow: Workflow, questions: Iterable[Question], where: str,
+                  inputs: Mapping[str, Value] | None,
+                  rid: str | None) -> tuple[CompiledWorkflow, list[Request]]:
+        """The workflow compiled and the questions checked, before anything is submitted: a
+        bad one is a ConfigError naming its field."""
+        compiled = self._compile(workflow)
+        requests = [_request(q, where.format(i), inputs, rid) for i, q in enumerate(questions)]
+        for request in requests:
+            initial_variables(compiled.source, request)  # ConfigError("inputs.NAME", ...)
+        return compiled, requests
+
+
+def _request(question: Question, where: str, inputs: Mapping[str, Value] | None,
+             rid: str | None) -> Request:
+    """A request from a question: text, a FlashRAG line (`{id?, question, golden_answers?,
+    inputs?}`) or a `Request`; the id is the caller's (empty: the runtime names it)."""
+    if isinstance(question, Request):
+        return question
+    if isinstance(question, Mapping):
+        request = Request.from_json(dict(question), where)
+        return request if "id" in question else replace(request, id="")
+    if not isinstance(question, str):
+        raise ConfigError(where, f"a question is text or a mapping, got "
+                          f"{type(question).__name__}")
+    if not question.strip():
+        raise ConfigError(where, "must be a non-empty string")
+    check_text(question, where)
+    return Request(id=rid or "", question=question, inputs=dict(inputs or {}))
+
+
+def _events(get, future: Future) -> Iterator[Event]:  # noqa: ANN001 - a queue's get
+    try:
+        while True:
+            item = get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+            if isinstance(item, Finished):
+                return
+    finally:
+        future.cancel()  # the consumer stopped early: the request is cancelled
