@@ -1,4 +1,5 @@
-"""`ragraph index build|default|shard|info`: build, verify and describe search indexes.
+"""`ragraph index build|add|delete|default|shard|info`: build, change, verify and describe search
+indexes (add and delete: cmd_index_docs.py).
 
 faiss, torch and the embedder are imported inside the command functions so that other commands
 (and `ragraph --help`) start without loading them.
@@ -13,16 +14,24 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ragraph.cli.cmd_index_docs import add_chunk_flags, build_docs, register_changes
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("index", help="build and inspect search indexes")
     sub = parser.add_subparsers(dest="index_command", required=True, metavar="ACTION")
 
-    build = sub.add_parser("build", help="build a faiss IVF index + passage store from a corpus")
-    build.add_argument("--corpus", type=Path, required=True,
+    build = sub.add_parser("build", help="build a faiss IVF index + passage store from a corpus "
+                           "or from documents")
+    given = build.add_mutually_exclusive_group(required=True)
+    given.add_argument("--corpus", type=Path,
                        help="JSONL lines {id?, title, text}, or a corpus or QA dataset file in a "
                             "format `ragraph eval` reads (its unique passages: e.g. the gold "
                             "passages of the NQ oracle, the HotpotQA/MuSiQue corpora)")
+    given.add_argument("--docs", type=Path, nargs="+", metavar="PATH",
+                       help="text, Markdown, HTML and PDF files, and folders of them (recursive),"
+                            " cut into passages by the embedder's tokens")
+    add_chunk_flags(build)
     build.add_argument("--out", type=Path, required=True, help="new index directory")
     build.add_argument("--nlist", type=int, default=None, help="IVF clusters (default ~4·sqrt(n))")
     build.add_argument("--index-type", choices=("ivf-flat", "flat", "sq8"), default="ivf-flat")
@@ -39,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--passage-prompt", metavar="TEXT",
                        help="put in front of every passage (default: the model's own)")
     build.set_defaults(func=_build)
+    register_changes(sub)
 
     default = sub.add_parser("default", help="build (once) or verify the default Wikipedia index")
     default.set_defaults(func=_default)
@@ -89,7 +99,9 @@ def _build(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     config = BuildConfig(index_type=args.index_type, nlist=args.nlist, metric=args.metric)
-    records = _records(args.corpus)
+    if args.docs:
+        return build_docs(args, config, console)
+    records = records_of(args.corpus)
     config.clusters_for(len(records))  # a bad --nlist fails before minutes of embedding
     embedder = _passage_embedder(args)
     console.print(f"embedder {embedder.spec.describe()}")
@@ -105,20 +117,13 @@ def _build(args: argparse.Namespace) -> int:
 
 def _passage_embedder(args: argparse.Namespace):
     """The local sentence-transformers model of --embedder, or the --embedder-url server."""
-    if args.embedder_url is None:
-        from ragraph.runtime.retrieval.embedder import EMBEDDER_NAME, Embedder, EmbedderConfig
+    from ragraph.runtime.retrieval.ingest import passage_embedder
 
-        return Embedder(EmbedderConfig(model=args.embedder or EMBEDDER_NAME, role="passage",
-                                       query_prompt=args.query_prompt,
-                                       passage_prompt=args.passage_prompt))
-    from ragraph.runtime.retrieval.http_embedder import HttpEmbedder, HttpEmbedderConfig
-
-    return HttpEmbedder(HttpEmbedderConfig(args.embedder_url, model=args.embedder,
-                                           role="passage", query_prompt=args.query_prompt or "",
-                                           passage_prompt=args.passage_prompt or ""))
+    return passage_embedder(args.embedder, args.embedder_url, args.query_prompt,
+                            args.passage_prompt)
 
 
-def _records(path: Path) -> list:
+def records_of(path: Path) -> list:
     """A `{id?, title, text}` JSONL corpus as it is; a file in another corpus or dataset format
     through `ragraph.eval.load_corpus` (when it fails too, the JSONL error is the one shown)."""
     from ragraph.eval import load_corpus

@@ -96,6 +96,9 @@ def _explain(outcome: Outcome, tracer: Tracer, console: Console) -> None:
         console.print("\n[bold]passages[/bold] (last retrieval)")
         for i, p in enumerate(outcome.passages, start=1):
             console.print(f"  {i}. [{p.id}] {p.title}: {p.text[:160]}", markup=False)
+            if p.origin is not None:
+                o = p.origin
+                console.print(f"     from {o.source}, characters {o.start}-{o.end}", markup=False)
     console.print("\n[bold]path[/bold]  " + " → ".join(("START",) + outcome.path))
     table = Table("start ms", "duration ms", "track", "what", title="timeline", box=None)
     spans = sorted(tracer.spans(), key=lambda s: s.start)

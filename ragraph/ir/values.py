@@ -10,14 +10,39 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a passage was cut from: the document's path and the passage's character span
+    `[start, end)` in the document's text (the file itself for text and Markdown, the extracted
+    text for HTML and PDF)."""
+
+    source: str
+    start: int
+    end: int
+
+    def to_json(self) -> dict[str, str | int]:
+        return {"source": self.source, "start": self.start, "end": self.end}
+
+
+@dataclass(frozen=True)
 class Passage:
-    """One retrieved passage. `id` is the passage store's id; `score` the search distance."""
+    """One retrieved passage. `id` is the passage store's id; `score` the search distance;
+    `origin` where it came from (None for passages of a JSONL corpus)."""
 
     id: int
     title: str
     text: str
     score: float = field(default=0.0, compare=False)
     synthetic: bool = False
+    origin: Origin | None = field(default=None, compare=False)
+
+    def to_json(self, text: bool = True) -> dict[str, object]:
+        """`{id, title, text?, source?, start?, end?}`: what run's output and serve show."""
+        out: dict[str, object] = {"id": self.id, "title": self.title}
+        if text:
+            out["text"] = self.text
+        if self.origin is not None:
+            out.update(self.origin.to_json())
+        return out
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,7 @@ class Outcome:
         if self.golden_answers:
             out["golden_answers"] = list(self.golden_answers)
         if self.passages is not None:
-            out["passages"] = [{"id": p.id, "title": p.title, "text": p.text}
-                               for p in self.passages]
+            out["passages"] = [p.to_json() for p in self.passages]
         out["path"] = list(self.path)
         out["latency_s"] = round(self.latency, 4)
         return out

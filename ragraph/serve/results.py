@@ -45,7 +45,7 @@ def values_json(values: Mapping[str, Value]) -> dict[str, Any]:
 
 
 def passages_json(passages: Passages | None) -> list[dict[str, Any]]:
-    return [{"id": p.id, "title": p.title} for p in passages or ()]
+    return [p.to_json(text=False) for p in passages or ()]
 
 
 def value_json(value: Value) -> Any:

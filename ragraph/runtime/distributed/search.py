@@ -19,7 +19,7 @@ from ragraph.runtime.distributed.shard_pool import (
 )
 from ragraph.runtime.distributed.sharded import ShardedEngine
 from ragraph.runtime.retrieval.embedder import check_embedder
-from ragraph.runtime.retrieval.manifest import STORE_FILE, Manifest
+from ragraph.runtime.retrieval.manifest import Manifest
 from ragraph.runtime.retrieval.shard_lists import open_plan
 from ragraph.runtime.retrieval.store import PassageStore
 from ragraph.runtime.search_service import SearchService
@@ -48,7 +48,8 @@ class ShardedIndex:
         `owner`: closing its engine stops the shards (else they stay up for the others)."""
         _check_manifest(self.directory, embedder.name, embedder.dim)
         return SearchService(ShardedEngine.attach(self.shards, owner), embedder,
-                             PassageStore(self.directory / STORE_FILE), nprobe=nprobe)
+                             PassageStore(Manifest.read(self.directory).store_path(
+                                 self.directory)), nprobe=nprobe)
 
     def stop(self) -> None:
         stop_shards(self.shards)

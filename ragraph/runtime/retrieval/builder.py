@@ -1,7 +1,7 @@
 """Build an index directory from a JSONL corpus: faiss IVF index, SQLite passage store, manifest.
 
 Each corpus line is `{"id"?: str|int, "title": str, "text": str}`; a bad line is an error naming
-file:line and the field. The directory is written under a temporary name and renamed when complete,
+file:line and the field. Records cut from documents (ingest.py) carry their origin too. The directory is written under a temporary name and renamed when complete,
 so an interrupted build never leaves a directory that looks valid.
 """
 
@@ -17,11 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from ragraph.errors import ConfigError, SearchIndexError
+from ragraph.ir.values import Origin
 from ragraph.runtime.retrieval.manifest import (
     INDEX_FILE,
     INDEX_TYPES,
     STORE_FILE,
     Manifest,
+    Training,
     content_checksum,
 )
 from ragraph.runtime.retrieval.store import StoredPassage, write_store
@@ -36,6 +38,7 @@ class CorpusRecord:
     doc_id: str | None
     title: str
     text: str
+    origin: Origin | None = None  # where a document's passage was cut from (ingest.py)
 
 
 @dataclass(frozen=True)
@@ -114,8 +117,10 @@ def build_index(
     embedder,
     progress: Callable[[int], None] | None = None,
     source: str = "",
+    chunking: tuple[int, int] | None = None,
 ) -> Manifest:
-    """Embed `records`, train and fill the index, write store and manifest into `out`."""
+    """Embed `records`, train and fill the index, write store and manifest into `out`;
+    `chunking`: the chunk tokens and overlap documents were cut with, for later additions."""
     if not records:
         raise CorpusError(f"{source or 'corpus'}: no passages")
     if out.exists() and any(out.iterdir()):
@@ -128,7 +133,8 @@ def build_index(
     import faiss
 
     faiss.write_index(index, str(tmp / INDEX_FILE))
-    rows = (StoredPassage(i, r.doc_id, r.title, r.text) for i, r in enumerate(records))
+    rows = (StoredPassage(i, r.doc_id, r.title, r.text, origin=r.origin)
+            for i, r in enumerate(records))
     write_store(tmp / STORE_FILE, rows)
     if int(vectors.shape[1]) != embedder.spec.dim:
         raise SearchIndexError(f"embedder {embedder.name!r} gave {vectors.shape[1]}-dimensional "
@@ -143,6 +149,10 @@ def build_index(
         checksum=content_checksum(index),
         source=source,
         embedding=embedder.spec,
+        next_id=len(records),
+        training=Training(len(records), float(index.invlists.imbalance_factor())),
+        chunk_tokens=chunking[0] if chunking else None,
+        chunk_overlap=chunking[1] if chunking else None,
     )
     manifest.write(tmp)
     if out.exists():

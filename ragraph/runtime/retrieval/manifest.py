@@ -7,12 +7,21 @@ directory, a truncated file or an index built by another embedder is an error na
 `embedding` is the embedder's whole record (embedder_spec.py: model, dimension, prompts,
 normalization); `embedder` and `dim` repeat its name and dimension for readers that know only
 those. A manifest written before the record existed is read as all-MiniLM-L6-v2's.
+
+`version` counts the in-place changes (`ragraph index add|delete`, update.py): version 0 is a
+build's `index.faiss` and `passages.sqlite`, version n names `index.vN.faiss` and
+`passages.vN.sqlite`. A change writes the new version's files beside the old ones and then
+replaces `manifest.json` in one rename, so a reader that reads the manifest first opens either the
+old version or the new one, never half of each (`load_index` retries when a change removed the
+files it was about to open). `next_id` is the first id never used (ids are not reused after a
+delete); `training` records the index's state when its centroids were trained, for drift.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -27,6 +36,16 @@ INDEX_TYPES = ("ivf-flat", "flat", "sq8")
 
 
 @dataclass(frozen=True)
+class Training:
+    """The index when its centroids were trained: its passages, its lists' imbalance factor
+    (faiss's: 1 when all lists are equal), and how many passages were added or deleted since."""
+
+    passages: int
+    imbalance: float
+    changed: int = 0
+
+
+@dataclass(frozen=True)
 class Manifest:
     embedder: str
     dim: int
@@ -38,18 +57,40 @@ class Manifest:
     source: str = ""
     format_version: int = FORMAT_VERSION
     embedding: EmbedderSpec | None = None  # None only in manifests written before it existed
+    version: int = 0
+    next_id: int | None = None  # None in manifests before updates existed: ids were 0..n-1
+    training: Training | None = None  # None: written by a build that did not record it
+    chunk_tokens: int | None = None  # how documents were cut (chunking.py); None: no documents
+    chunk_overlap: int | None = None
 
     def __post_init__(self) -> None:
         if self.embedding is None:
             object.__setattr__(self, "embedding", legacy(self.embedder, self.dim))
 
     @property
+    def first_free_id(self) -> int:
+        return self.passages if self.next_id is None else self.next_id
+
+    def index_path(self, directory: Path) -> Path:
+        return directory / (INDEX_FILE if self.version == 0 else f"index.v{self.version}.faiss")
+
+    def store_path(self, directory: Path) -> Path:
+        return directory / (STORE_FILE if self.version == 0
+                            else f"passages.v{self.version}.sqlite")
+
+    @property
     def embedder_spec(self) -> EmbedderSpec:
         return self.embedding or legacy(self.embedder, self.dim)
 
     def write(self, directory: Path) -> None:
+        """Write `manifest.json` whole or not at all: a reader never sees a partial one."""
         text = json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
-        (directory / MANIFEST).write_text(text, encoding="utf-8")
+        tmp = directory / (MANIFEST + ".tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, directory / MANIFEST)
 
     @staticmethod
     def read(directory: Path) -> Manifest:
@@ -65,23 +106,28 @@ class Manifest:
         return _from_json(path, raw)
 
 
+_NULLABLE = ("next_id", "chunk_tokens", "chunk_overlap")
+
+
 def _from_json(path: Path, raw: object) -> Manifest:
     if not isinstance(raw, dict):
         raise SearchIndexError(f"{path}: expected a JSON object")
     values: dict = {}
     for f in fields(Manifest):
-        if f.name == "embedding":
+        if f.name in ("embedding", "training"):
             continue
-        if f.name not in raw:
-            if f.name in ("source",):
+        if f.name not in raw or (f.name in _NULLABLE and raw[f.name] is None):
+            if f.name in _NULLABLE or f.name in ("source", "version"):
                 continue
             raise SearchIndexError(f"{path}: field {f.name!r} is missing")
-        want = int if f.type in ("int", int) else str
+        want = int if f.type in ("int", int, "int | None") else str
         if not isinstance(raw[f.name], want) or isinstance(raw[f.name], bool):
             raise SearchIndexError(f"{path}: field {f.name!r} must be {want.__name__}")
         values[f.name] = raw[f.name]
     if "embedding" in raw:
         values["embedding"] = _embedding(path, raw["embedding"], values)
+    if raw.get("training") is not None:
+        values["training"] = _training(path, raw["training"])
     manifest = Manifest(**values)
     if manifest.format_version != FORMAT_VERSION:
         raise SearchIndexError(
@@ -98,6 +144,16 @@ def _embedding(path: Path, raw: object, values: dict) -> EmbedderSpec:
         raise SearchIndexError(f"{path}: field 'embedding' names {spec.name!r} (dim {spec.dim}), "
                                f"'embedder' and 'dim' say {values['embedder']!r} ({values['dim']})")
     return spec
+
+
+def _training(path: Path, raw: object) -> Training:
+    kinds = {"passages": int, "imbalance": float, "changed": int}
+    if not isinstance(raw, dict) or set(raw) != set(kinds):
+        raise SearchIndexError(f"{path}: field 'training' must be an object with {sorted(kinds)}")
+    for key, want in kinds.items():
+        if not isinstance(raw[key], want | int) or isinstance(raw[key], bool):
+            raise SearchIndexError(f"{path}: field 'training.{key}' must be {want.__name__}")
+    return Training(int(raw["passages"]), float(raw["imbalance"]), int(raw["changed"]))
 
 
 def content_checksum(ivf) -> str:
@@ -124,28 +180,47 @@ class LoadedIndex:
     store: object  # PassageStore
 
 
+# How often a reader re-reads the manifest when changes keep replacing the version it opens.
+_OPEN_TRIES = 5
+
+
 def load_index(directory: Path, embedder_name: str | None = None, dim: int | None = None):
-    """Open `directory` after checking every file against the manifest (and the embedder, if given)."""
+    """Open `directory`'s current version after checking every file against the manifest (and
+    the embedder, if given)."""
     from ragraph.runtime.retrieval.embedder import check_embedder
+
+    directory = Path(directory)
+    for _ in range(_OPEN_TRIES):
+        manifest = Manifest.read(directory)
+        if embedder_name is not None:
+            check_embedder(manifest.embedder, manifest.dim, embedder_name, dim or manifest.dim)
+        try:
+            return _open_version(directory, manifest)
+        except SearchIndexError:
+            if Manifest.read(directory) == manifest:
+                raise
+            # `ragraph index add|delete` committed a new version (and removed this one's files)
+            # between reading the manifest and opening them: open the new one.
+    raise SearchIndexError(f"{directory}: changed {_OPEN_TRIES} times while being opened")
+
+
+def _open_version(directory: Path, manifest: Manifest) -> LoadedIndex:
     from ragraph.runtime.retrieval.ivf import FaissIVFEngine
     from ragraph.runtime.retrieval.store import PassageStore
 
-    directory = Path(directory)
-    manifest = Manifest.read(directory)
-    if embedder_name is not None:
-        check_embedder(manifest.embedder, manifest.dim, embedder_name, dim or manifest.dim)
-    index = _read_faiss(directory / INDEX_FILE)
-    _check_index(directory / INDEX_FILE, index, manifest)
-    store = PassageStore(directory / STORE_FILE)
+    index_path, store_path = manifest.index_path(directory), manifest.store_path(directory)
+    index = read_faiss(index_path)
+    check_index(index_path, index, manifest)
+    store = PassageStore(store_path)
     if len(store) != manifest.passages:
+        store.close()
         raise SearchIndexError(
-            f"{directory / STORE_FILE}: holds {len(store)} passages, the manifest says"
-            f" {manifest.passages}"
+            f"{store_path}: holds {len(store)} passages, the manifest says {manifest.passages}"
         )
     return LoadedIndex(directory, manifest, FaissIVFEngine(index), store)
 
 
-def _read_faiss(path: Path):
+def read_faiss(path: Path):
     import faiss
 
     if not path.is_file():
@@ -157,7 +232,7 @@ def _read_faiss(path: Path):
         raise SearchIndexError(f"{path}: not a readable faiss index ({first})") from err
 
 
-def _check_index(path: Path, index, manifest: Manifest) -> None:
+def check_index(path: Path, index, manifest: Manifest) -> None:
     import faiss
 
     if not isinstance(index, faiss.IndexIVF):

@@ -97,17 +97,25 @@ def checksum_of(index_dir: Path) -> str:
     return Manifest.read(index_dir).checksum if (index_dir / MANIFEST).is_file() else ""
 
 
+def current_index_file(index_dir: Path) -> Path:
+    """The faiss file of the index's current version (`index.faiss` for a bare directory)."""
+    if (index_dir / MANIFEST).is_file():
+        return Manifest.read(index_dir).index_path(index_dir)
+    return index_dir / INDEX_FILE
+
+
 def write_shards(index_dir: Path, shards: int, replicate: float, progress=None) -> ShardPlan:
     """`ragraph index shard`: the plan and every shard's file under `index_dir/shards-N/`."""
     import faiss
 
     index_dir = Path(index_dir)
-    sizes = list_sizes(read_mapped(index_dir / INDEX_FILE))
+    index_file = current_index_file(index_dir)
+    sizes = list_sizes(read_mapped(index_file))
     plan = plan_shards(sizes, shards, replicate)
     out = shard_dir(index_dir, shards)
     out.mkdir(parents=True, exist_ok=True)
     for s in range(shards):
-        ivf = keep_lists(read_mapped(index_dir / INDEX_FILE), plan.clusters_of(s))
+        ivf = keep_lists(read_mapped(index_file), plan.clusters_of(s))
         faiss.write_index(ivf, str(out / f"shard-{s}.faiss"))
         if progress is not None:
             progress(s)
@@ -121,7 +129,7 @@ def open_plan(index_dir: Path, shards: int, replicate: float) -> tuple[ShardPlan
     """The plan, where shards load from, and the list sizes: the prebuilt shards of
     `index_dir/shards-N/` when they match the index, else a plan made now."""
     index_dir = Path(index_dir)
-    index_file = index_dir / INDEX_FILE
+    index_file = current_index_file(index_dir)
     sizes = list_sizes(read_mapped(index_file))
     prebuilt = shard_dir(index_dir, shards) / PLAN_FILE
     if prebuilt.is_file():

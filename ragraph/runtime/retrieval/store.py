@@ -1,9 +1,12 @@
-"""The passage store: SQLite (standard library), id -> title, text.
+"""The passage store: SQLite (standard library), id -> title, text, origin.
 
-Ids are the faiss ids (0..n-1 in build order), so a search result maps to a row without a join.
-`synthetic` marks padding passages (vectors added to reach a target index size in load tests) so
-they are never shown as evidence. Reads go through one connection guarded by a lock: SQLite
-connections are not safe to share across threads without one, and lookups are short.
+Ids are the faiss ids (0..n-1 in build order, then counting on as documents are added; a deleted
+id is never reused), so a search result maps to a row without a join. `synthetic` marks padding
+passages (vectors added to reach a target index size in load tests) so they are never shown as
+evidence. `source`, `start`, `end` say which document a passage was cut from and where (NULL for
+a JSONL corpus's passages); a store written before they existed has no such columns and reads as
+all NULL. Reads go through one connection guarded by a lock: SQLite connections are not safe to
+share across threads without one, and lookups are short.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ragraph.errors import SearchIndexError
-from ragraph.ir.values import Passage, Passages
+from ragraph.ir.values import Origin, Passage, Passages
 
 _SCHEMA = """
 CREATE TABLE passages (
@@ -25,22 +28,27 @@ CREATE TABLE passages (
     doc_id TEXT,
     title TEXT NOT NULL,
     text TEXT NOT NULL,
-    synthetic INTEGER NOT NULL DEFAULT 0
+    synthetic INTEGER NOT NULL DEFAULT 0,
+    source TEXT,
+    start INTEGER,
+    "end" INTEGER
 )
 """
+_ORIGIN_COLUMNS = ("source", "start", '"end"')
 # SQLite's default limit on bound parameters is 999 in old builds; stay under it per query.
 _CHUNK = 900
 
 
 @dataclass(frozen=True)
 class StoredPassage:
-    """One row to write: the faiss id, the corpus's own id (if any), title, text."""
+    """One row to write: the faiss id, the corpus's own id (if any), title, text, origin."""
 
     id: int
     doc_id: str | None
     title: str
     text: str
     synthetic: bool = False
+    origin: Origin | None = None
 
 
 def write_store(path: Path, rows: Iterable[StoredPassage]) -> int:
@@ -50,14 +58,31 @@ def write_store(path: Path, rows: Iterable[StoredPassage]) -> int:
     conn = sqlite3.connect(path)
     try:
         conn.execute(_SCHEMA)
-        cur = conn.executemany(
-            "INSERT INTO passages (id, doc_id, title, text, synthetic) VALUES (?, ?, ?, ?, ?)",
-            ((r.id, r.doc_id, r.title, r.text, int(r.synthetic)) for r in rows),
-        )
+        count = insert_rows(conn, rows)
         conn.commit()
-        return cur.rowcount
+        return count
     finally:
         conn.close()
+
+
+def insert_rows(conn: sqlite3.Connection, rows: Iterable[StoredPassage]) -> int:
+    """Insert `rows` into an open store (the caller commits)."""
+    cur = conn.executemany(
+        'INSERT INTO passages (id, doc_id, title, text, synthetic, source, start, "end") '
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        ((r.id, r.doc_id, r.title, r.text, int(r.synthetic),
+          *((r.origin.source, r.origin.start, r.origin.end) if r.origin else (None,) * 3))
+         for r in rows),
+    )
+    return cur.rowcount
+
+
+def add_origin_columns(conn: sqlite3.Connection) -> None:
+    """Give a store written before passages had origins their columns (NULL for old rows)."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(passages)")}
+    for column, kind in (("source", "TEXT"), ("start", "INTEGER"), ("end", "INTEGER")):
+        if column not in have:
+            conn.execute(f'ALTER TABLE passages ADD COLUMN "{column}" {kind}')
 
 
 class PassageStore:
@@ -73,6 +98,9 @@ class PassageStore:
             raise SearchIndexError(f"{path}: not a ragraph passage store ({err})") from err
         self._path = path
         self._lock = threading.Lock()
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(passages)")}
+        origin = ", ".join(_ORIGIN_COLUMNS) if "source" in columns else "NULL, NULL, NULL"
+        self._select = f"SELECT id, title, text, synthetic, {origin} FROM passages WHERE id IN "
 
     def __len__(self) -> int:
         return int(self._count)
@@ -90,21 +118,51 @@ class PassageStore:
                 continue
             if i not in rows:
                 raise SearchIndexError(f"{self._path}: no passage with id {i}")
-            title, text, synthetic = rows[i]
-            out.append(Passage(i, title, text, score=s, synthetic=bool(synthetic)))
+            title, text, synthetic, source, start, end = rows[i]
+            origin = None if source is None else Origin(source, start, end)
+            out.append(Passage(i, title, text, score=s, synthetic=bool(synthetic), origin=origin))
         return Passages(tuple(out))
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
 
-    def _fetch(self, ids: list[int]) -> dict[int, tuple[str, str, int]]:
-        found: dict[int, tuple[str, str, int]] = {}
+    def _fetch(self, ids: list[int]) -> dict[int, tuple]:
+        found: dict[int, tuple] = {}
         with self._lock:
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
-                query = f"SELECT id, title, text, synthetic FROM passages WHERE id IN ({marks})"
-                for row in self._conn.execute(query, chunk):
-                    found[row[0]] = (row[1], row[2], row[3])
+                for row in self._conn.execute(f"{self._select}({marks})", chunk):
+                    found[row[0]] = row[1:]
         return found
+
+
+def ids_of_sources(conn: sqlite3.Connection, sources: Sequence[str]) -> dict[str, list[int]]:
+    """The ids of each source's passages: the document at that path, or every document under it
+    when it is a folder."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(passages)")}
+    if "source" not in have:
+        return {s: [] for s in sources}
+    out: dict[str, list[int]] = {}
+    for source in sources:
+        folder = source.rstrip("/") + "/"
+        rows = conn.execute(
+            "SELECT id FROM passages WHERE source = ? OR substr(source, 1, ?) = ? ORDER BY id",
+            (source, len(folder), folder))
+        out[source] = [row[0] for row in rows]
+    return out
+
+
+def existing_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    found: set[int] = set()
+    for start in range(0, len(ids), _CHUNK):
+        chunk = list(ids[start : start + _CHUNK])
+        marks = ",".join("?" * len(chunk))
+        found.update(r[0] for r in conn.execute(
+            f"SELECT id FROM passages WHERE id IN ({marks})", chunk))
+    return found
+
+
+def delete_rows(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
+    conn.executemany("DELETE FROM passages WHERE id = ?", ((int(i),) for i in ids))
