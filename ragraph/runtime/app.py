@@ -142,6 +142,11 @@ def on_gpu_paths(engine, config: RuntimeConfig):
 @asynccontextmanager
 async def open_services(config: RuntimeConfig, search: SearchService | None = None,
                         tracer: Tracer | None = None) -> AsyncIterator[Services]:
+    """The run's engines; with `config.otlp`, its spans go to that collector (telemetry/)."""
+    from ragraph.runtime.telemetry.otlp import exporting, require_otel
+
+    if config.otlp is not None:
+        require_otel()  # before any engine loads: a missing extra is the first thing said
     llm = create_llm(config)
     app_llm = None
     try:
@@ -150,9 +155,11 @@ async def open_services(config: RuntimeConfig, search: SearchService | None = No
         if config.executor == "langgraph":
             loop = asyncio.get_running_loop()
             app_llm = await loop.run_in_executor(None, open_app_llm, config, llm, loop)
-        yield Services(llm=llm, search=search or open_search(config),
-                       tracer=tracer or Tracer(), search_threads=config.search_threads,
-                       app_llm=app_llm)
+        services = Services(llm=llm, search=search or open_search(config),
+                            tracer=tracer or Tracer(), search_threads=config.search_threads,
+                            app_llm=app_llm)
+        async with exporting(config, services.hooks, llm, services.search):
+            yield services
     finally:
         if app_llm is not None:
             app_llm.close()

@@ -6,6 +6,10 @@ watch (the HTTP server) passes a `RunObserver`. Without one every call returns a
 batch run pays nothing for it. Events are frozen and carry plain values: the observer runs on the
 scheduler's loop thread and must not block it.
 
+A run that records spans (`--otlp`, runtime/telemetry) also passes a `RunRecorder`: it is told
+more than an observer (a request's end, a retrieval's search work, the prompt of a generation)
+and turns each request into a tree of spans when it ends. Without one nothing is built.
+
 Cancelling is the other direction: an executor that can stop one request says how with
 `accept_cancel`; `cancel(rid)` then ends that request as failed and releases its engine work
 (the wavefront aborts its generation streams as the request retires).
@@ -19,7 +23,8 @@ from typing import ClassVar, Protocol
 
 from ragraph.errors import FailureKind, RagraphError
 from ragraph.ir.nodes import Node
-from ragraph.ir.values import Value
+from ragraph.ir.values import Passages, Value
+from ragraph.runtime.llm.chat import Prompt
 from ragraph.runtime.llm.protocol import GenerationResult
 from ragraph.runtime.request import RequestState
 
@@ -82,6 +87,38 @@ class RunObserver(Protocol):
     def emit(self, event: RunEvent) -> None: ...
 
 
+@dataclass(frozen=True)
+class Searched:
+    """What one retrieval of a request did in the search engine: the query it embedded, the
+    clusters it probed (nprobe) and searched, in how many steps, how many of those clusters the
+    accelerator tier held (None without the tier), and the passages it committed."""
+
+    query: str
+    nprobe: int
+    steps: int
+    clusters: int
+    passages: Passages
+    hot_hits: int | None = None
+
+
+class RunRecorder(Protocol):
+    """Who turns a run into spans (runtime/telemetry). Called where the observer is, plus the
+    request's end; times are `time.perf_counter` seconds."""
+
+    def unit(self, state: RequestState, node: Node, started: float, ended: float) -> None: ...
+
+    def generated(self, rid: str, origin: str, result: GenerationResult,
+                  prompt: Prompt | None) -> None: ...
+
+    def retrieved(self, rid: str, origin: str, searched: Searched) -> None: ...
+
+    def speculated(self, rid: str, origin: str) -> None: ...
+
+    def speculation(self, rid: str, origin: str, adopted: bool) -> None: ...
+
+    def finished(self, state: RequestState) -> None: ...
+
+
 class RequestCancelled(RagraphError):
     """The error a cancelled request finishes with (its message is the reason)."""
 
@@ -91,12 +128,21 @@ class RequestCancelled(RagraphError):
 class RunHooks:
     """The observer of a run (optional) and the way its executor cancels a request."""
 
-    def __init__(self, observer: RunObserver | None = None) -> None:
+    def __init__(self, observer: RunObserver | None = None,
+                 recorder: RunRecorder | None = None) -> None:
         self.observer = observer
+        self.recorder = recorder
         self._cancel: Callable[[CancelRequest], None] | None = None
+
+    @property
+    def recording(self) -> bool:
+        """Whether spans are recorded: what only a recorder needs is worked out only then."""
+        return self.recorder is not None
 
     def unit_completed(self, state: RequestState, node: Node, started: float,
                        ended: float) -> None:
+        if self.recorder is not None:
+            self.recorder.unit(state, node, started, ended)
         if self.observer is not None:
             outputs = {v: state.variables[v] for v in sorted(node.writes())
                        if v in state.variables}
@@ -108,11 +154,31 @@ class RunHooks:
         if self.observer is not None and text:
             self.observer.emit(TextProduced(rid, origin, output, text))
 
+    def speculated(self, rid: str, origin: str) -> None:
+        """A speculative generation of `origin` started."""
+        if self.recorder is not None:
+            self.recorder.speculated(rid, origin)
+
     def speculation(self, rid: str, origin: str, adopted: bool) -> None:
+        if self.recorder is not None:
+            self.recorder.speculation(rid, origin, adopted)
         if self.observer is not None:
             self.observer.emit(SpeculationSettled(rid, origin, adopted))
 
-    def generated(self, rid: str, origin: str, result: GenerationResult | None) -> None:
+    def retrieved(self, rid: str, origin: str, searched: Callable[[], Searched]) -> None:
+        """A retrieval committed; `searched` is called only when spans are recorded."""
+        if self.recorder is not None:
+            self.recorder.retrieved(rid, origin, searched())
+
+    def finished(self, state: RequestState) -> None:
+        """The request ended, answered or failed (its outcome is being reported)."""
+        if self.recorder is not None:
+            self.recorder.finished(state)
+
+    def generated(self, rid: str, origin: str, result: GenerationResult | None,
+                  prompt: Prompt | None = None) -> None:
+        if self.recorder is not None and result is not None:
+            self.recorder.generated(rid, origin, result, prompt)
         if self.observer is not None and result is not None:
             self.observer.emit(GenerationUsage(rid, origin, result.prompt_tokens,
                                                result.cached_tokens, result.completion_tokens))

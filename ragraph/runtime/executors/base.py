@@ -84,8 +84,9 @@ def advance(state: RequestState) -> str:
     return edge.dst
 
 
-def finish(state: RequestState, on_done: OnDone, now: float) -> None:
+def finish(state: RequestState, on_done: OnDone, now: float, hooks: RunHooks) -> None:
     state.finished_at = now
+    hooks.finished(state)
     on_done(outcome_of(state, state.graph.name, now))
 
 

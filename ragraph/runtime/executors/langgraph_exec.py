@@ -70,7 +70,7 @@ class LangGraphExecutor:
                 _settle(state, final)
             except Exception as err:  # attributed to this request; the others go on
                 fail(state, err)
-        finish(state, on_done, clock())
+        finish(state, on_done, clock(), self.services.hooks)
 
 
 def _settle(state: RequestState, final: dict) -> None:

@@ -13,6 +13,7 @@ from ragraph.errors import WorkflowError
 from ragraph.ir.nodes import Generate, Merge, Node, Retrieve
 from ragraph.ir.values import GeneratedText, Passages
 from ragraph.runtime import effects
+from ragraph.runtime.events import Searched
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.generate import generated_text, generation_request
 from ragraph.runtime.llm.chat import Prompt
@@ -50,7 +51,7 @@ async def _generate(node: Generate, state: RequestState, services: Services, pro
     if error is not None:
         raise error
     text = generated_text(result)
-    services.hooks.generated(state.rid, node.id, result)
+    services.hooks.generated(state.rid, node.id, result, prompt)
     return text
 
 
@@ -82,6 +83,12 @@ def search_blocking(services: Services, node: Retrieve, query: str) -> Passages:
     return passages
 
 
+def whole_search(services: Services, node: Retrieve, query: str, passages: Passages) -> Searched:
+    """A retrieval the baselines searched in one step over its whole probe list."""
+    nprobe = min(node.nprobe or services.search.nprobe, services.search.engine.nlist)
+    return Searched(query, nprobe, steps=1, clusters=nprobe, passages=passages)
+
+
 async def run_retrieval(
     node: Retrieve, state: RequestState, services: Services, pool: ThreadPool
 ) -> None:
@@ -92,6 +99,8 @@ async def run_retrieval(
         query = effects.retrieval_query(node, state.variables)
         passages = await loop.run_in_executor(pool, search_blocking, services, node, query)
         effects.apply_retrieval(node, state.variables, passages)
+        services.hooks.retrieved(state.rid, node.id,
+                                 lambda: whole_search(services, node, query, passages))
     else:
         found = [await loop.run_in_executor(pool, search_blocking, services, node,
                                             effects.retrieval_query(node, v))

@@ -49,4 +49,4 @@ class SequentialExecutor:
                         await run_node(state.graph.node(state.node), state, self.services, pool)
                 except Exception as err:  # attributed to this request; the others go on
                     fail(state, err)
-        finish(state, on_done, clock())
+        finish(state, on_done, clock(), self.services.hooks)

@@ -28,7 +28,12 @@ from ragraph.runtime.executors.base import (
     fail,
     finish,
 )
-from ragraph.runtime.executors.nodes import all_at_once, run_generation, run_merge
+from ragraph.runtime.executors.nodes import (
+    all_at_once,
+    run_generation,
+    run_merge,
+    whole_search,
+)
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.retrieval.protocol import SearchTask
@@ -63,7 +68,7 @@ class StageBatchedExecutor:
             _merges(active, self.services)
             for state in [s for s in active if s.error or s.node == END]:
                 active.remove(state)
-                finish(state, on_done, clock())
+                finish(state, on_done, clock(), self.services.hooks)
 
     async def _stage(self, active: list[RequestState], kind, pool) -> None:
         ready = [s for s in active if not s.error and s.node != END
@@ -133,6 +138,8 @@ def _apply(services: Services, state: RequestState, found: list[Passages],
     if node.each:
         effects.apply_branches_to(node.output, state.variables, found)
     else:
+        services.hooks.retrieved(state.rid, node.id, lambda: whole_search(
+            services, node, effects.retrieval_query(node, state.variables), found[0]))
         effects.apply_retrieval(node, state.variables, found[0])
     state.retrievals.extend(effects.retrieved(state.variables[node.output]))
     services.hooks.unit_completed(state, node, start, clock())

@@ -108,6 +108,7 @@ class GenerationSide:
         self._submit(job)
         self.speculative[key] = job
         self.n.speculations += 1
+        self.s.hooks.speculated(state.rid, chain.origin)
 
     def drop_speculation(self, rid: str, origin: str, branch: int = 0,
                          rolled_back: bool = True) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ragraph.errors import EngineError
 from ragraph.ir.values import Passages
+from ragraph.runtime.events import Searched
 from ragraph.runtime.llm.chat import Prompt
 from ragraph.runtime.llm.failure import error_of
 from ragraph.runtime.llm.protocol import GenerationResult, PromptSegments
@@ -130,6 +131,8 @@ class RetJob(Job):
     passages: Passages | None = None
     drift: float = 1.0
     steps: int = 0
+    clusters: int = 0  # clusters searched so far
+    hot_hits: int | None = None  # ... of them held by the accelerator tier (None: no tier)
     in_flight: bool = False
     waited: int = 0  # search steps in a row that gave it no cluster
 
@@ -144,6 +147,12 @@ class RetJob(Job):
         return (self.vector is not None and not self.in_flight
                 and Stage.SEARCHED not in self.reached)
 
+    def searched(self) -> Searched:
+        """What the search did for this retrieval, once it finished (spans report it)."""
+        assert self.probe is not None and self.passages is not None  # it finished
+        return Searched(self.query, len(self.probe), self.steps, self.clusters, self.passages,
+                        self.hot_hits)
+
     def take(self, prepared: Prepared) -> None:
         self.vector, self.probe, self.remaining = prepared.vector, prepared.probe, prepared.order
 
@@ -157,6 +166,7 @@ class RetJob(Job):
     def absorb(self, result: ScanResult) -> None:
         """Take one cycle's result (on the scheduler thread)."""
         self.waited = 0 if result.searched else self.waited + 1
+        self.clusters += len(result.searched)
         if result.partial is not None:
             self.partials.append(result.partial)
             self.steps += 1

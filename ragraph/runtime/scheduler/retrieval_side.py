@@ -74,6 +74,9 @@ class RetrievalSide:
         self._cycle_started = 0.0
         self._stepped_last = True  # which of the two went last on the search thread
         self._may_join = True  # no batch has joined the next step yet
+        # The accelerator tier's clusters as the running cycle began (spans count a retrieval's
+        # hits in it); None when spans are off or there is no tier.
+        self._resident = None
 
     @property
     def busy_with_real_work(self) -> bool:
@@ -208,6 +211,9 @@ class RetrievalSide:
         for j in jobs:
             j.in_flight = True
         self._cycle_started = clock()
+        if self.s.hooks.recording:
+            tier = getattr(self.s.search.engine, "cache", None)
+            self._resident = tier.resident if tier is not None else None
         self.future = asyncio.get_running_loop().run_in_executor(
             self.worker, run_cycle, self.s.search, items, self._budget_ms(backlog),
             self.cost, self._split_check())
@@ -241,6 +247,9 @@ class RetrievalSide:
                 out.append((job, result.error))
                 continue
             job.absorb(result)
+            if self._resident is not None:
+                hits = sum(1 for c in result.searched if c in self._resident)
+                job.hot_hits = (job.hot_hits or 0) + hits
             if result.passages is not None:
                 self._complete(job, result)
             out.append((job, result))

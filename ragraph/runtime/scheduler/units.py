@@ -26,7 +26,6 @@ from ragraph.ir.stages import (
     RetrieveCommit,
     SearchSteps,
 )
-from ragraph.ir.values import Passages
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock, fail
 from ragraph.runtime.generate import generated_text
@@ -223,12 +222,14 @@ class Units:
         return True
 
     def _commit(self, state: RequestState, chain: RetrievalChain) -> None:
-        job = self.rjobs.pop((state.rid, chain.origin))
-        self._apply_retrieval(state, chain, job.passages)
+        self._apply_retrieval(state, chain, self.rjobs.pop((state.rid, chain.origin)))
 
     def _apply_retrieval(self, state: RequestState, chain: RetrievalChain,
-                         passages: Passages | None) -> None:
+                         job: RetJob | fanout.Fan) -> None:
+        passages = job.passages
         assert passages is not None  # the search-steps unit completed
+        if isinstance(job, RetJob):
+            self.s.hooks.retrieved(state.rid, chain.origin, job.searched)
         effects.apply_retrieval_to(chain.output, state.variables, passages)
         state.retrievals.extend(effects.retrieved(passages))
 
@@ -237,7 +238,7 @@ class Units:
         if fan is not None:
             for done in fanout.finish_generations(self.gen, fan, state, chain):
                 self.gjobs.pop(done.key, None)
-                self.s.hooks.generated(state.rid, chain.origin, done.result)
+                self.s.hooks.generated(state.rid, chain.origin, done.result, done.prompt)
             return
         job = self.gen.real[(state.rid, chain.origin, 0)]
         self.gjobs.pop(job.key, None)
@@ -247,7 +248,7 @@ class Units:
             raise error
         assert job.result is not None  # the decode unit completed
         text = generated_text(job.result)  # raises the engine's error for this request
-        self.s.hooks.generated(state.rid, chain.origin, job.result)
+        self.s.hooks.generated(state.rid, chain.origin, job.result, job.prompt)
         effects.apply_generation_to(chain.output, chain.append, state.variables, text,
                                     text.min_prob, chain.items)
 
@@ -263,7 +264,7 @@ class Units:
             if isinstance(node, Retrieve):
                 done = self.rjobs.pop((job.state.rid, node.id), job)
                 self._apply_retrieval(job.state, walk.program.retrievals[node.id],
-                                      done.passages)  # type: ignore[union-attr]
+                                      done)  # type: ignore[arg-type]
             elif isinstance(node, Generate):
                 self._finish(job.state, walk.program.generations[node.id])
         except Exception as err:

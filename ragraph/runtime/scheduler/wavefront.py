@@ -189,7 +189,7 @@ class _Run:
             request, arrived = self.waiting.popleft()
             state = admit(self.catalog, request, arrived)
             if state.error is not None:
-                finish(state, self.on_done, clock())
+                finish(state, self.on_done, clock(), self.s.hooks)
                 continue
             self.units.begin(self._program(request), state)
 
@@ -209,13 +209,13 @@ class _Run:
             state = admit(self.catalog, request, arrived)
             if state.error is None:
                 fail(state, RequestCancelled(event.reason))
-            finish(state, self.on_done, clock())
+            finish(state, self.on_done, clock(), self.s.hooks)
 
     def _retire(self, state: RequestState) -> None:
         """The request is done (answered or failed): release everything it holds."""
         self.gen.release(state.rid)
         self.ret.release(state)
-        finish(state, self.on_done, clock())
+        finish(state, self.on_done, clock(), self.s.hooks)
 
     def _engine_has_room(self) -> bool:
         """Room for speculation: the engine is not the bottleneck and its generation stage is
