@@ -35,6 +35,10 @@ def add_runtime_flags(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
                    help="embed queries with this OpenAI-compatible /v1/embeddings server (vLLM, "
                    "TEI, llama-server --embedding) instead of loading the index's embedder here; "
                    "it must serve the model the index was built with")
+    p.add_argument("--otlp", metavar="URL",
+                   help="send OpenTelemetry spans (a CHAIN per request, RETRIEVER/EMBEDDING/LLM "
+                   "per node) over OTLP/HTTP to this collector, e.g. http://localhost:4318 "
+                   "(Jaeger, Phoenix, an OpenTelemetry Collector); needs the otel extra")
     add_model_flags(p)
     add_thread_flags(p)
     add_gpu_flags(p)
@@ -81,7 +85,7 @@ def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
         gen_threads=args.gen_threads, search_threads=args.search_threads,
         hot_cache=args.hot_cache, profile=args.profile, exact=args.exact,
         ctx=args.ctx, chat_template=args.chat_template, openai_endpoint=args.openai_endpoint,
-        api_key_env=args.api_key_env,
+        api_key_env=args.api_key_env, otlp=args.otlp,
         **scale_out.fields(args),
     )
 
