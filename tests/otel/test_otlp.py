@@ -72,3 +72,38 @@ def test_a_base_url_gains_the_traces_path():
     assert traces_url("http://localhost:4318") == "http://localhost:4318/v1/traces"
     assert traces_url("http://localhost:4318/") == "http://localhost:4318/v1/traces"
     assert traces_url("http://host/otlp/v1/traces") == "http://host/otlp/v1/traces"
+
+
+def test_serve_exports_each_request_it_answers():
+    """`ragraph serve --otlp`: the server's one scheduler run records every request it answers;
+    the last batch goes out when the server shuts down."""
+    import httpx
+
+    from ragraph.runtime.config import RuntimeConfig
+    from tests.runtime import workflows
+    from tests.serve.servers import serving
+
+    with collector() as (url, received):
+        with serving({"hyde": workflows.hyde()}, RuntimeConfig(engine="sim", otlp=url)) as server:
+            answers = [httpx.post(server.url + "/runs/wait", timeout=60,
+                                  json={"workflow": "hyde", "input": {"question": q}}).json()
+                       for q in ("Who wrote Middlemarch?", "What is a glacier?")]
+    roots = [attributes(s) for s in received.spans if not s.parent_span_id]
+    assert sorted((r["input.value"], r["output.value"]) for r in roots) == sorted(
+        (q, a["answer"]) for q, a in zip(("Who wrote Middlemarch?", "What is a glacier?"),
+                                         answers, strict=True))
+    assert {r["ragraph.request.id"] for r in roots} == {a["run_id"] for a in answers}
+
+
+def test_the_python_api_takes_otlp_too():
+    """`ragraph.Runtime(otlp=URL)`: the API opens the same services, so its requests export."""
+    import ragraph
+    from tests.runtime import workflows
+    from tests.runtime.fakes import random_search
+
+    with collector() as (url, received):
+        with ragraph.Runtime(engine="sim", search=random_search(), otlp=url) as rt:
+            answer = rt.run(workflows.hyde(), "Who wrote Middlemarch?")
+    [root] = [attributes(s) for s in received.spans if not s.parent_span_id]
+    assert root["input.value"] == "Who wrote Middlemarch?"
+    assert root["output.value"] == answer.answer

@@ -191,5 +191,12 @@ def test_a_failed_request_has_an_error_status():
     assert all(r.status.status_code == StatusCode.UNSET for r in ok)
 
 
-def test_nothing_is_recorded_without_a_recorder():
-    assert not RunHooks().recording
+def test_nothing_is_built_without_a_recorder():
+    """Spans off: a retrieval's report is never made (the hook is handed a callable)."""
+    hooks = RunHooks()
+    assert not hooks.recording
+
+    def never():  # noqa: ANN202
+        raise AssertionError("a retrieval's report was built with spans off")
+
+    hooks.retrieved("r", "search", never)
