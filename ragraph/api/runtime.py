@@ -9,12 +9,14 @@ it, the async ones await it from the caller's loop."""
 from __future__ import annotations
 
 import asyncio
+import os
 import queue
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragraph.api.answer import Answer
 from ragraph.api.events import Event, Finished
@@ -31,6 +33,9 @@ from ragraph.runtime.llm.protocol import EngineCounters
 from ragraph.runtime.request import Request, check_text, initial_variables
 from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.trace import Tracer
+
+if TYPE_CHECKING:
+    from ragraph.runtime.retrieval.ingest import IndexReport
 
 T = TypeVar("T")
 Question = str | Mapping[str, Any] | Request
@@ -151,15 +156,31 @@ class Runtime:
         sink: Sink = lambda item: caller.call_soon_threadsafe(items.put_nowait, item)  # noqa: E731
         future = self._on_loop(self._session.follow(compiled, requests[0], sink))
         try:
-            while True:
-                item = await items.get()
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-                if isinstance(item, Finished):
-                    return
+            event = None
+            while not isinstance(event, Finished):
+                event = _event(await items.get())
+                yield event
         finally:
             future.cancel()  # the consumer stopped early: the request is cancelled
+
+    # -- documents -------------------------------------------------------------------------------
+
+    def index(self, paths: Iterable[str | os.PathLike], out: str | os.PathLike | None = None,
+              *, skip_bad: bool = False) -> IndexReport:
+        """Index the text, Markdown, HTML and PDF files under `paths` (`ragraph index build
+        --docs` / `index add`): into a new index at `out` (MiniLM), or, without `out`, added
+        to this runtime's `index` in place. An open runtime keeps searching the version it
+        opened; a runtime opened after sees the new one."""
+        from ragraph.runtime.retrieval.ingest import add_documents, build_index
+
+        files = [Path(p) for p in paths]
+        if out is not None:
+            return build_index(files, Path(out), skip_bad=skip_bad)
+        if self.config.index is None:
+            raise ConfigError("out", "the embedded default index is not changed in place: give "
+                              "out= for a new index (then Runtime(index=out))")
+        return add_documents(Path(self.config.index), files,
+                             embedder_url=self.config.embedder_url, skip_bad=skip_bad)
 
     # -- what the CLI reads ----------------------------------------------------------------------
 
@@ -270,12 +291,16 @@ def _request(question: Question, where: str, inputs: Mapping[str, Value] | None,
 
 def _events(get, future: Future) -> Iterator[Event]:  # noqa: ANN001 - a queue's get
     try:
-        while True:
-            item = get()
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-            if isinstance(item, Finished):
-                return
+        event = None
+        while not isinstance(event, Finished):
+            event = _event(get())
+            yield event
     finally:
         future.cancel()  # the consumer stopped early: the request is cancelled
+
+
+def _event(item: Event | BaseException) -> Event:
+    """A stream's next event; the failure to submit its request is raised to its reader."""
+    if isinstance(item, BaseException):
+        raise item
+    return item
