@@ -15,7 +15,8 @@ def add_chunk_flags(parser: argparse.ArgumentParser) -> None:
                         help="most tokens of the embedder's tokenizer in a passage (default 128, "
                              "less when the model's sequence is shorter)")
     parser.add_argument("--overlap", type=int, metavar="N",
-                        help="most tokens neighbouring passages share (default chunk-tokens/8)")
+                        help="most tokens neighbouring passages share, in whole sentences or "
+                             "words (default chunk-tokens/4)")
     parser.add_argument("--skip-bad", action="store_true",
                         help="skip (and list) files that cannot be read instead of stopping")
 

@@ -85,3 +85,12 @@ def host_matmul(request, monkeypatch) -> str:
     products.host_product.cache_clear()
     yield request.param
     products.host_product.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def tiny_embedder_dir(tmp_path_factory) -> Path:
+    """A real sentence-transformers directory with random weights (64-token sequences): what the
+    document tests embed and tokenize with, in a second."""
+    from .tiny_models import tiny_model
+
+    return tiny_model(tmp_path_factory.mktemp("tiny-embedder"))

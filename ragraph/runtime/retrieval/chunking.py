@@ -3,7 +3,8 @@
 The splitter is semantic-text-splitter (Rust, maintained, on PyPI as wheels): it counts with a
 Hugging Face `tokenizers.Tokenizer`, cuts at the largest semantic unit that fits (paragraphs,
 sentences, words; Markdown structure for Markdown files), overlaps neighbouring chunks by up to
-`overlap` tokens, and gives each chunk's character offset in the text, so a passage's origin is
+`overlap` tokens of whole units (a sentence longer than `overlap` is not shared, so the default
+overlap is a quarter of the chunk: a sentence or two), and gives each chunk's character offset in the text, so a passage's origin is
 exact, not searched for afterwards.
 
 What the embedder sees is `title. chunk` after its passage prompt, between its special tokens
@@ -30,7 +31,7 @@ MIN_CHUNK_TOKENS = 16
 @dataclass(frozen=True)
 class ChunkConfig:
     """`tokens`: a chunk's most tokens (None: 128, or less when the model's sequence is
-    shorter); `overlap`: most tokens shared by neighbours (None: an eighth of `tokens`)."""
+    shorter); `overlap`: most tokens shared by neighbours (None: a quarter of `tokens`)."""
 
     tokens: int | None = None
     overlap: int | None = None
@@ -67,7 +68,7 @@ class Chunker:
             raise ConfigError("chunk_tokens", f"{self.tokens} tokens do not fit {spec.name!r}: "
                               f"its sequences hold {max_seq} tokens, {self._reserved} of them "
                               f"its special tokens and passage prompt; at most {room}")
-        self.overlap = config.overlap if config.overlap is not None else self.tokens // 8
+        self.overlap = config.overlap if config.overlap is not None else self.tokens // 4
         if self.overlap >= self.tokens:
             raise ConfigError("overlap", f"must be below chunk_tokens ({self.tokens}), "
                               f"got {self.overlap}")
