@@ -17,11 +17,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ragraph.runtime.answer_stream import AnswerDeltas
 from ragraph.runtime.events import TextProduced
 from ragraph.runtime.hub import Ticket
 from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.request import ANSWER
-from ragraph.serve.answer import AnswerDeltas
 from ragraph.serve.bodies import Ask, parse_chat, parse_completion
 from ragraph.serve.http_error import HttpError
 from ragraph.serve.openai_fields import ignored_header

@@ -16,6 +16,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from ragraph.runtime.answer_stream import answer_origins
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.events import RunEvent
@@ -23,7 +24,6 @@ from ragraph.runtime.executors.base import Services
 from ragraph.runtime.hub import Hub, Ticket
 from ragraph.runtime.outcome import Outcome
 from ragraph.serve.admission import Admission
-from ragraph.serve.answer import answer_origins
 from ragraph.serve.bodies import Ask
 from ragraph.serve.health import EngineHealth
 from ragraph.serve.http_error import HttpError

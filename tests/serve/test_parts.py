@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragraph.errors import ConfigError
+from ragraph.runtime.answer_stream import AnswerDeltas, answer_origins
 from ragraph.runtime.catalog import Catalog
 from ragraph.serve.admission import Admission, retry_after_s
-from ragraph.serve.answer import AnswerDeltas, answer_origins
 from ragraph.serve.bodies import HttpError, parse_chat, parse_completion, parse_run
 from ragraph.serve.settings import ServeSettings
 from tests.serve.conftest import graphs

@@ -18,7 +18,8 @@ from ragraph.api.answer import Answer
 from ragraph.api.load import Workflow, load
 from ragraph.api.runtime import Runtime
 from ragraph.errors import ConfigError, RequestFailed
-from ragraph.interop.langchain.streaming import AnswerText, streams_live
+from ragraph.interop.langchain.streaming import AnswerText
+from ragraph.runtime.answer_stream import answer_origins
 
 Input = str | Mapping[str, Any]
 
@@ -33,7 +34,7 @@ class RagraphRunnable(Runnable[Input, str]):
         self.workflow = load(workflow, runtime.config.passes)
         self.runtime = runtime
         self.name = name or self.workflow.name
-        self._live = streams_live(self.workflow.source)
+        self._live = answer_origins(self.workflow.source)
 
     def invoke(self, input: Input, config: RunnableConfig | None = None,  # noqa: A002
                **kwargs: Any) -> str:

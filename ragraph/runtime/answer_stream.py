@@ -1,4 +1,4 @@
-"""The final answer as a stream of deltas (OpenAI `stream: true`).
+"""The final answer as a stream of deltas (serve's OpenAI `stream: true`, LangChain streams).
 
 A request's answer is the `answer` variable, stripped, when the workflow ends. Its text can be sent
 while the engine writes it only from a generation that is certainly the last word: it assigns
