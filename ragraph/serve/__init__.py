@@ -6,7 +6,8 @@
     (runtime/hub.py   the one scheduler run, restarted if it dies; a Ticket per request)
     state.py          what routes share; waiting for a ticket within the timeout, or a disconnect
     openai_routes.py  /v1/chat/completions, /v1/completions, /v1/models
-    run_routes.py     /runs/stream, /runs/wait (LangGraph's run API)
+    run_routes.py     /runs/stream, /runs/wait (LangGraph's run API; run_fields.py its
+                      other fields; assistant_routes.py its assistants, no threads)
     info_routes.py    /ok, /health, /readiness, /metrics, /workflows, the page and its feed
     reading.py        a body: JSON only, its size, its time, its depth, its Unicode
     bodies.py         what a body asks, and the errors that name its field (http_error.py)
@@ -14,7 +15,7 @@
     results.py        a finished request as JSON, a failed one as the status of whose fault
     health.py         whether the engine answers (/readiness)
     admission.py      the bounded queue (429 + Retry-After)
-    answer.py         which generation's text is the answer, as deltas
+    (runtime/answer_stream.py  which generation's text is the answer, as deltas)
     metrics.py        Prometheus;  live.py  the page's feed;  page/  the page
 """
 

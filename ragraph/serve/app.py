@@ -17,7 +17,7 @@ from starlette.responses import Response
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.search_service import SearchService
-from ragraph.serve import info_routes, openai_routes, run_routes
+from ragraph.serve import assistant_routes, info_routes, openai_routes, run_routes
 from ragraph.serve.guards import guards
 from ragraph.serve.http_error import HttpError
 from ragraph.serve.settings import ServeSettings
@@ -43,7 +43,7 @@ def build_app(catalog: Catalog, config: RuntimeConfig, settings: ServeSettings,
                 await state.stop()
 
     app = Starlette(routes=[*openai_routes.routes(), *run_routes.routes(),
-                            *info_routes.routes()],
+                            *assistant_routes.routes(), *info_routes.routes()],
                     lifespan=lifespan, middleware=guards(settings, state),
                     exception_handlers={HttpError: _refused, Exception: _crashed})
     app.state.server = state

@@ -15,8 +15,11 @@ from ragraph.runtime.request import Request as RunRequest
 from ragraph.runtime.request import initial_variables
 from ragraph.serve.http_error import HttpError
 from ragraph.serve.openai_fields import check_fields
+from ragraph.serve.run_fields import check_run_fields
 
-STREAM_MODES = ("updates", "units", "messages")
+# LangGraph's "values" (the final state) and "messages-tuple" (LangChain message chunks)
+# are what langgraph-sdk and RemoteGraph ask for.
+STREAM_MODES = ("updates", "units", "messages", "values", "messages-tuple")
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
@@ -70,7 +73,7 @@ def _openai(body: dict[str, Any], catalog: Catalog, question: str, where: str) -
 
 def parse_run(body: dict[str, Any], catalog: Catalog) -> Ask:
     """The run API: `{workflow, input: {question, ...other workflow inputs}}` (LangGraph's
-    `assistant_id` is taken for `workflow`)."""
+    `assistant_id` is taken for `workflow`; its other fields: `run_fields.py`)."""
     key = "workflow" if "workflow" in body or "assistant_id" not in body else "assistant_id"
     raw = body.get("input")
     if not isinstance(raw, dict):
@@ -82,6 +85,10 @@ def parse_run(body: dict[str, Any], catalog: Catalog) -> Ask:
     if not isinstance(modes, list) or not all(m in STREAM_MODES for m in modes):
         raise HttpError(400, f"stream_mode: must be one or more of {', '.join(STREAM_MODES)}",
                         "stream_mode")
+    if {"messages", "messages-tuple"} <= set(modes):
+        raise HttpError(400, "stream_mode: messages or messages-tuple, not both (both send "
+                        "`messages` events)", "stream_mode")
+    check_run_fields(body)
     name = _workflow(body, catalog, key)
     _check_inputs(catalog, name, question, inputs)
     return Ask(name, question, inputs, stream_modes=tuple(modes))

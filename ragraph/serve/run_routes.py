@@ -4,9 +4,11 @@
 The stream sends `metadata` (the run id), then as the request advances `updates` (a workflow node
 completed: the variables it assigned, retrieved passages as ids and titles), `speculation` (a
 speculative generation adopted or rolled back), with `stream_mode` "units" every unit of the
-compiled graph and with "messages" the generated text as it comes; and at the end `end` (the
-answer, path, passages, usage and timings) or `error`. `/runs/wait` answers with what `end`
-carries."""
+compiled graph and with "messages" the generated text as it comes (with "messages-tuple" as
+LangGraph sends it: `messages` events of `[AIMessageChunk, {langgraph_node}]`); and at the end
+`end` (the answer, path, passages, usage and timings), after a `values` event carrying the same
+with "values" (LangGraph's final state: what `RemoteGraph.invoke` returns), or `error`.
+`/runs/wait` answers with what `end` carries."""
 
 from __future__ import annotations
 
@@ -62,8 +64,10 @@ async def _events(state: ServerState, ticket: Ticket, ask: Ask) -> AsyncIterator
         if isinstance(item, Outcome) and item.error is not None:
             return [_error(ticket, failure(item, ask))]
         if isinstance(item, Outcome):
-            return [_sse("end", finished_json(ticket, item))]
-        return _events_of(item, ask.stream_modes)
+            body = finished_json(ticket, item)
+            values = [_sse("values", body)] if "values" in ask.stream_modes else []
+            return [*values, _sse("end", body)]
+        return _events_of(item, ask.stream_modes, ticket.rid)
 
     async with aclosing(state.stream(ticket, render, lambda e: [_error(ticket, e)])) as events:
         async for event in events:
@@ -74,7 +78,7 @@ def _error(ticket: Ticket, err: HttpError) -> dict[str, str]:
     return _sse("error", {"run_id": ticket.rid, **err.body()["error"]})
 
 
-def _events_of(item: RunEvent, modes: tuple[str, ...]) -> list[dict[str, str]]:
+def _events_of(item: RunEvent, modes: tuple[str, ...], rid: str) -> list[dict[str, str]]:
     if isinstance(item, UnitCompleted):
         body = {"node": item.origin, "unit": item.unit, "kind": item.kind,
                 "outputs": values_json(item.outputs),
@@ -85,8 +89,11 @@ def _events_of(item: RunEvent, modes: tuple[str, ...]) -> list[dict[str, str]]:
         return [_sse("speculation", {"node": item.origin, "adopted": item.adopted})]
     if isinstance(item, TextProduced) and "messages" in modes:
         return [_sse("messages", {"node": item.origin, "output": item.output, "text": item.text})]
+    if isinstance(item, TextProduced) and "messages-tuple" in modes:
+        chunk = {"type": "AIMessageChunk", "content": item.text, "id": f"{rid}-{item.origin}"}
+        return [_sse("messages", [chunk, {"langgraph_node": item.origin, "output": item.output}])]
     return []
 
 
-def _sse(name: str, data: dict[str, Any]) -> dict[str, str]:
+def _sse(name: str, data: dict[str, Any] | list[Any]) -> dict[str, str]:
     return {"event": name, "data": json.dumps(data, ensure_ascii=False)}
