@@ -61,7 +61,8 @@ def test_malformed_chat_is_refused_naming_the_field(server, body, status, field)
     ({"workflow": "hyde"}, "input"),
     ({"workflow": "hyde", "input": {"question": 3}}, "input.question"),
     ({"workflow": "hyde", "input": {"question": "q", "colour": "red"}}, "input.colour"),
-    ({"workflow": "hyde", "input": {"question": "q"}, "stream_mode": "values"}, "stream_mode"),
+    ({"workflow": "hyde", "input": {"question": "q"}, "stream_mode": "debug"}, "stream_mode"),
+    ({"workflow": "hyde", "input": {"question": "q"}, "checkpoint_id": "c1"}, "checkpoint_id"),
 ])
 def test_malformed_run_is_refused_naming_the_field(server, body, field):
     response = httpx.post(server.url + "/runs/wait", json=body, timeout=10)
