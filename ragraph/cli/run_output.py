@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ragraph.errors import ConfigError
+from ragraph.runtime.durable import fsync_path
 
 Row = dict[str, Any]
 
@@ -64,16 +65,7 @@ def replace_with(path: Path, rows: Iterable[Row]) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, path)
-    _sync_dir(path.parent)
-
-
-def _sync_dir(directory: Path) -> None:
-    """The rename itself survives a power cut only once the directory is synced."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_path(path.parent)  # the rename itself
 
 
 def answered(path: Path, questions: Mapping[str, str | None]) -> dict[str, Row]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ragraph.errors import SearchIndexError
+from ragraph.runtime.durable import fsync_path
 from ragraph.runtime.retrieval.builder import CorpusRecord
 from ragraph.runtime.retrieval.manifest import (
     Manifest,
@@ -161,7 +161,7 @@ def _change_files(current: Manifest, following: Manifest, directory: Path, index
         conn.close()
     index_path = following.index_path(directory)
     faiss.write_index(index, str(index_path))
-    _fsync(index_path)
+    fsync_path(index_path)
     return deleted, added
 
 
@@ -173,14 +173,6 @@ def _copy_store(source: Path, target: Path) -> None:
     finally:
         dst.close()
         src.close()
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _remove_older(directory: Path, keep_from: int) -> None:
