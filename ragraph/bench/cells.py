@@ -16,6 +16,7 @@ from ragraph.bench.arrivals import arrive
 from ragraph.bench.server_alone import LABEL as SERVER_ALONE
 from ragraph.bench.server_alone import replay
 from ragraph.bench.server_stats import ServerCounters, erase_slots, read_counters, slot_count
+from ragraph.bench.traffic import top_share
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.app import execute, open_services
 from ragraph.runtime.config import RuntimeConfig
@@ -113,6 +114,9 @@ class CellResult:
     hot_served: float | None = None
     # Share of the index's vectors the tier held at the end of the run (its hot set).
     hot_resident: float | None = None
+    # Document popularity (`bench.traffic.top_share`): share of the passages retrieved that the
+    # top 3% of the documents served, over each request's final top-k (None: none retrieved).
+    top_docs_share: float | None = None
 
     @property
     def engine_busy(self) -> float | None:
@@ -253,6 +257,7 @@ def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: l
         speculations=speculations,
         speculation_hit_rate=hits / speculations if speculations else None,
         synthetic_share=synthetic_share(outcomes),
+        top_docs_share=document_popularity(outcomes),
         search_steps=sum(s.search_steps for s in stats),
         fan_steps=int(sum(s.extra.get("fan_steps", 0) for s in stats)),
         shared_steps=int(sum(s.extra.get("shared_steps", 0) for s in stats)),
@@ -270,6 +275,13 @@ def retrieval_share(tracer: Tracer, outcomes: Sequence[Outcome]) -> float | None
     spans = [s for s in tracer.spans() if s.track in rids and s.name.startswith("retrieve")]
     # The stage-batched baseline records one span per batch, not per request: no share there.
     return sum(s.end - s.start for s in spans) / total if spans else None
+
+
+def document_popularity(outcomes: Sequence[Outcome]) -> float | None:
+    """The top 3% documents' share of the retrievals, one per request: its final top-k, the
+    passages its answer was generated from (all the LangGraph app reports, so every executor is
+    counted alike)."""
+    return top_share([p.id for p in o.passages] for o in outcomes if o.passages is not None)
 
 
 def synthetic_share(outcomes: Sequence[Outcome]) -> float:

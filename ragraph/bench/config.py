@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ragraph.bench.cells import Variant, plain
 from ragraph.bench.server_alone import LABEL as SERVER_ALONE
+from ragraph.bench.traffic import UNIFORM, Traffic
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import EXECUTORS, RuntimeConfig
 from ragraph.runtime.threads import default_split
@@ -50,6 +51,8 @@ class BenchConfig:
     scale: int = 2_000_000
     nlist: int | None = None
     seed: int = 0
+    # Which questions each run asks: uniform (each in turn) or Zipf popularity (`bench.traffic`).
+    traffic: Traffic = UNIFORM
     data: Path | None = None
     out: Path = Path("bench-out")
     slo_s: float = 10.0

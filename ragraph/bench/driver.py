@@ -74,7 +74,8 @@ def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulate
     return (f"engine: {label} | machine: {M.detect().describe()} | index: {info.real:,} real + "
             f"{info.synthetic:,} SYNTHETIC vectors, IVF{info.nlist} | concurrency "
             f"{', '.join(map(str, config.concurrencies))} | threads: gen {config.gen_threads}, "
-            f"search {config.search_threads} | {config.runtime().gpu.describe()}")
+            f"search {config.search_threads} | {config.runtime().gpu.describe()}"
+            + ("" if config.traffic.alpha is None else f" | traffic {config.traffic}"))
 
 
 async def run(config: BenchConfig, console: Console) -> BenchReport:
@@ -151,7 +152,7 @@ def check_server(config: BenchConfig) -> list[str]:
 def _write(config: BenchConfig, rows, caption: str) -> tuple[Path, list[Path]]:
     """The CSV and, where asked, the latency-vs-rate plots of `rows`."""
     csv_path = config.out / "bench.csv"
-    write_csv(csv_path, rows, {"caption": caption})
+    write_csv(csv_path, rows, {"traffic": str(config.traffic), "caption": caption})
     written = plots.latency_vs_rate(rows, config.out, caption, config.slo_s) if config.plots else []
     return csv_path, written
 
@@ -174,6 +175,7 @@ def _notes(config: BenchConfig, rows) -> list[str]:
                        f"{r.cell.workload} nprobe {r.cell.nprobe} {r.executor} "
                        f"{r.hot_served * 100:.0f}% ({(r.hot_resident or 0) * 100:.0f}% held)"
                        for r in hot))
+    out.append(report.popularity_note(rows, str(config.traffic)))
     if config.quick:
         out.append("--quick: small index and few requests; numbers are indicative only")
     return out

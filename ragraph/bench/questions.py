@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragraph.bench.traffic import UNIFORM, Traffic
 from ragraph.runtime.request import Request
 
 # Workflows that decompose or fan out a question read multi-hop questions.
@@ -34,12 +35,14 @@ class QuestionPool:
     def for_workflow(self, workflow: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
         return self.multi_hop if workflow in MULTI_HOP else self.single_hop
 
-    def requests(self, workflow: str, count: int, offset: int = 0) -> list[Request]:
-        """`count` requests for `workflow`, starting `offset` into its question list."""
+    def requests(self, workflow: str, count: int, offset: int = 0,
+                 traffic: Traffic = UNIFORM, seed: int = 0) -> list[Request]:
+        """`count` requests for `workflow`: its question list in turn from `offset`, or drawn
+        with `traffic`'s popularity (seeded by `seed`). Ids stay unique when questions repeat."""
         pool = self.for_workflow(workflow)
         out = []
-        for i in range(count):
-            question, answers = pool[(offset + i) % len(pool)]
+        for i, pick in enumerate(traffic.picks(len(pool), count, offset, seed)):
+            question, answers = pool[pick]
             out.append(Request(id=f"{workflow}-{offset + i}", question=question,
                                golden_answers=answers))
         return out

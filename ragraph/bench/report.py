@@ -186,6 +186,22 @@ def reuse_lines(rows: Sequence[CellResult]) -> list[str]:
     return out
 
 
+def popularity_note(rows: Sequence[CellResult], traffic: str) -> str:
+    """Document popularity per cell under the run's traffic, beside RAGCache's measure. Every
+    executor of a cell asks the same questions; ragraph's row (else the first) stands for it."""
+    from ragraph.bench.traffic import RAGCACHE_TOP_SHARE, TOP_FRACTION
+
+    cells = []
+    for _, group in groupby(rows, key=_cell_key):
+        cell = list(group)
+        r = next((x for x in cell if x.executor == "ragraph"), cell[0])
+        cells.append(f"{r.cell.workload} {_load(r)} {_pct(r.top_docs_share)}")
+    return (f"document popularity (--traffic {traffic}): share of the passages retrieved (each "
+            f"request's final top-k) that the top {TOP_FRACTION:.0%} of the documents retrieved "
+            f"served: {'; '.join(cells) or 'no cells'} (RAGCache measured "
+            f"{RAGCACHE_TOP_SHARE:.0%})")
+
+
 def fanout_lines(rows: Sequence[CellResult]) -> list[str]:
     """How the branches of maps shared search steps, for each cell where ragraph ran maps."""
     out = []

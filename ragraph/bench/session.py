@@ -41,13 +41,18 @@ def make_jobs(bench: Workbench, workload: str, rate: float | None, count: int,
     """The requests of one cell: one workflow's questions, or a seeded random mix of workflows
     sharing one arrival process and one executor (each request names its workflow)."""
     offsets = tuple(float(t) for t in offsets_for(rate, count, seed))
+    traffic = bench.config.traffic
+    # Uniform: offsets into the question lists differ per cell seed, so cells do not repeat
+    # questions. Zipf: the cell seed seeds the draw. Made once per cell, so every executor of
+    # the cell gets these very requests.
     if workload != "mix":
-        requests = bench.questions.requests(bench.graphs[workload].name, count, offset=seed * 97)
+        requests = bench.questions.requests(bench.graphs[workload].name, count, offset=seed * 97,
+                                            traffic=traffic, seed=seed + 11)
         return [Job(bench.graphs[workload], tuple(requests), offsets)]
     names = bench.config.workflows
     pick = np.random.default_rng(seed + 7).integers(len(names), size=count)
-    # Offsets into the question lists differ per cell seed, so cells do not repeat questions.
-    pools = {n: iter(bench.questions.requests(bench.graphs[n].name, count, offset=seed * 97))
+    pools = {n: iter(bench.questions.requests(bench.graphs[n].name, count, offset=seed * 97,
+                                              traffic=traffic, seed=seed + 11))
              for n in names}
     requests = tuple(replace(next(pools[names[i]]), workflow=names[i]) for i in pick)
     return [Job(dict(bench.graphs), requests, offsets)]

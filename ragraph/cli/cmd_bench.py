@@ -77,6 +77,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_flags(p)
     p.add_argument("--passes", default="-O2", help="ragraph pass pipeline (-O2)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--traffic", default="uniform", metavar="uniform|zipf:ALPHA",
+                   help="which questions each run asks: uniform (each question in turn; "
+                   "default) or zipf:ALPHA (drawn from the whole question list, rank r with "
+                   "probability proportional to 1/r^ALPHA, seeded; the same draw for every "
+                   "executor of a cell)")
     p.add_argument("--target", metavar="URL",
                    help="drive a running `ragraph serve` at URL instead: Poisson arrivals at "
                    "--rates, else a closed loop of --concurrency clients; --requests in all "
@@ -107,6 +112,7 @@ def config_from(args: argparse.Namespace):
     from ragraph.bench.config import BenchConfig
     from ragraph.bench.machine import available_memory_bytes
     from ragraph.bench.presets import ablation_preset, llamacpp_preset, quick, seeds_preset
+    from ragraph.bench.traffic import Traffic
 
     config = BenchConfig(
         workflow_dir=REPO / "workflows", engine=args.engine, model=args.model, url=args.url,
@@ -116,7 +122,7 @@ def config_from(args: argparse.Namespace):
         offline=not args.no_offline, mix=not args.no_mix, plots=not args.no_plots,
         hot_cache=args.hot_cache, profile=args.profile, ctx=args.ctx,
         chat_template=args.chat_template, openai_endpoint=args.openai_endpoint,
-        api_key_env=args.api_key_env,
+        api_key_env=args.api_key_env, traffic=Traffic.parse(args.traffic),
     )
     if args.engine in ("llamacpp", "openai"):
         config = llamacpp_preset(config)
