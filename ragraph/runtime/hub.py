@@ -161,9 +161,13 @@ class Hub:
         self._task.add_done_callback(self._run_ended)
 
     def submit(self, question: str, inputs: Mapping[str, Value], workflow: str,
-               watch: tuple[type, ...] = (), golden_answers: tuple[str, ...] = ()) -> Ticket:
+               watch: tuple[type, ...] = (), golden_answers: tuple[str, ...] = (),
+               caller_id: str | None = None) -> Ticket:
+        """Queue a question under an id of the hub's own (callers' ids need not be unique);
+        `caller_id`, the caller's name for it, is what its traces show."""
         request = Request(id=f"req-{self._prefix}-{next(self._numbers)}", question=question,
-                          inputs=dict(inputs), workflow=workflow, golden_answers=golden_answers)
+                          inputs=dict(inputs), workflow=workflow, golden_answers=golden_answers,
+                          caller_id=caller_id)
         ticket = Ticket(request, workflow, time.perf_counter(), watch, self.served_by)
         self.tickets[ticket.rid] = ticket
         for listener in self.listeners:

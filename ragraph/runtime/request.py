@@ -24,6 +24,14 @@ class Request:
     golden_answers: tuple[str, ...] = ()
     inputs: Mapping[str, Value] = field(default_factory=dict)
     workflow: str | None = None  # which workflow of a mixed run; None: the run's default
+    # The caller's id where a hub gave the request one of its own (`id`, unique in the run):
+    # `ragraph run --input`'s line id, `Runtime.run(id=...)`. Traces show it (`name`).
+    caller_id: str | None = None
+
+    @property
+    def name(self) -> str:
+        """What traces call the request: the caller's id, else the runtime's."""
+        return self.caller_id or self.id
 
     @classmethod
     def from_json(cls, raw: Any, where: str) -> Request:
@@ -80,6 +88,10 @@ class RequestState:
     @property
     def rid(self) -> str:
         return self.request.id
+
+    @property
+    def name(self) -> str:
+        return self.request.name
 
     @property
     def answer(self) -> str | None:

@@ -22,6 +22,7 @@ from opentelemetry.trace import StatusCode  # noqa: E402
 from ragraph.runtime.app import execute  # noqa: E402
 from ragraph.runtime.config import RuntimeConfig  # noqa: E402
 from ragraph.runtime.events import RunHooks  # noqa: E402
+from ragraph.runtime.executors.app_clients import EngineApp  # noqa: E402
 from ragraph.runtime.executors.base import Services  # noqa: E402
 from ragraph.runtime.llm.sim import SimEngine  # noqa: E402
 from ragraph.runtime.request import Request  # noqa: E402
@@ -43,6 +44,8 @@ async def traced(graph, executor: str = "ragraph", passes: str = "-O2", n: int =
     async with SimEngine(FAST) as engine:
         services = Services(llm=engine, search=search or fakes.random_search(),
                             hooks=RunHooks(recorder=recorder))
+        if executor == "langgraph":  # the app calls the engine from its worker threads
+            services.app_llm = EngineApp(engine, asyncio.get_running_loop())
         result = await execute(graph, requests or questions(n), config, services)
     return result, exporter.get_finished_spans()
 
@@ -57,7 +60,8 @@ def children(spans, parent):
 
 
 @pytest.mark.parametrize("executor, passes", [("ragraph", "-O2"), ("ragraph", "-O0"),
-                                              ("sequential", "-O0"), ("stage-batched", "-O0")])
+                                              ("sequential", "-O0"), ("stage-batched", "-O0"),
+                                              ("langgraph", "-O0")])
 def test_one_chain_per_request_with_its_nodes(executor, passes):
     result, spans = asyncio.run(traced(workflows.hyde(), executor, passes))
     by_rid = roots(spans)

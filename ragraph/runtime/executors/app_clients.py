@@ -279,11 +279,14 @@ class AppRetriever:
         import faiss  # noqa: PLC0415
 
         vector = self.search.embed(query).reshape(1, -1)
-        index = self.search.engine.index
-        n = min(nprobe or self.search.nprobe, int(index.nlist))
-        distances, ids = index.search(vector, k, params=faiss.SearchParametersIVF(nprobe=n))
+        params = faiss.SearchParametersIVF(nprobe=self.probes(nprobe))
+        distances, ids = self.search.engine.index.search(vector, k, params=params)
         keep = ids[0] >= 0
         return self.search.store.lookup(ids[0][keep], distances[0][keep])
+
+    def probes(self, nprobe: int | None) -> int:
+        """The clusters a search at `nprobe` (None: the index's default) scans."""
+        return min(nprobe or self.search.nprobe, int(self.search.engine.index.nlist))
 
 
 

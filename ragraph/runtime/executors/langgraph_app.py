@@ -21,10 +21,11 @@ from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START, Generate, Merge, Node, Retrieve
 from ragraph.ir.values import Value
 from ragraph.runtime import effects
+from ragraph.runtime.events import Searched
 from ragraph.runtime.executors.app_clients import AppLLM, AppRetriever
 from ragraph.runtime.executors.base import clock
+from ragraph.runtime.executors.langgraph_report import NodeDone, NodeReports
 from ragraph.runtime.generate import sampling_params
-from ragraph.runtime.trace import Tracer
 
 # State keys of the lowering itself, beside the workflow's variables.
 RID, LOOPS, PATH, NEXT, PASSAGES, FAN = ("ragraph_rid", "ragraph_loops", "ragraph_path",
@@ -38,8 +39,8 @@ def variables_of(graph: RAGraph) -> list[str]:
     return sorted(set(graph.inputs) | {v for n in graph.nodes() for v in n.writes()})
 
 
-def build_app(graph: RAGraph, llm: AppLLM, retriever: AppRetriever, tracer: Tracer):
-    """The compiled LangGraph app of `graph`."""
+def build_app(graph: RAGraph, llm: AppLLM, retriever: AppRetriever, reports: NodeReports):
+    """The compiled LangGraph app of `graph`; its nodes report to `reports`."""
     try:
         from langgraph.graph import END as LG_END  # noqa: PLC0415
         from langgraph.graph import START as LG_START  # noqa: PLC0415
@@ -61,11 +62,11 @@ def build_app(graph: RAGraph, llm: AppLLM, retriever: AppRetriever, tracer: Trac
     names_of = {n.id: f"{n.kind}_{n.id}" for n in work}
     for node in work:
         if getattr(node, "each", ()):
-            builder.add_node(names_of[node.id] + "_branch", _branch(node, llm, retriever, tracer))
-            builder.add_node(names_of[node.id], _gather(graph, node))
+            builder.add_node(names_of[node.id] + "_branch", _branch(node, llm, retriever, reports))
+            builder.add_node(names_of[node.id], _gather(graph, node, reports))
             builder.add_edge(names_of[node.id] + "_branch", names_of[node.id])
         else:
-            builder.add_node(names_of[node.id], _node(graph, node, llm, retriever, tracer))
+            builder.add_node(names_of[node.id], _node(graph, node, llm, retriever, reports))
     targets = {**names_of, END: LG_END}
     route = _router(graph, names_of, Send)
     builder.add_conditional_edges(LG_START, route, targets)
@@ -75,7 +76,8 @@ def build_app(graph: RAGraph, llm: AppLLM, retriever: AppRetriever, tracer: Trac
 
 
 def _collect(old: list | None, new: list | None) -> list:
-    """The reducer of a map's results: branches add (index, value) pairs; None empties it."""
+    """The reducer of a map's results: branches add (index, value, started) triples; None
+    empties it."""
     return [] if new is None else [*(old or []), *new]
 
 
@@ -128,43 +130,51 @@ def _advance(graph: RAGraph, node: Node, state: dict[str, Any], values: dict[str
 
 
 def _node(graph: RAGraph, node: Node, llm: AppLLM, retriever: AppRetriever,
-          tracer: Tracer) -> Callable[[dict[str, Any]], dict[str, Any]]:
+          reports: NodeReports) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def run(state: dict[str, Any]) -> dict[str, Any]:
         values = _values(state)
-        start = clock()
+        start, searched = clock(), None
         if isinstance(node, Merge):
             effects.apply_merge(node, values)
         elif isinstance(node, Generate):
             text = _compute(node, values, llm, retriever)
             effects.apply_generation(node, values, text, text.min_prob)  # type: ignore[union-attr]
         else:
-            effects.apply_retrieval(node, values, _compute(node, values, llm, retriever))  # type: ignore[arg-type]
-        tracer.add_span(state[RID], f"{node.kind} {node.id}", start, clock(), engine=False)
+            query = effects.retrieval_query(node, values)  # type: ignore[arg-type]
+            passages = retriever.retrieve(query, node.topk, node.nprobe)  # type: ignore[attr-defined]
+            effects.apply_retrieval(node, values, passages)  # type: ignore[arg-type]
+            # One faiss search over the whole probe list, as the other baselines report it.
+            probes = retriever.probes(node.nprobe)  # type: ignore[attr-defined]
+            searched = Searched(query, probes, steps=1, clusters=probes, passages=passages)
+        reports.node_done(NodeDone(state[RID], node, dict(values), start, clock(), searched))
         return _advance(graph, node, state, values, {})
 
     return run
 
 
 def _branch(node: Node, llm: AppLLM, retriever: AppRetriever,
-            tracer: Tracer) -> Callable[[dict[str, Any]], dict[str, Any]]:
+            reports: NodeReports) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """One item of a map: its payload is the request's variables with the item bound."""
     def run(payload: dict[str, Any]) -> dict[str, Any]:
         start, branch = clock(), payload[FAN]
         value = _compute(node, _values(payload), llm, retriever)
         if isinstance(node, Generate):
             value = effects.generated_value(value)  # type: ignore[arg-type]
-        tracer.add_span(payload[RID], f"{node.kind} {node.id}[{branch}]", start, clock(),
-                        engine=False)
-        return {FAN: [(branch, value)]}
+        reports.branch_done(payload[RID], f"{node.kind} {node.id}[{branch}]", start, clock())
+        return {FAN: [(branch, value, start)]}
 
     return run
 
 
-def _gather(graph: RAGraph, node: Node) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def _gather(graph: RAGraph, node: Node,
+            reports: NodeReports) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A map's node completes here: from its first branch's start (now, with no items)."""
     def run(state: dict[str, Any]) -> dict[str, Any]:
-        values = _values(state)
-        results = [value for _, value in sorted(state.get(FAN) or [], key=lambda p: p[0])]
-        effects.apply_branches_to(node.output, values, results)  # type: ignore[attr-defined]
+        values, fan = _values(state), sorted(state.get(FAN) or [], key=lambda p: p[0])
+        effects.apply_branches_to(node.output, values, [value for _, value, _ in fan])  # type: ignore[attr-defined]
+        end = clock()
+        reports.node_done(NodeDone(state[RID], node, dict(values),
+                                   min((started for *_, started in fan), default=end), end))
         return _advance(graph, node, state, values, {FAN: None})
 
     return run

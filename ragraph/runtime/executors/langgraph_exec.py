@@ -28,6 +28,7 @@ from ragraph.runtime.executors.langgraph_app import (
     build_app,
     initial_state,
 )
+from ragraph.runtime.executors.langgraph_report import NodeReports
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 
@@ -44,32 +45,38 @@ class LangGraphExecutor:
             raise ConfigError("executor", "the langgraph executor needs the app's LLM client "
                               "(open the services with executor='langgraph')")
         retriever = AppRetriever(self.services.search)
+        reports = NodeReports(self.services.hooks, self.services.tracer,
+                              asyncio.get_running_loop())
         apps: dict[int, object] = {}  # by graph, built on first use (a long-lived run's grows)
 
         def app_for(graph):
             if id(graph) not in apps:
-                apps[id(graph)] = build_app(graph, llm, retriever, self.services.tracer)
+                apps[id(graph)] = build_app(graph, llm, retriever, reports)
             return apps[id(graph)]
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="langgraph") as pool:
             tasks = []
             async for request in arrivals:
                 state = admit(catalog, request, clock())
-                tasks.append(asyncio.create_task(self._one(app_for, state, pool, on_done)))
+                tasks.append(asyncio.create_task(self._one(app_for, reports, state, pool,
+                                                           on_done)))
             await asyncio.gather(*tasks)
         return RunStats()
 
-    async def _one(self, app_for, state: RequestState, pool: ThreadPoolExecutor,
-                   on_done: OnDone) -> None:
+    async def _one(self, app_for, reports: NodeReports, state: RequestState,
+                   pool: ThreadPoolExecutor, on_done: OnDone) -> None:
         if state.error is None:
             app = app_for(state.graph)
             start = initial_state(state.graph, state.rid, state.variables)
             config = {"recursion_limit": RECURSION_LIMIT}
             loop = asyncio.get_running_loop()
+            reports.follow(state)
             try:
                 final = await loop.run_in_executor(pool, partial(app.invoke, start, config))
                 _settle(state, final)
             except Exception as err:  # attributed to this request; the others go on
                 fail(state, err)
+            finally:
+                reports.forget(state)
         finish(state, on_done, clock(), self.services.hooks)
 
 

@@ -45,8 +45,8 @@ async def _generate(node: Generate, state: RequestState, services: Services, pro
     result = await stream.result(raise_on_error=False)
     end = clock()
     label = node.id if branch is None else f"{node.id}[{branch}]"
-    services.tracer.add_span(state.rid, f"generate {label}", start, end, engine=False)
-    services.tracer.add_span("llm", f"{state.rid} {label}", start, end)
+    services.tracer.add_span(state.name, f"generate {label}", start, end, engine=False)
+    services.tracer.add_span("llm", f"{state.name} {label}", start, end)
     error = error_of(result, f"node {label!r}")  # typed: whose fault it was
     if error is not None:
         raise error
@@ -107,7 +107,7 @@ async def run_retrieval(
                  for v in effects.branches(node.each, state.variables, node.id)]
         effects.apply_branches_to(node.output, state.variables, found)
     end = clock()
-    services.tracer.add_span(state.rid, f"retrieve {node.id}", start, end, engine=False)
+    services.tracer.add_span(state.name, f"retrieve {node.id}", start, end, engine=False)
     state.retrievals.extend(effects.retrieved(state.variables[node.output]))
     services.hooks.unit_completed(state, node, start, end)
 

@@ -218,9 +218,9 @@ class GenerationSide:
         self.real.pop((job.state.rid, job.origin, job.branch), None)
 
     def _trace(self, job: GenJob) -> None:
-        end, rid = clock(), job.state.rid
-        self.s.tracer.add_span(rid, f"generate {job.origin}", job.started, end, engine=False)
-        self.s.tracer.add_span("llm", f"{rid} {job.origin}", job.started, end)
+        end, name = clock(), job.state.name  # the caller's id, where it gave one
+        self.s.tracer.add_span(name, f"generate {job.origin}", job.started, end, engine=False)
+        self.s.tracer.add_span("llm", f"{name} {job.origin}", job.started, end)
 
     def _abort(self, job: GenJob) -> None:
         if job.stream is not None:

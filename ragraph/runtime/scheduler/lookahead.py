@@ -94,11 +94,12 @@ class Lookahead:
         budget = policies.prefetch_budget_bytes(self.cfg.link_bytes_per_s,
                                                 self.gen.seconds.value or 0.5)
         search, cache, owner, tracer, start = self.s.search, self.cache, state.rid, self.s.tracer, clock()
+        track = state.name
 
         def load() -> None:
             cache.prefetch(search.embed(known), budget, owner)
             # The prefetch unit: off the control path, it runs beside the generation.
-            tracer.add_span(owner, f"unit {plan.id}", start, clock(), engine=False,
+            tracer.add_span(track, f"unit {plan.id}", start, clock(), engine=False,
                             kind=plan.kind)
 
         future = asyncio.get_running_loop().run_in_executor(None, load)

@@ -262,7 +262,7 @@ class RetrievalSide:
             result.final.ids, job.probe, self.s.search.engine.cluster_of)
         self.t_r.add(self.cost.clusters_ms(job.probe.tolist()))
         if not job.warm_only:
-            self.s.tracer.add_span(rid, f"retrieve {job.origin}", job.started, clock(),
+            self.s.tracer.add_span(job.state.name, f"retrieve {job.origin}", job.started, clock(),
                                    engine=False)
 
     def _split_check(self) -> SplitCheck | None:

@@ -100,7 +100,8 @@ class Units:
         if rid not in self.walks:
             return
         start, end, node = self.entered.pop((rid, uid), clock()), clock(), walk.program.unit(uid)
-        self.s.tracer.add_span(rid, f"unit {uid}", start, end, engine=False, kind=node.kind)
+        self.s.tracer.add_span(walk.state.name, f"unit {uid}", start, end, engine=False,
+                               kind=node.kind)
         self.s.hooks.unit_completed(walk.state, node, start, end)
         self.executed += 1
         try:

@@ -34,7 +34,9 @@ FINISH_REASONS = "gen_ai.response.finish_reasons"
 ERROR_TYPE = "error.type"  # OpenTelemetry's general attribute: here the failure's kind
 
 # ragraph's own
-REQUEST_ID = "ragraph.request.id"
+REQUEST_ID = "ragraph.request.id"  # the caller's id where it gave one
+# The runtime's own id of the request, set beside a caller's (which need not be unique).
+REQUEST_INTERNAL_ID = "ragraph.request.internal_id"
 WORKFLOW = "ragraph.workflow"
 NODE = "ragraph.node"
 UNIT = "ragraph.unit"  # a sub-stage's unit id (search.probe, answer.decode, ...)

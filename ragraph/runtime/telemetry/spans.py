@@ -147,29 +147,31 @@ class SpanRecorder:
             root.set_status(Status(StatusCode.ERROR, state.error))
         parent = trace.set_span_in_context(root)
         for node in nodes:
-            self._node_span(state.rid, node, parent)
+            self._node_span(state.name, node, parent)
         root.end(end_time=self._ns(end))
 
     def _request_attributes(self, state: RequestState, nodes: list[_NodeRun]) -> dict[str, Any]:
         launched = sum(n.launched for n in nodes)
         adopted = sum(n.adopted for n in nodes)
         attrs: dict[str, Any] = {
-            c.SPAN_KIND: c.CHAIN, c.REQUEST_ID: state.rid, c.WORKFLOW: state.graph.name,
+            c.SPAN_KIND: c.CHAIN, c.REQUEST_ID: state.name, c.WORKFLOW: state.graph.name,
             c.INPUT_VALUE: state.request.question, c.INPUT_MIME: "text/plain",
             c.PATH: list(state.path),
             c.SPEC_LAUNCHED: launched, c.SPEC_ADOPTED: adopted, c.SPEC_DISCARDED: launched - adopted,
         }
+        if state.request.caller_id is not None:
+            attrs[c.REQUEST_INTERNAL_ID] = state.rid
         if state.error is None:
             attrs.update({c.OUTPUT_VALUE: state.answer or "", c.OUTPUT_MIME: "text/plain"})
         else:
             attrs[c.ERROR_TYPE] = state.error_kind or "internal"
         return attrs
 
-    def _node_span(self, rid: str, node: _NodeRun, parent: otel_context.Context) -> None:
+    def _node_span(self, name: str, node: _NodeRun, parent: otel_context.Context) -> None:
         family = node.family
         started = min((u.started for u in node.units), default=None)
         ended = max((u.ended for u in node.units), default=started)
-        attrs: dict[str, Any] = {c.SPAN_KIND: family, c.REQUEST_ID: rid, c.NODE: node.origin}
+        attrs: dict[str, Any] = {c.SPAN_KIND: family, c.REQUEST_ID: name, c.NODE: node.origin}
         if family == c.RETRIEVER and node.searched is not None:
             attrs.update(self._retrieval_attributes(node.searched))
         elif family == c.LLM:
@@ -181,12 +183,12 @@ class SpanRecorder:
         if node.split:
             inner = trace.set_span_in_context(span)
             for unit in node.units:
-                self._unit_span(rid, node, family, unit, inner)
+                self._unit_span(name, node, family, unit, inner)
         span.end(end_time=self._ns(ended) if ended else None)
 
-    def _unit_span(self, rid: str, node: _NodeRun, family: str, unit: _Unit,
+    def _unit_span(self, name: str, node: _NodeRun, family: str, unit: _Unit,
                    parent: otel_context.Context) -> None:
-        attrs: dict[str, Any] = {c.SPAN_KIND: family, c.REQUEST_ID: rid, c.NODE: node.origin,
+        attrs: dict[str, Any] = {c.SPAN_KIND: family, c.REQUEST_ID: name, c.NODE: node.origin,
                                  c.UNIT: unit.uid, c.UNIT_KIND: unit.kind}
         if unit.kind == "embed-query":
             attrs.update(self._embedding_attributes(node.searched))
