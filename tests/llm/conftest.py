@@ -118,7 +118,21 @@ def running_cpp_server(model_path: str, log: Path, slots: int = CPP_SLOTS, threa
 
 @pytest.fixture(scope="session")
 def llama_server_cpp(model_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One C++ llama-server for the whole session."""
-    log = tmp_path_factory.mktemp("llama_server_cpp") / "server.log"
-    with running_cpp_server(model_path, log) as (_, url):
+    """One C++ llama-server for the whole session; its slots can be emptied
+    (`fresh_llama_server_cpp`), and it keeps no RAM prompt cache that would outlive that."""
+    root = tmp_path_factory.mktemp("llama_server_cpp")
+    (root / "slots").mkdir()
+    flags = ("--slot-save-path", str(root / "slots"), "--cache-ram", "0")
+    with running_cpp_server(model_path, root / "server.log", extra=flags) as (_, url):
         yield url
+
+
+@pytest.fixture
+def fresh_llama_server_cpp(llama_server_cpp: str) -> str:
+    """The session's llama-server with every slot emptied: a test starts on no KV that an
+    earlier test computed in another batch, as a test on the embedded engine starts on a new
+    engine (a batched engine's near-ties can flip with the batch a prompt's KV came from)."""
+    from ragraph.bench.server_stats import erase_slots
+
+    erase_slots(llama_server_cpp, CPP_SLOTS)
+    return llama_server_cpp
