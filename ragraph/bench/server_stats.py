@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import httpx
 
 from ragraph.errors import ConfigError
+from ragraph.runtime.llm.openai_wire import served_context
 
 # The counters read from /metrics, by their llama-server names.
 _COUNTERS = {
@@ -103,7 +104,7 @@ def describe(url: str, api_key: str | None = None) -> str:
     found = props(url, api_key=api_key)
     if not isinstance(found.get("total_slots"), int):
         return f"server at {url}"
-    ctx = (found.get("default_generation_settings") or {}).get("n_ctx")
+    ctx = served_context(found, None)  # read as the engine reads it
     model = str(found.get("model_path") or "?").rsplit("/", 1)[-1]
     return (f"llama-server {found.get('build_info', '?')} at {url}, {found['total_slots']} "
             f"slots of {ctx} tokens, {model}")
