@@ -3,7 +3,7 @@
 import pytest
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.llm import GenerationRequest, SamplingParams
+from ragraph.runtime.llm import EngineCounters, GenerationRequest, SamplingParams
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,15 @@ def test_request_needs_exactly_one_prompt_form() -> None:
 def test_empty_prompt_is_a_valid_request_that_fails_later() -> None:
     # The engine fails only that request's stream (tested in the conformance suite).
     assert GenerationRequest("r", prompt="").prompt == ""
+
+
+def test_engine_counters_snapshot_stays_put_while_the_engine_counts() -> None:
+    tally = EngineCounters()
+    tally.requests += 1
+    tally.count_finish("abort")
+    seen = tally.snapshot(simulated=True)
+    tally.requests += 1
+    tally.count_finish("stop")
+    tally.count_finish("error")
+    assert (seen.requests, seen.aborted, seen.finished, seen.simulated) == (1, 1, 0, True)
+    assert (tally.requests, tally.finished, tally.failed) == (2, 1, 1)

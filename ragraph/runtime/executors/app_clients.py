@@ -20,7 +20,6 @@ from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.llm.chat import ChatMessage, Prompt, as_dicts
 from ragraph.runtime.llm.failure import overflow
 from ragraph.runtime.llm.protocol import EngineCounters, LLMEngine, SamplingParams
-from ragraph.runtime.llm.tally import Tally
 from ragraph.runtime.search_service import SearchService
 
 # What the app's `Llama` holds: the prompt and answer of the workflows' longest generations.
@@ -92,7 +91,7 @@ class LlamaCppApp:
         self.llm = self._load(logits_all=False)
         self._scored = None
         self.lock = threading.Lock()
-        self._usage = Tally()
+        self._usage = EngineCounters()
 
     def _load(self, logits_all: bool):  # noqa: ANN202 - llama_cpp.Llama
         from ragraph.runtime.llm.llamacpp_reference import reference_llama  # noqa: PLC0415
@@ -186,7 +185,7 @@ class OpenAIApp:
         self._endpoint = endpoint
         self._api_error = openai.APIError
         self._model = model
-        self._usage = Tally()
+        self._usage = EngineCounters()
         self._lock = threading.Lock()
         self.sent: list[SentCall] = []
 

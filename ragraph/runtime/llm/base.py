@@ -20,7 +20,6 @@ from ragraph.runtime.llm.protocol import (
     GenerationResult,
 )
 from ragraph.runtime.llm.stream import GenerationStream
-from ragraph.runtime.llm.tally import Tally
 
 
 def length_problem(n_tokens: int, context_length: int) -> str | None:
@@ -48,7 +47,7 @@ class EngineBase:
     def __init__(self, name: str, context_length: int) -> None:
         self.name = name
         self.context_length = context_length
-        self._tally = Tally()
+        self._tally = EngineCounters()
         self._in_flight: dict[str, GenerationStream] = {}
         self._started = False
 

@@ -22,9 +22,14 @@ from ragraph.runtime.llm.failure import cause
 from ragraph.runtime.llm.llamacpp_model import BatchEntry, LlamaModel
 from ragraph.runtime.llm.llamacpp_seqs import Seq, plan_step
 from ragraph.runtime.llm.llamacpp_slots import SeqSlots
-from ragraph.runtime.llm.protocol import ErrorKind, GenerationRequest, GenerationResult, TokenEvent
+from ragraph.runtime.llm.protocol import (
+    EngineCounters,
+    ErrorKind,
+    GenerationRequest,
+    GenerationResult,
+    TokenEvent,
+)
 from ragraph.runtime.llm.stream import GenerationStream
-from ragraph.runtime.llm.tally import Tally
 from ragraph.runtime.llm.textout import OutputText
 
 
@@ -54,7 +59,7 @@ class WorkerLimits:
 
 
 class DecodeWorker:
-    def __init__(self, model: LlamaModel, slots: SeqSlots, limits: WorkerLimits, tally: Tally,
+    def __init__(self, model: LlamaModel, slots: SeqSlots, limits: WorkerLimits, tally: EngineCounters,
                  post: Callable[[list[Delivery]], None]) -> None:
         self.inbox: queue.SimpleQueue[Submit | Abort | Stop] = queue.SimpleQueue()
         self._model = model

@@ -9,7 +9,7 @@ prompt longer than the context, a server error) fails only that stream with `Eng
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ragraph.errors import ConfigError
@@ -174,9 +174,10 @@ class GenerationResult:
             object.__setattr__(self, "error_kind", "engine")
 
 
-@dataclass(frozen=True)
+@dataclass
 class EngineCounters:
-    """Totals since the engine started (a snapshot; engines keep their own mutable tallies)."""
+    """Totals since the engine started. An engine counts into its own instance in place and
+    hands out `snapshot()`s, so a caller's copy never moves under it."""
 
     requests: int = 0
     finished: int = 0
@@ -196,6 +197,17 @@ class EngineCounters:
     @property
     def busy_s(self) -> float:
         return self.prefill_s + self.decode_s
+
+    def count_finish(self, reason: str) -> None:
+        if reason == "abort":
+            self.aborted += 1
+        elif reason == "error":
+            self.failed += 1
+        else:
+            self.finished += 1
+
+    def snapshot(self, simulated: bool = False) -> EngineCounters:
+        return replace(self, simulated=simulated)
 
 
 @runtime_checkable
