@@ -45,9 +45,10 @@ def loaded_budget_ms(budget_ms: float, beta_ms: float, backlog_ms: float) -> flo
     """The sub-stage budget while retrievals queue behind the search.
 
     sqrt(2·β·t_R) weighs one retrieval's wait against its own overhead; with a backlog, every
-    step's β delays all the queued retrievals and is lost search capacity (measured: β ≈ 4 ms
-    against 10 ms budgets, 28% of the search thread). So while the backlog exceeds one step, the
-    budget grows until β is at most `LOADED_OVERHEAD_SHARE` of a step, never past the backlog.
+    step's β delays all the queued retrievals and is lost search capacity (a large share of the
+    search thread: docs/benchmarks/code-figures.md#search-step-policies). So while the backlog
+    exceeds one step, the budget grows until β is at most `LOADED_OVERHEAD_SHARE` of a step,
+    never past the backlog.
     """
     if budget_ms < 0 or beta_ms < 0 or backlog_ms < 0:
         raise ValueError("budget, beta and backlog must be non-negative")
@@ -60,11 +61,10 @@ def step_budget_ms(beta_ms: float, mean_retrieval_ms: float | None, backlog_ms: 
     """A search step's budget. Whole searches (infinite) while no retrieval waiting has a
     generation after it in its request: sub-stages pay for themselves by letting a generation
     start while other searches go on, and they cost the sharing of lists among queries that one
-    big list-major step gets (retrieval-only requests at 1M vectors, nprobe 256: 0.39 of the
-    engine's own search rate in sub-stages, 0.68 whole, both before list-major's BLAS fix).
-    Where generations follow, whole searches put requests in lockstep with them (8-12% less
-    oneshot and IRG throughput on the seeds' regime), so: sqrt(2·β·t_R) grown under load, and
-    whole searches until a retrieval has been timed."""
+    big list-major step gets. Where generations follow, whole searches put requests in lockstep
+    with them and cost throughput (both measured:
+    docs/benchmarks/code-figures.md#search-step-policies), so: sqrt(2·β·t_R) grown under load,
+    and whole searches until a retrieval has been timed."""
     if backlog_ms > 0 and not generation_follows:
         return math.inf
     if mean_retrieval_ms is None:
@@ -116,9 +116,9 @@ def join_before_step(per_query_ms: float | None, waiting: int, step_ms: float,
     embedded would start, so that they join it: when embedding them costs at most `share` of
     that step's predicted scan time. A list-major step reads each list once for all its queries,
     so a query joining a step costs a fraction of one searched in a step of its own; the price is
-    the step's delay. With a lookup or GPU embedder (0.2 ms a query) the first step then carries
-    every request in flight instead of the first batch of 16 (feed_bench: a 16-query step took
-    half of a 64-query one); MiniLM on 2 cores (11 ms a query) never joins a step this way."""
+    the step's delay. With a lookup or GPU embedder the first step then carries every request in
+    flight instead of the first batch of 16; a CPU embedder such as MiniLM on 2 cores is too slow
+    to join a step this way (figures: docs/benchmarks/code-figures.md#search-step-policies)."""
     if per_query_ms is None or waiting <= 0 or step_ms <= 0:
         return False
     return waiting * per_query_ms <= share * step_ms
@@ -162,7 +162,7 @@ def has_spare_capacity(load: float, capacity: float, tau: float) -> bool:
 def engine_is_bottleneck(busy_share: float | None, tau: float) -> bool:
     """An engine that computes on this machine's cores and was busy at least τ of the recent
     time is the bottleneck: speculative generations and warm-up searches would take time from
-    the real work on the same cores (llama.cpp with 8 requests in flight: busy ~100%)."""
+    the real work on the same cores (llama.cpp with a few requests in flight keeps them busy)."""
     return busy_share is not None and busy_share >= tau
 
 
