@@ -1,8 +1,8 @@
 """How a run splits the machine's cores between the LLM engine and retrieval.
 
 The defaults follow the machine (the cores this process may use) and the engine: llama.cpp
-computes on the CPU and is nearly all of a request's work (retrieval is 0.1-0.3% of it on the
-embedded default), so it takes every core and retrieval shares them; a GPU engine, real or
+computes on the CPU and is nearly all of a request's work (docs/benchmarks/code-figures.md#cores),
+so it takes every core and retrieval shares them; a GPU engine, real or
 simulated, leaves the CPU to query embedding and IVF scans, which then take every core.
 """
 

@@ -1,10 +1,9 @@
 """A roofline GPU cost model for the simulated LLM engine (RAGO-style).
 
 Defaults: Llama-3.1-8B in bf16 on one NVIDIA H100 SXM (80 GB HBM3). Every constant says where it
-comes from. These are estimates, not measurements: measured on an H100 the roofline is 14-25%
-optimistic on decode steps, 15-30% pessimistic on prefills of 512+ tokens and 2x optimistic on
-short prefills, so the simulated engine uses a measured profile where it has one (profiled.py) and
-this model outside it. Either way results are labelled simulated.
+comes from. These are estimates, not measurements, and a real H100 departs from them both ways
+(docs/benchmarks/code-figures.md#the-simulated-engine), so the simulated engine uses a measured
+profile where it has one (profiled.py) and this model outside it. Either way results are labelled simulated.
 """
 
 from __future__ import annotations

@@ -13,11 +13,10 @@ import os
 from dataclasses import dataclass
 
 # ggml's CPU threads synchronise through OpenMP barriers, hundreds per forward pass. Sleeping at
-# each one (OMP_WAIT_POLICY=PASSIVE) doubled a decode step (23 ms instead of 11 on 2 idle cores);
-# spinning without bound stalls when another thread takes a core (a decode step once measured
-# 0.7-2.4 s). A bounded spin is both: 11 ms idle, 13-15 ms beside a thread busy half the time
-# (PASSIVE: 23 and 21-24 ms). libgomp reads this once, when it is loaded, so it must be set before
-# llama_cpp is imported (a user's own setting wins).
+# each one (OMP_WAIT_POLICY=PASSIVE) doubled a decode step; spinning without bound stalls when
+# another thread takes a core. A bounded spin is fast both idle and beside a busy thread (figures:
+# docs/benchmarks/code-figures.md#the-llamacpp-engine). libgomp reads this once, when it is
+# loaded, so it must be set before llama_cpp is imported (a user's own setting wins).
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 import llama_cpp  # noqa: E402

@@ -1,9 +1,9 @@
 """Sequence ids of the llama.cpp engine: each id is its own KV stream (`kv_unified=False`).
 
 Why streams: with one unified KV buffer every token attends over every cell in use by any
-sequence (masked), so a 600-token prefill next to 16 other 600-token sequences took 2.5 s instead
-of 0.75 s, and a decode step of 8 sequences 98 ms instead of 65 ms (measured on 2 cores). With a
-stream per sequence, attention covers a sequence's own cells only.
+sequence (masked), so prefills and decode steps beside other sequences slow down several-fold
+(figures: docs/benchmarks/code-figures.md#the-llamacpp-engine). With a stream per sequence,
+attention covers a sequence's own cells only.
 
 Two rules come with streams:
 - llama.cpp batches sequences into one forward pass only in runs of consecutive ids

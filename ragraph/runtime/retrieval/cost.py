@@ -37,8 +37,8 @@ class CostModel:
     # (a page fault, a GC pause) moves the budget by at most 20%.
     alpha: float = 0.2
     # A list scanned again within the same step (its queries are laid out back to back, see
-    # `split.by_cluster`) is read from cache: measured 0.43 of a first scan (64 HotpotQA/MuSiQue
-    # queries, nprobe 128, 2M-vector bench index, 1 and 2 threads).
+    # `split.by_cluster`) is read from cache, at a fraction of a first scan's cost (measured:
+    # docs/benchmarks/code-figures.md#list-major-scans).
     rescan_share: float = 0.45
     # A step the engine scans list-major (`list_rule`, the engine's own): each list costs
     # list_first faiss scans plus list_share per further query. Fitted on 512 lists of ~1,000
@@ -99,7 +99,7 @@ class CostModel:
             return self
         ratio = measured_ms / (predicted_ms / self.scale)
         # A copy, not `replace`: the per-cluster table does not depend on the scale, and
-        # rebuilding it after every step cost the scheduler loop ~1 ms.
+        # rebuilding it after every step was a visible cost in the scheduler loop.
         model = copy.copy(self)
         object.__setattr__(model, "scale", (1 - self.alpha) * self.scale + self.alpha * ratio)
         return model
@@ -144,8 +144,8 @@ def plan_step(pending: Sequence[Pending], budget_ms: float, cost: CostModel) -> 
 
     With a fixed number of requests in flight, throughput is that number over the per-request
     latency, so a step should finish retrievals, not advance all of them a little: sharing every
-    step round-robin makes similar retrievals all finish at the end of their joint work (measured
-    on the oneshot bench: 0.8x the throughput of a thread pool at the same concurrency). The first
+    step round-robin makes similar retrievals all finish at the end of their joint work (on the
+    oneshot bench it fell behind a thread pool: docs/benchmarks/code-figures.md). The first
     cluster is always taken, so every step makes progress even when one cluster exceeds the budget.
     """
     if not budget_ms >= 0:

@@ -32,8 +32,8 @@ from ragraph.runtime.retrieval.merge import merge_rows
 from ragraph.runtime.retrieval.protocol import Metric
 from ragraph.runtime.retrieval.split import fits_in_cache
 
-# Products per chunk (float32 buffer ~1 MiB, a core's L2 here): 64 queries at nprobe 128 on 1M
-# vectors in 1,024 lists took 244 ms a step in chunks of 2^18, 264 ms in chunks of 2^20.
+# Products per chunk: a float32 buffer of about 1 MiB stays in one core's L2, and was faster than
+# larger chunks (figures: docs/benchmarks/code-figures.md#list-major-scans).
 CHUNK_ELEMENTS = 1 << 18
 # Chunks per worker, so uneven chunks still leave no thread idle for long.
 CHUNKS_PER_THREAD = 4
@@ -174,7 +174,7 @@ class ListMajorScan:
         BLAS's own threads cost more than they gave on products this small). The limit is taken
         on the threads that call BLAS: taken by a caller that is not the main thread (the
         scheduler's search thread), OpenBLAS 0.3.31 still ran the workers' products one at a
-        time (a step at 1M vectors, nprobe 128: 180-250 ms instead of 130)."""
+        time (figures: docs/benchmarks/code-figures.md#list-major-scans)."""
         def select(chunk: slice) -> Candidates:
             with arrays.single_threaded():
                 return self._select(step, arrays, chunk)
@@ -206,7 +206,7 @@ class ListMajorScan:
         bound = np.full(step.n_tasks, np.inf)
         # One row per task bounds its threshold: of its lists holding m vectors, the one whose
         # best estimate is best (likely the nearest list); any row's is valid, and a partition
-        # of every row cost 29 of 211 ms a step, of one row per task 9.
+        # of every row cost three times one row per task (docs/benchmarks/code-figures.md).
         best = np.lexsort((arrays.row_min(buf), row_size < step.m, task))
         best = best[np.r_[True, task[best][1:] != task[best][:-1]]]
         bound[task[best]] = arrays.kth(buf, best, step.m) + slack[best]

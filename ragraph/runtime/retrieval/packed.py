@@ -1,13 +1,11 @@
 """BERT query embedding without padding: the texts of a batch are packed into one token matrix.
 
 sentence-transformers pads every text of a batch to the longest one, and the wavefront's batches
-mix lengths (measured on the bench's IRG queries: 35 tokens a query, 53 padded, a third of the
-work spent on padding). Here the linear layers, which are nearly all of the work, run on the
+mix lengths, so much of a batch's work is padding. Here the linear layers, which are nearly all of the work, run on the
 packed tokens of all texts at once, and attention runs per text at its own length, so a text is
 computed with the same attention shapes whether it is embedded alone or batched. In float64 the
 vectors are bit-identical to sentence-transformers' padded ones after the rounding to float32
-(764 of 764 bench queries, and the tests). Per query, batched on 2 cores: IRG 21.3 -> 13.4 ms,
-multistep sub-questions 17.0 -> 12.1 ms.
+(the tests check it). What packing saves: docs/benchmarks/code-figures.md#query-embedding.
 """
 
 from __future__ import annotations

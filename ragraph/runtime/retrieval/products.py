@@ -3,10 +3,9 @@ torch's, whichever is faster on this machine, measured once per process.
 
 Both compute float32 products with float32 accumulation, so the scan's error bound (`bounds.U32`)
 holds for either and answers never depend on the choice (faiss re-scores every candidate). The
-speeds do: on a 2-core Intel Xeon VM (AVX-512), a list of 1,000 x 384 against 2 / 8 / 16 queries
-took 48 / 183 / 181 us with numpy's OpenBLAS 0.3.31 (SkylakeX kernels) and 26 / 82 / 88 us with
-torch 2.13's MKL. Whether MKL leads elsewhere (AMD EPYC, aarch64 wheels) is not assumed: the
-first scan times both on a product of that shape. `RAGRAPH_HOST_MATMUL=numpy|torch` pins it.
+speeds do, and which library leads differs between machines (figures: docs/benchmarks/
+code-figures.md#list-major-scans), so it is not assumed: the first scan times both on a product
+of that shape. `RAGRAPH_HOST_MATMUL=numpy|torch` pins it.
 
 torch's thread count is per calling thread (OpenMP's and MKL's settings are thread-local), but
 `torch.set_num_threads` also stores the count a thread takes on its first parallel operation, so
@@ -37,7 +36,7 @@ class _SingleThreadedBlas:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._inside = 0
-        self._blas = None  # found once: looking up the loaded libraries took 3.5 ms
+        self._blas = None  # found once: looking up the loaded libraries is slow
         self._limit = None
 
     def __enter__(self) -> None:

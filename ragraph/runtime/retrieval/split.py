@@ -11,14 +11,12 @@ faiss hands out rows in equal contiguous blocks. The pieces of a task are merged
 partial top-(k+1) by the exact merge, so its result holds the same elements whatever the cut
 (see `merge`).
 
-IVF-Flat scans are bound by memory bandwidth here (8-10M vectors/s on 2 cores, a tenth of the
-cores' arithmetic), and a list read by one query is still in cache when the next query scans it.
-`by_cluster` lays a step out one (task, cluster) pair per row, sorted by cluster, so that queries
-probing the same list scan it back to back: 32 queries' whole probe lists (nprobe 128 on the 2M
-bench index) scanned 1.5x faster, 64 queries' 1.8x. It pays only when the step's lists do not
-all stay cached anyway: on the 30k-passage default index (117 vectors a list, 46 MB in all, in a
-105 MB L3) query order is 1.5-2.9x faster, the extra rows costing more than they save; on 256k
-vectors in 256 lists cluster order takes 0.42-0.86 of the time (`benchmarks/search_bench.py`).
+IVF-Flat scans are bound by memory bandwidth, not arithmetic, and a list read by one query is
+still in cache when the next query scans it. `by_cluster` lays a step out one (task, cluster) pair
+per row, sorted by cluster, so that queries probing the same list scan it back to back. It pays
+only when the step's lists do not all stay cached anyway: on an index small enough to sit in the
+last-level cache, query order is faster, the extra rows costing more than they save (figures:
+docs/benchmarks/code-figures.md#list-major-scans, `benchmarks/search_bench.py`).
 """
 
 from __future__ import annotations
