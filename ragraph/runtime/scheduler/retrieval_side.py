@@ -34,18 +34,17 @@ from ragraph.runtime.scheduler.search_worker import (
 from ragraph.runtime.scheduler.search_worker import Prepared as Prepared_
 
 # New queries gather until this many wait (or the search is down to its last step) before they are
-# embedded. MiniLM on one core here: 31 ms a query alone, 15 ms in fours, 11 ms in sixteens,
-# 12 ms in sixty-fours.
+# embedded: where a CPU embedder's cost per query stops falling with the batch (figures:
+# docs/benchmarks/code-figures.md#search-thread).
 EMBED_BATCH = 16
 # The queries waiting when the search thread frees up are embedded in one batch ahead of the next
 # step, which then carries them all beside the retrievals under way: a list-major step reads each
-# list once for every query probing it (64 queries at nprobe 256 in one step scan 1.9x faster
-# than in four steps of 16). A batch grows past EMBED_BATCH while it embeds within the time one
-# retrieval takes to search (64 MiniLM queries, 0.7 s on 2 cores, held the retrievals under way
-# back long enough to cost IRG 4% on the seeds' quick index), and to as many queries as make its
-# step list-major (`policies.list_major_batch`): on the full seeds index (8.8M vectors, IVF4096,
-# nprobe 256), steps of 16 queries share no list and were scanned query by query; batches of 64
-# took IRG from 7.9-8.1 to 11.6 req/s on 2 cores (torch's products).
+# list once for every query probing it, so one step of many queries scans faster than several
+# small ones. A batch grows past EMBED_BATCH while it embeds within the time one retrieval takes
+# to search (a longer embedding holds the retrievals under way back and costs throughput), and to
+# as many queries as make its step list-major (`policies.list_major_batch`): on a large index
+# small steps share no list and are scanned query by query (figures:
+# docs/benchmarks/code-figures.md#search-thread).
 MAX_EMBED_BATCH = 64
 
 
@@ -61,8 +60,7 @@ class RetrievalSide:
         self.to_prepare: list[RetJob] = []
         self.preparing: asyncio.Future | None = None
         # Embedding batches and search cycles take turns on one thread, each on every search
-        # core: side by side on 2 cores they slowed each other (17 ms a query embedded instead
-        # of 8, scans at 6M vectors/s instead of 8.5M).
+        # core: side by side they slowed each other (docs/benchmarks/code-figures.md).
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="ragraph-search")
         self.history: dict[str, History] = {}
         self.future: asyncio.Future | None = None
