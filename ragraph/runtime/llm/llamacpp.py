@@ -7,14 +7,14 @@ together, one token each per step. Deliveries cross back with `loop.call_soon_th
 sequence has its own KV stream (`llamacpp_slots`); finished sequences' KV is kept in a prefix
 store (`prefix_store`) for prompts that start the same way.
 
-Numerics (measured, see benchmarks/llm_bench.py): a sequence alone in an empty KV cache
-reproduces `Llama.create_completion` greedy output exactly. It is NOT invariant to how its
-tokens are batched: ggml's CPU kernels take different paths for different numbers of rows (a
-1-token decode, a 16-token decode batch, prefill chunks of other sizes: the final logits of one
-prompt moved by up to ~0.9 between chunkings, with or without flash attention), and the
-attention rows of a batch are padded to its longest sequence. Greedy text can then flip at
-near-ties (8 NQ prompts decoded 24 tokens alone and together: 4 of 8 identical). So batching
-trades bit-exactness for throughput; `max_running=1, prefix_slots=0` is the serial-exact mode.
+Numerics (benchmarks/llm_bench.py; figures: docs/benchmarks/code-figures.md#the-llamacpp-engine):
+a sequence alone in an empty KV cache reproduces `Llama.create_completion` greedy output
+exactly. It is NOT invariant to how its tokens are batched: ggml's CPU kernels take different
+paths for different numbers of rows (a 1-token decode, a 16-token decode batch, prefill chunks of
+other sizes move a prompt's final logits, with or without flash attention), and the attention
+rows of a batch are padded to its longest sequence. Greedy text can then flip at near-ties, and
+did for prompts decoded alone and together. So batching trades bit-exactness for throughput;
+`max_running=1, prefix_slots=0` is the serial-exact mode.
 """
 
 from __future__ import annotations

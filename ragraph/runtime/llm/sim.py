@@ -7,9 +7,9 @@ roofline outside it (profiled.py). Its name says which. It waits with the clock'
 with real CPU retrieval exactly as a GPU would. Steps follow each other on the simulated GPU's own
 timeline: a step starts when the previous one ended, not when this process got round to waking
 up (a serving engine's GPU runs in its own process; this loop shares the interpreter with the
-scheduler and the search threads, and woke 1-1.7 ms late a step under load, 10-20% of a decode
-step). A request joins the first step that starts after it was submitted. Everything it reports
-is labelled simulated.
+scheduler and the search threads, and under load it wakes late by a sizeable share of a decode
+step: docs/benchmarks/code-figures.md#the-simulated-engine). A request joins the first step that
+starts after it was submitted. Everything it reports is labelled simulated.
 """
 
 from __future__ import annotations
