@@ -15,7 +15,8 @@ import asyncio
 import time
 from typing import Any
 
-from ragraph.runtime.llm import GenerationRequest, SamplingParams
+from ragraph.ir import Sampling
+from ragraph.runtime.llm import GenerationRequest
 from ragraph.runtime.llm.llamacpp import LlamaCppConfig, LlamaCppEngine, default_model_path
 from ragraph.runtime.llm.llamacpp_reference import reference_llama
 
@@ -53,7 +54,7 @@ def sequential(llm: Any, prompts: list[str], n: int) -> list[tuple[float, str, i
 async def concurrent(engine: LlamaCppEngine, prompts: list[str], n: int, tag: str) -> tuple[float, list]:
     t0 = time.perf_counter()
     streams = [engine.submit(GenerationRequest(f"{tag}{i}", prompt=p,
-                                               params=SamplingParams(max_new_tokens=n)))
+                                               params=Sampling(max_tokens=n)))
                for i, p in enumerate(prompts)]
     results = [await s.result() for s in streams]
     return time.perf_counter() - t0, results
@@ -61,7 +62,7 @@ async def concurrent(engine: LlamaCppEngine, prompts: list[str], n: int, tag: st
 
 async def prefix_reuse(model: str, threads: int) -> dict[str, float]:
     """Continue a generation over a ~600-token document with and without the retired-KV cache."""
-    params = SamplingParams(max_new_tokens=16)
+    params = Sampling(max_tokens=16)
     timings: dict[str, float] = {}
     for keep in (16, 0):
         cfg = LlamaCppConfig(model_path=model, n_threads=threads, prefix_slots=keep)
@@ -69,7 +70,7 @@ async def prefix_reuse(model: str, threads: int) -> dict[str, float]:
             first = await engine.submit(GenerationRequest("p1", prompt=DOC + "Question: where is Paris?\nAnswer:", params=params)).result()
             cont = DOC + "Question: where is Paris?\nAnswer:" + first.text + "\nQuestion: what river?\nAnswer:"
             t0 = time.perf_counter()
-            r = await engine.submit(GenerationRequest("p2", prompt=cont, params=SamplingParams(max_new_tokens=1))).result()
+            r = await engine.submit(GenerationRequest("p2", prompt=cont, params=Sampling(max_tokens=1))).result()
             timings[f"keep{keep}_s"] = time.perf_counter() - t0
             timings[f"keep{keep}_cached"] = r.cached_tokens
             timings["prompt_tokens"] = r.prompt_tokens

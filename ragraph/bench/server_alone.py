@@ -25,17 +25,17 @@ import httpx
 import numpy as np
 
 from ragraph.bench.server_stats import auth
+from ragraph.ir import Sampling
 from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.chat import Prompt, as_dicts
-from ragraph.runtime.llm.protocol import SamplingParams
 
 LABEL = "server alone"
 
 
-def completion_body(prompt: Prompt, params: SamplingParams, model: str) -> dict[str, Any]:
+def completion_body(prompt: Prompt, params: Sampling, model: str) -> dict[str, Any]:
     """The JSON the `openai` client sends for the app's call (`OpenAIApp.complete`), its
     explicit nulls included: a completion, or a chat turn's messages."""
-    body: dict[str, Any] = {"model": model, "max_tokens": params.max_new_tokens,
+    body: dict[str, Any] = {"model": model, "max_tokens": params.max_tokens,
                             "temperature": params.temperature, "top_p": params.top_p,
                             "stop": list(params.stop) or None, "seed": params.seed}
     if isinstance(prompt, str):

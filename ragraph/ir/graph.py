@@ -113,9 +113,8 @@ class RAGraph:
         template = _template(prompt, nid, span)
         system_template = None if system is None else _template(system, nid, span)
         is_chat = system is not None if chat is None else chat
-        if "stop" in sampling and isinstance(sampling["stop"], list | str):
-            stop = sampling["stop"]
-            sampling["stop"] = (stop,) if isinstance(stop, str) else tuple(stop)
+        if isinstance(sampling.get("stop"), str):
+            sampling["stop"] = (sampling["stop"],)
         return self.add_node(_made("generation", nid, span, lambda: Generate(
             id=nid, prompt=template, output=output, append=append, sampling=Sampling(**sampling),
             items=items, each=bindings(each), chat=is_chat, system=system_template,

@@ -70,7 +70,9 @@ class End(Node):
 
 @dataclass(frozen=True, kw_only=True)
 class Sampling:
-    """Sampling parameters of a generation. Greedy (temperature 0) by default: reproducible."""
+    """Sampling parameters of a generation, as the workflow states them and as the engines take
+    them. Greedy (temperature 0) by default: reproducible. `stop` has OpenAI's meaning: the text
+    ends before the first stop string, which is not part of it."""
 
     max_tokens: int = 256
     temperature: float = 0.0
@@ -80,6 +82,8 @@ class Sampling:
     logprobs: bool = False
 
     def __post_init__(self) -> None:
+        if isinstance(self.stop, list):
+            object.__setattr__(self, "stop", tuple(self.stop))
         if not isinstance(self.max_tokens, int) or isinstance(self.max_tokens, bool) or not (
             1 <= self.max_tokens <= 32768
         ):
@@ -94,6 +98,10 @@ class Sampling:
             raise WorkflowError(f"seed must be an integer, got {self.seed!r}")
         if not isinstance(self.logprobs, bool):
             raise WorkflowError(f"logprobs must be true or false, got {self.logprobs!r}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
 
 
 @register_node

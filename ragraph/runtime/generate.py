@@ -12,23 +12,11 @@ from ragraph.runtime.llm.protocol import (
     GenerationRequest,
     GenerationResult,
     PromptSegments,
-    SamplingParams,
 )
 from ragraph.runtime.llm.stream import GenerationStream
 
 
-def sampling_params(sampling: Sampling) -> SamplingParams:
-    return SamplingParams(
-        max_new_tokens=sampling.max_tokens,
-        temperature=float(sampling.temperature),
-        top_p=float(sampling.top_p),
-        stop=sampling.stop,
-        seed=sampling.seed,
-        logprobs=sampling.logprobs,
-    )
-
-
-def engine_request(rid: str, prompt: Prompt, params: SamplingParams,
+def engine_request(rid: str, prompt: Prompt, params: Sampling,
                    layout: PromptSegments | None = None) -> GenerationRequest:
     """The engine request for completion text or a chat turn's messages."""
     if isinstance(prompt, str):
@@ -41,8 +29,7 @@ def generation_request(rid: str, node: Generate, prompt: Prompt, attempt: int = 
     """Engine request ids are unique per (request, node, visit, attempt, map branch) so aborts
     hit one stream."""
     suffix = "" if branch is None else f".{branch}"
-    return engine_request(f"{rid}/{node.id}/{attempt}{suffix}", prompt,
-                          sampling_params(node.sampling))
+    return engine_request(f"{rid}/{node.id}/{attempt}{suffix}", prompt, node.sampling)
 
 
 def generated_text(result: GenerationResult) -> GeneratedText:

@@ -12,7 +12,8 @@ import pytest
 from ragraph.bench.calibrate import Calibration, CalibrationGrid, calibrate
 from ragraph.cli.main import main
 from ragraph.errors import ConfigError
-from ragraph.runtime.llm import GenerationRequest, SamplingParams
+from ragraph.ir import Sampling
+from ragraph.runtime.llm import GenerationRequest
 from ragraph.runtime.llm.clock import VirtualClock
 from ragraph.runtime.llm.profile import load_profile
 from ragraph.runtime.llm.profiled import ProfiledCostModel, cost_model_for
@@ -55,7 +56,7 @@ def test_cli_writes_a_profile_the_sim_engine_runs_on(tmp_path: Path) -> None:
     async def run() -> str:
         async with SimEngine(SimConfig(cost=cost, output_lengths=(3,)), VirtualClock()) as eng:
             stream = eng.submit(GenerationRequest("a", prompt_ids=tuple(range(1, 33)),
-                                                  params=SamplingParams(max_new_tokens=3)))
+                                                  params=Sampling(max_tokens=3)))
             assert (await stream.result()).simulated
             return eng.name
 

@@ -16,9 +16,9 @@ from ragraph.bench.reasons import why_server_bound
 from ragraph.bench.results import server_targets
 from ragraph.bench.server_alone import LABEL, completion_body, replay
 from ragraph.errors import ConfigError
+from ragraph.ir import Sampling
 from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.chat import chat_turn
-from ragraph.runtime.llm.protocol import SamplingParams
 from tests.llm.fakeserver import FakeServer
 
 # A llama-server /metrics page (build b1-0c1e570), trimmed.
@@ -111,9 +111,9 @@ def test_the_caption_names_the_server() -> None:
 def test_the_replay_sends_each_threads_calls_in_order_as_the_apps_openai_client_does() -> None:
     from ragraph.runtime.executors.app_clients import OpenAIApp, SentCall
 
-    calls = [(f"prompt {i}", SamplingParams(max_new_tokens=4 + i, stop=("\n",)))
+    calls = [(f"prompt {i}", Sampling(max_tokens=4 + i, stop=("\n",)))
              for i in range(4)]
-    calls.append((chat_turn("a chat turn", system="be brief"), SamplingParams(max_new_tokens=3)))
+    calls.append((chat_turn("a chat turn", system="be brief"), Sampling(max_tokens=3)))
 
     def body_for(body: dict) -> tuple[int, bytes]:
         if "messages" in body:
@@ -189,7 +189,7 @@ def test_a_keyed_server_gets_the_key_on_every_call_of_the_bench() -> None:
     async def main() -> list[dict[str, str]]:
         async with FakeServer(fake.answer, gets=fake.gets()) as srv:
             await asyncio.to_thread(S.check_no_prompt_cache, srv.url, 2, 30.0, "sekrit")
-            await replay(srv.url, "m", [SentCall(1, "a prompt", SamplingParams(max_new_tokens=1))],
+            await replay(srv.url, "m", [SentCall(1, "a prompt", Sampling(max_tokens=1))],
                          api_key="sekrit")
             return srv.headers
 

@@ -24,8 +24,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ragraph.ir import Sampling
 from ragraph.runtime.llm.chat import ChatMessage
-from ragraph.runtime.llm.protocol import GenerationRequest, SamplingParams
+from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.llm.sim import SimConfig, SimEngine
 
 Fault = Literal["none", "error", "garbage", "hang"]
@@ -146,8 +147,8 @@ def _choice(text: str, body: dict, chat: bool, logprob: float | None,
     return choice
 
 
-def _params(body: dict) -> SamplingParams:
-    return SamplingParams(max_new_tokens=body.get("max_tokens", 16),
+def _params(body: dict) -> Sampling:
+    return Sampling(max_tokens=body.get("max_tokens", 16),
                           temperature=body.get("temperature", 0.0), top_p=body.get("top_p", 1.0),
                           stop=tuple(body.get("stop") or ()), seed=body.get("seed"),
                           logprobs=bool(body.get("logprobs")))

@@ -9,9 +9,10 @@ from dataclasses import replace
 import pytest
 
 from ragraph.errors import ConfigError, EngineError, PromptTooLong
+from ragraph.ir import Sampling
 from ragraph.runtime.distributed.replicas import ReplicaRouter
 from ragraph.runtime.distributed.routing import PrefixTable, RouterConfig, choose, prefix_hashes
-from ragraph.runtime.llm.protocol import GenerationRequest, LLMEngine, SamplingParams
+from ragraph.runtime.llm.protocol import GenerationRequest, LLMEngine
 from ragraph.runtime.llm.sim import SimEngine
 from ragraph.runtime.llm.stream import GenerationStream
 from tests.runtime import fakes
@@ -99,7 +100,7 @@ def test_a_failover_mid_stream_delivers_each_token_once():
     """Greedy decoding: the new replica repeats the tokens already delivered, which are checked
     and skipped, so the stream reads as one uninterrupted generation."""
     request = GenerationRequest("r", "The history of the city of Paris begins",
-                                params=SamplingParams(24))
+                                params=Sampling(max_tokens=24))
 
     async def tokens(engine) -> tuple[list[str], str]:
         async with engine:
@@ -118,7 +119,7 @@ def test_a_failover_to_a_replica_that_continues_differently_fails_the_request():
     """A replica that does not repeat the tokens already delivered (another model, sampling) must
     not splice two generations into one answer."""
     request = GenerationRequest("r", "The history of the city of Paris begins",
-                                params=SamplingParams(24))
+                                params=Sampling(max_tokens=24))
 
     async def go() -> BaseException | None:
         other = SimEngine(replace(TWENTY, vocab_size=1000))  # other token ids: other words
@@ -178,10 +179,10 @@ def test_requests_sharing_a_prefix_land_on_one_replica():
         async with router:
             context = "You answer from these documents: " + "passage text " * 40
             streams = [router.submit(GenerationRequest(f"r{i}", f"{context} question {i}",
-                                                       params=SamplingParams(8)))
+                                                       params=Sampling(max_tokens=8)))
                        for i in range(9)]
             streams += [router.submit(GenerationRequest(f"u{i}", f"unrelated {i} " * 30,
-                                                        params=SamplingParams(8)))
+                                                        params=Sampling(max_tokens=8)))
                         for i in range(3)]
             await asyncio.gather(*(s.result() for s in streams))
         return router.routed

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ragraph.runtime.llm import GenerationRequest, SamplingParams, create_engine
+from ragraph.ir import Sampling
+from ragraph.runtime.llm import GenerationRequest, create_engine
 from ragraph.runtime.llm.chat import as_dicts, chat_turn
 from tests.llm.gguf_stamp import with_string
 
@@ -53,7 +54,7 @@ def answers(model_path: str | None, **config: object) -> tuple[str, list]:
         async with create_engine("llamacpp", cfg) as engine:
             results = []
             for i, turn in enumerate(TURNS):
-                req = GenerationRequest(f"t{i}", messages=turn, params=SamplingParams(N))
+                req = GenerationRequest(f"t{i}", messages=turn, params=Sampling(max_tokens=N))
                 results.append(await engine.submit(req).result())
             return engine.chat_template, results  # type: ignore[attr-defined]
 

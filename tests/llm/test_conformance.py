@@ -15,7 +15,8 @@ from collections.abc import Callable
 import pytest
 
 from ragraph.errors import EngineError, PromptTooLong
-from ragraph.runtime.llm import GenerationRequest, LLMEngine, SamplingParams, create_engine
+from ragraph.ir import Sampling
+from ragraph.runtime.llm import GenerationRequest, LLMEngine, create_engine
 from ragraph.runtime.llm.openai_http import OpenAIHttpEngine
 from tests.llm.conftest import SERVER_N_CTX
 
@@ -60,7 +61,7 @@ def make_engine(request: pytest.FixtureRequest) -> Factory:
 
 
 def req(rid: str, prompt: str = PROMPT, n: int = 12, **kw: object) -> GenerationRequest:
-    return GenerationRequest(rid, prompt=prompt, params=SamplingParams(max_new_tokens=n, **kw))
+    return GenerationRequest(rid, prompt=prompt, params=Sampling(max_tokens=n, **kw))
 
 
 def run(make_engine: Factory, body: Callable[[LLMEngine], object]) -> object:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragraph.runtime.llm import GenerationRequest, LLMEngine, SamplingParams
+from ragraph.ir import Sampling
+from ragraph.runtime.llm import GenerationRequest, LLMEngine
 from ragraph.runtime.llm.chat import chat_turn, prompt_text
 from tests.llm import test_conformance as conformance
 from tests.llm.test_conformance import Factory, collect, run
@@ -25,7 +26,7 @@ TURNS = [chat_turn(q) for q in ("What is the boiling point of water?",
 def turn(rid: str, user: str = QUESTION, system: str | None = SYSTEM, n: int = 12,
          **kw: object) -> GenerationRequest:
     return GenerationRequest(rid, messages=chat_turn(user, system),
-                             params=SamplingParams(max_new_tokens=n, **kw))
+                             params=Sampling(max_tokens=n, **kw))
 
 
 def test_chat_streaming_order_matches_result(make_engine: Factory) -> None:
@@ -55,7 +56,7 @@ def test_the_template_wraps_the_turn(make_engine: Factory) -> None:
     async def body(engine: LLMEngine) -> None:
         text = prompt_text(chat_turn(QUESTION, SYSTEM))
         _, plain = await collect(engine, GenerationRequest("p", prompt=text,
-                                                           params=SamplingParams(4)))
+                                                           params=Sampling(max_tokens=4)))
         _, chat = await collect(engine, turn("c", n=4))
         _, bare = await collect(engine, turn("b", system=None, n=4))
         if 0 in (plain.prompt_tokens, chat.prompt_tokens, bare.prompt_tokens):
@@ -96,12 +97,12 @@ def test_chat_stop_string_cuts_output_before_it(make_engine: Factory) -> None:
 
 def test_chat_batch_and_abort_leave_others_untouched(make_engine: Factory) -> None:
     async def body(engine: LLMEngine) -> None:
-        reqs = [GenerationRequest(f"s{i}", messages=t, params=SamplingParams(6))
+        reqs = [GenerationRequest(f"s{i}", messages=t, params=Sampling(max_tokens=6))
                 for i, t in enumerate(TURNS)]
         solo = [(await collect(engine, r))[1] for r in reqs]
         victim = engine.submit(turn("victim", n=40))
         streams = [engine.submit(GenerationRequest(f"b{i}", messages=t,
-                                                   params=SamplingParams(6)))
+                                                   params=Sampling(max_tokens=6)))
                    for i, t in enumerate(TURNS)]
         async for _ in victim:
             victim.abort()

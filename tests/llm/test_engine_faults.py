@@ -12,11 +12,12 @@ import logging
 import pytest
 
 from ragraph.errors import EngineError, PromptTooLong, failure_kind
+from ragraph.ir import Sampling
 from ragraph.runtime.llm import openai_http
 from ragraph.runtime.llm.base import EngineBase
 from ragraph.runtime.llm.failure import EngineBug
 from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
-from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, SamplingParams
+from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult
 from ragraph.runtime.llm.sglang import SGLangConfig, SGLangHttpEngine
 from ragraph.runtime.llm.sim import SimConfig, SimEngine
 from ragraph.runtime.llm.stream import GenerationStream
@@ -24,7 +25,7 @@ from tests.llm.fakeserver import FakeServer, sse
 
 
 def req(rid: str, prompt: str = "hello there", n: int = 4) -> GenerationRequest:
-    return GenerationRequest(rid, prompt=prompt, params=SamplingParams(max_new_tokens=n))
+    return GenerationRequest(rid, prompt=prompt, params=Sampling(max_tokens=n))
 
 
 def chunk(text: str, reason: str | None = None, **extra: object) -> dict:

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from ragraph.ir import Sampling
 from ragraph.runtime.executors.app_clients import OpenAIApp, _token_logprobs
-from ragraph.runtime.llm import GenerationRequest, SamplingParams, create_engine
+from ragraph.runtime.llm import GenerationRequest, create_engine
 from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
 from tests.llm.conftest import SERVER_N_CTX, running_cpp_server
 from tests.processes import ragraph
@@ -46,7 +47,7 @@ def test_the_app_reads_both_logprob_shapes_from_the_openai_client() -> None:
 @pytest.mark.slow
 def test_the_engine_and_the_app_get_one_logprob_a_token(llama_server_cpp: str) -> None:
     pytest.importorskip("openai")
-    params = SamplingParams(max_new_tokens=5, logprobs=True)
+    params = Sampling(max_tokens=5, logprobs=True)
 
     async def main():
         config = OpenAIHttpConfig(base_url=llama_server_cpp, context_length=SERVER_N_CTX)

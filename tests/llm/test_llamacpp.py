@@ -7,7 +7,8 @@ import asyncio
 
 import pytest
 
-from ragraph.runtime.llm import GenerationRequest, GenerationResult, SamplingParams
+from ragraph.ir import Sampling
+from ragraph.runtime.llm import GenerationRequest, GenerationResult
 
 PROMPTS = [
     "The history of the city of Paris begins",
@@ -39,7 +40,7 @@ def engine(model_path: str, **kw: object):  # noqa: ANN201
 
 
 def greedy(rid: str, prompt: str, n: int = 16, **kw: object) -> GenerationRequest:
-    return GenerationRequest(rid, prompt=prompt, params=SamplingParams(max_new_tokens=n, **kw))
+    return GenerationRequest(rid, prompt=prompt, params=Sampling(max_tokens=n, **kw))
 
 
 def test_greedy_output_equals_create_completion(model_path: str, reference) -> None:  # noqa: ANN001

@@ -10,8 +10,9 @@ import logging
 import pytest
 
 from ragraph.errors import ConfigError, EngineError
+from ragraph.ir import Sampling
 from ragraph.runtime.config import RuntimeConfig
-from ragraph.runtime.llm import GenerationRequest, SamplingParams, create_engine
+from ragraph.runtime.llm import GenerationRequest, create_engine
 from ragraph.runtime.llm.chat import chat_turn
 from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
 from tests.llm.fakeserver import FakeServer, sse
@@ -59,7 +60,7 @@ def served(body: bytes, *requests: GenerationRequest, gets: dict | None = None,
 
 
 def chat(rid: str = "c", **params: object) -> GenerationRequest:
-    return GenerationRequest(rid, messages=TURN, params=SamplingParams(8, **params))
+    return GenerationRequest(rid, messages=TURN, params=Sampling(max_tokens=8, **params))
 
 
 @pytest.mark.parametrize("body", [LLAMA_SERVER, VLLM, SGLANG], ids=["llama-server", "vllm",
@@ -89,7 +90,7 @@ def test_chat_logprobs_come_from_the_content_list():
 
 
 def test_a_completion_goes_where_the_endpoint_flag_says():
-    prompt = GenerationRequest("p", prompt="Paris is", params=SamplingParams(4))
+    prompt = GenerationRequest("p", prompt="Paris is", params=Sampling(max_tokens=4))
     _, default, _ = served(COMPLETION, prompt)
     assert default.paths == ["/v1/completions"] and default.requests[0]["prompt"] == "Paris is"
     (result,), chat_only, _ = served(VLLM, prompt, endpoint="chat")

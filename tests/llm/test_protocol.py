@@ -1,16 +1,18 @@
-"""Request validation: a bad field raises ConfigError naming it."""
+"""Request validation: a bad field raises an error naming it (ConfigError for the request,
+WorkflowError for its sampling, which is the IR's `Sampling`)."""
 
 import pytest
 
-from ragraph.errors import ConfigError
-from ragraph.runtime.llm import EngineCounters, GenerationRequest, SamplingParams
+from ragraph.errors import ConfigError, WorkflowError
+from ragraph.ir import Sampling
+from ragraph.runtime.llm import EngineCounters, GenerationRequest
 
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"max_new_tokens": 0}, "max_new_tokens"),
-        ({"max_new_tokens": 2.5}, "max_new_tokens"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"max_tokens": 2.5}, "max_tokens"),
         ({"temperature": -0.1}, "temperature"),
         ({"top_p": 0.0}, "top_p"),
         ({"top_p": 1.5}, "top_p"),
@@ -18,14 +20,14 @@ from ragraph.runtime.llm import EngineCounters, GenerationRequest, SamplingParam
         ({"seed": "x"}, "seed"),
     ],
 )
-def test_sampling_params_reject_bad_fields(kwargs: dict, field: str) -> None:
-    with pytest.raises(ConfigError) as err:
-        SamplingParams(**kwargs)
-    assert err.value.field == field
+def test_sampling_rejects_bad_fields(kwargs: dict, field: str) -> None:
+    with pytest.raises(WorkflowError) as err:
+        Sampling(**kwargs)
+    assert err.value.message.startswith(f"{field} ")
 
 
 def test_stop_list_becomes_tuple() -> None:
-    assert SamplingParams(stop=["\n"]).stop == ("\n",)  # type: ignore[arg-type]
+    assert Sampling(stop=["\n"]).stop == ("\n",)  # type: ignore[arg-type]
 
 
 def test_request_needs_exactly_one_prompt_form() -> None:

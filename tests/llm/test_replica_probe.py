@@ -11,10 +11,11 @@ from collections.abc import Callable
 import pytest
 
 from ragraph.errors import ConfigError
+from ragraph.ir import Sampling
 from ragraph.runtime.distributed.replicas import ReplicaRouter
 from ragraph.runtime.distributed.routing import RouterConfig, next_probe_s
 from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
-from ragraph.runtime.llm.protocol import GenerationRequest, SamplingParams
+from ragraph.runtime.llm.protocol import GenerationRequest
 from tests.llm.fakeserver import FakeServer, sse
 
 
@@ -56,7 +57,7 @@ def server(name: str) -> FakeServer:
 
 async def two_at_once(router: ReplicaRouter, *prompts: str) -> list[str]:
     """Submitted together, so the second goes to the other replica (the least loaded)."""
-    streams = [router.submit(GenerationRequest(p, p, params=SamplingParams(4))) for p in prompts]
+    streams = [router.submit(GenerationRequest(p, p, params=Sampling(max_tokens=4))) for p in prompts]
     return [(await s.result()).text for s in streams]
 
 

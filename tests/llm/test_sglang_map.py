@@ -5,7 +5,8 @@ import asyncio
 import pytest
 
 from ragraph.errors import ConfigError, EngineError
-from ragraph.runtime.llm import GenerationRequest, SamplingParams, create_engine
+from ragraph.ir import Sampling
+from ragraph.runtime.llm import GenerationRequest, create_engine
 from ragraph.runtime.llm.httpbase import StreamState
 from ragraph.runtime.llm.sglang import SGLangConfig, SGLangEngine, SGLangHttpEngine
 from ragraph.runtime.llm.sglang_map import (
@@ -16,7 +17,7 @@ from ragraph.runtime.llm.sglang_map import (
 )
 from tests.llm.fakeserver import FakeServer, sse
 
-PARAMS = SamplingParams(max_new_tokens=7, temperature=0.5, top_p=0.9, stop=("\n",), seed=3,
+PARAMS = Sampling(max_tokens=7, temperature=0.5, top_p=0.9, stop=("\n",), seed=3,
                         logprobs=True)
 
 
@@ -24,7 +25,7 @@ def test_sampling_params_use_sglang_names() -> None:
     assert sampling_params_dict(PARAMS) == {
         "max_new_tokens": 7, "temperature": 0.5, "top_p": 0.9, "stop": ["\n"], "sampling_seed": 3,
     }
-    assert "sampling_seed" not in sampling_params_dict(SamplingParams())
+    assert "sampling_seed" not in sampling_params_dict(Sampling())
 
 
 def test_engine_kwargs_and_http_payload() -> None:

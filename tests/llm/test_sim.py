@@ -4,14 +4,15 @@ import asyncio
 
 import pytest
 
-from ragraph.runtime.llm import GenerationRequest, SamplingParams
+from ragraph.ir import Sampling
+from ragraph.runtime.llm import GenerationRequest
 from ragraph.runtime.llm.clock import VirtualClock
 from ragraph.runtime.llm.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim import SimConfig, SimEngine
 
 
 def req(rid: str, prompt: str, n: int = 16, **kw: object) -> GenerationRequest:
-    return GenerationRequest(rid, prompt=prompt, params=SamplingParams(max_new_tokens=n, **kw))
+    return GenerationRequest(rid, prompt=prompt, params=Sampling(max_tokens=n, **kw))
 
 
 async def run_all(engine: SimEngine, requests: list[GenerationRequest]) -> list:
@@ -116,7 +117,7 @@ def test_default_engine_is_timed_by_the_measured_h100_profile_and_says_so() -> N
     async def main() -> str:
         async with SimEngine(cfg, clock) as eng:
             await eng.submit(GenerationRequest("a", prompt_ids=tuple(range(1, 513)),
-                                               params=SamplingParams(max_new_tokens=4))).result()
+                                               params=Sampling(max_tokens=4))).result()
             return eng.name
 
     name = asyncio.run(main())

@@ -63,7 +63,7 @@ class Capped:
 
     def submit(self, request: GenerationRequest):
         params = replace(request.params,
-                         max_new_tokens=min(request.params.max_new_tokens, self._cap))
+                         max_new_tokens=min(request.params.max_tokens, self._cap))
         return self._engine.submit(replace(request, params=params))
 
     def counters(self):
@@ -148,8 +148,8 @@ class CappedApp:
         self._app, self._cap, self.name = app, cap, app.name
 
     def complete(self, prompt: str, params):
-        return self._app.complete(prompt, replace(params, max_new_tokens=min(
-            params.max_new_tokens, self._cap)))
+        return self._app.complete(prompt, replace(params, max_tokens=min(
+            params.max_tokens, self._cap)))
 
     def counters(self):
         return self._app.counters()

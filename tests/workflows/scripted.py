@@ -70,7 +70,7 @@ class ScriptedEngine(EngineBase):
         text = reply.text
         for stop in params.stop:
             text = text.split(stop, 1)[0]
-        words = re.findall(r"\s*\S+", text)[: params.max_new_tokens]
+        words = re.findall(r"\s*\S+", text)[: params.max_tokens]
         logprob = math.log(reply.prob)
         for w in words:
             stream.push(TokenEvent(None, w, logprob if params.logprobs else None))

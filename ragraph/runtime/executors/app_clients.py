@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ragraph.errors import EngineError, PromptTooLong
+from ragraph.ir import Sampling
 from ragraph.ir.values import GeneratedText, Passages
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.llm.chat import ChatMessage, Prompt, as_dicts
 from ragraph.runtime.llm.failure import overflow
-from ragraph.runtime.llm.protocol import EngineCounters, LLMEngine, SamplingParams
+from ragraph.runtime.llm.protocol import EngineCounters, LLMEngine
 from ragraph.runtime.search_service import SearchService
 
 # What the app's `Llama` holds: the prompt and answer of the workflows' longest generations.
@@ -29,7 +30,7 @@ APP_CONTEXT = 2048
 class AppLLM(Protocol):
     name: str
 
-    def complete(self, prompt: Prompt, params: SamplingParams) -> GeneratedText:
+    def complete(self, prompt: Prompt, params: Sampling) -> GeneratedText:
         """Completion text, or a chat turn (rendered with the model's chat template)."""
         ...
 
@@ -115,7 +116,7 @@ class LlamaCppApp:
             raise no_template(self._path)
         return self._template.render(messages)
 
-    def complete(self, prompt: Prompt, params: SamplingParams) -> GeneratedText:
+    def complete(self, prompt: Prompt, params: Sampling) -> GeneratedText:
         if not isinstance(prompt, str):
             prompt = self._render(prompt)
         with self.lock:
@@ -125,7 +126,7 @@ class LlamaCppApp:
             before = self._perf(llm.ctx)
             try:
                 out = llm.create_completion(
-                    prompt, max_tokens=params.max_new_tokens, temperature=params.temperature,
+                    prompt, max_tokens=params.max_tokens, temperature=params.temperature,
                     top_p=params.top_p, stop=list(params.stop) or None, seed=params.seed,
                     logprobs=1 if params.logprobs else None)
             except ValueError as err:  # llama-cpp-python's "Requested tokens exceed context"
@@ -161,7 +162,7 @@ class SentCall:
 
     worker: int  # the app's thread that made it (`threading.get_ident`)
     prompt: Prompt  # a completion to a chat-only server went as one user message
-    params: SamplingParams
+    params: Sampling
 
 
 class OpenAIApp:
@@ -189,11 +190,11 @@ class OpenAIApp:
         self._lock = threading.Lock()
         self.sent: list[SentCall] = []
 
-    def complete(self, prompt: Prompt, params: SamplingParams) -> GeneratedText:
+    def complete(self, prompt: Prompt, params: Sampling) -> GeneratedText:
         chat = not isinstance(prompt, str) or self._endpoint == "chat"
         try:
             out = self._chat(prompt, params) if chat else self._client.completions.create(
-                model=self._model, prompt=prompt, max_tokens=params.max_new_tokens,
+                model=self._model, prompt=prompt, max_tokens=params.max_tokens,
                 temperature=params.temperature, top_p=params.top_p,
                 stop=list(params.stop) or None, seed=params.seed,
                 logprobs=1 if params.logprobs else None)
@@ -216,11 +217,11 @@ class OpenAIApp:
             return GeneratedText(choice.message.content or "", _min_prob(logprobs))
         return GeneratedText(choice.text, _min_prob(_token_logprobs(choice.logprobs)))
 
-    def _chat(self, prompt: Prompt, params: SamplingParams):  # noqa: ANN202 - openai's type
+    def _chat(self, prompt: Prompt, params: Sampling):  # noqa: ANN202 - openai's type
         """`/v1/chat/completions`: the server renders the turn with the model's template."""
         return self._client.chat.completions.create(
             model=self._model, messages=as_dicts(_as_chat(prompt)),  # type: ignore[arg-type]
-            max_tokens=params.max_new_tokens, temperature=params.temperature,
+            max_tokens=params.max_tokens, temperature=params.temperature,
             top_p=params.top_p, stop=list(params.stop) or None, seed=params.seed,
             logprobs=params.logprobs or None)
 
@@ -242,7 +243,7 @@ class EngineApp:
     _ids: int = field(default=0, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def complete(self, prompt: Prompt, params: SamplingParams) -> GeneratedText:
+    def complete(self, prompt: Prompt, params: Sampling) -> GeneratedText:
         from ragraph.runtime.generate import (  # noqa: PLC0415
             engine_request,
             finish,

@@ -25,7 +25,6 @@ from ragraph.runtime.events import Searched
 from ragraph.runtime.executors.app_clients import AppLLM, AppRetriever
 from ragraph.runtime.executors.base import clock
 from ragraph.runtime.executors.langgraph_report import NodeDone, NodeReports
-from ragraph.runtime.generate import sampling_params
 
 # State keys of the lowering itself, beside the workflow's variables.
 RID, LOOPS, PATH, NEXT, PASSAGES, FAN = ("ragraph_rid", "ragraph_loops", "ragraph_path",
@@ -111,7 +110,7 @@ def _compute(node: Node, values: dict[str, Value], llm: AppLLM, retriever: AppRe
     """What the node's engine call returns for these variables (one branch, for a map)."""
     if isinstance(node, Generate):
         prompt = effects.generation_prompt(node, values)
-        return llm.complete(prompt, sampling_params(node.sampling))
+        return llm.complete(prompt, node.sampling)
     query = effects.retrieval_query(node, values)  # type: ignore[arg-type]
     return retriever.retrieve(query, node.topk, node.nprobe)  # type: ignore[attr-defined]
 

@@ -1,8 +1,10 @@
 """LLM engines behind one async streaming protocol (see `protocol`).
 
-    from ragraph.runtime.llm import create_engine, GenerationRequest, SamplingParams
+    from ragraph.ir import Sampling
+    from ragraph.runtime.llm import create_engine, GenerationRequest
     async with create_engine("llamacpp") as engine:
-        stream = engine.submit(GenerationRequest("q1", prompt="Paris is", params=SamplingParams(8)))
+        request = GenerationRequest("q1", prompt="Paris is", params=Sampling(max_tokens=8))
+        stream = engine.submit(request)
         async for event in stream: ...
         result = await stream.result()
 """
@@ -12,7 +14,6 @@ from ragraph.runtime.llm.protocol import (
     GenerationRequest,
     GenerationResult,
     LLMEngine,
-    SamplingParams,
     TokenEvent,
 )
 from ragraph.runtime.llm.registry import ENGINE_KINDS, create_engine
@@ -25,7 +26,6 @@ __all__ = [
     "GenerationResult",
     "GenerationStream",
     "LLMEngine",
-    "SamplingParams",
     "TokenEvent",
     "create_engine",
 ]

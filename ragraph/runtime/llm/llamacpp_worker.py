@@ -226,7 +226,7 @@ class DecodeWorker:
         text = seq.out.add(self._model.piece(token))
         if seq.out.stopped:
             reason = "stop"
-        elif len(seq.generated) >= p.max_new_tokens or len(seq.tokens) >= self._limits.context_length:
+        elif len(seq.generated) >= p.max_tokens or len(seq.tokens) >= self._limits.context_length:
             reason = "length"
         else:
             self._out.append((seq.stream, [TokenEvent(token, text, logprob)], None))

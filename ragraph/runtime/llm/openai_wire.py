@@ -44,7 +44,7 @@ def payload(request: GenerationRequest, endpoint: str, model: str,
             include_usage: bool) -> dict[str, Any]:
     """The JSON body of a streamed call to `endpoint` for `request`."""
     p = request.params
-    body: dict[str, Any] = {"model": model, "max_tokens": p.max_new_tokens,
+    body: dict[str, Any] = {"model": model, "max_tokens": p.max_tokens,
                             "temperature": p.temperature, "top_p": p.top_p, "stream": True}
     if endpoint == "chat":
         messages = request.messages or (ChatMessage("user", request.prompt or ""),)

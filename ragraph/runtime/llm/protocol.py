@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ragraph.errors import ConfigError
+from ragraph.ir.nodes import Sampling
 from ragraph.runtime.llm.chat import ChatMessage
 
 if TYPE_CHECKING:
@@ -25,42 +26,6 @@ FINISH_REASONS: tuple[str, ...] = ("stop", "length", "abort", "error")
 # ragraph's engine code ("internal").
 ErrorKind = Literal["input", "engine", "internal"]
 ERROR_KINDS: tuple[str, ...] = ("input", "engine", "internal")
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """How to sample. `temperature == 0` is greedy decoding (the default)."""
-
-    max_new_tokens: int = 64
-    temperature: float = 0.0
-    top_p: float = 1.0
-    # OpenAI semantics: generation ends as soon as the text contains one of these; the stop
-    # string itself is not part of the output.
-    stop: tuple[str, ...] = ()
-    seed: int | None = None
-    logprobs: bool = False
-
-    def __post_init__(self) -> None:
-        if isinstance(self.stop, list):
-            object.__setattr__(self, "stop", tuple(self.stop))
-        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int):
-            raise ConfigError("max_new_tokens", f"must be an integer, got {self.max_new_tokens!r}")
-        if self.max_new_tokens < 1:
-            raise ConfigError("max_new_tokens", f"must be at least 1, got {self.max_new_tokens}")
-        if not isinstance(self.temperature, int | float) or self.temperature < 0:
-            raise ConfigError("temperature", f"must be a number >= 0, got {self.temperature!r}")
-        if not isinstance(self.top_p, int | float) or not 0 < self.top_p <= 1:
-            raise ConfigError("top_p", f"must be in (0, 1], got {self.top_p!r}")
-        if not isinstance(self.stop, tuple) or not all(
-            isinstance(s, str) and s for s in self.stop
-        ):
-            raise ConfigError("stop", f"must be a tuple of non-empty strings, got {self.stop!r}")
-        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
-            raise ConfigError("seed", f"must be an integer or None, got {self.seed!r}")
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0
 
 
 @dataclass(frozen=True)
@@ -91,7 +56,7 @@ class GenerationRequest:
     rid: str
     prompt: str | None = None
     prompt_ids: tuple[int, ...] | None = None
-    params: SamplingParams = SamplingParams()
+    params: Sampling = Sampling()
     layout: PromptSegments | None = None  # (prefix-layout) where the documents sit in `prompt`
     messages: tuple[ChatMessage, ...] | None = None
 
@@ -115,8 +80,8 @@ class GenerationRequest:
             isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prompt_ids
         ):
             raise ConfigError("prompt_ids", "must be a tuple of non-negative integers")
-        if not isinstance(self.params, SamplingParams):
-            raise ConfigError("params", "must be a SamplingParams")
+        if not isinstance(self.params, Sampling):
+            raise ConfigError("params", "must be a Sampling (ragraph.ir)")
 
 
 def _check_messages(messages: tuple[ChatMessage, ...]) -> None:

@@ -15,15 +15,16 @@ from __future__ import annotations
 from typing import Any
 
 from ragraph.errors import EngineError, PromptTooLong
+from ragraph.ir import Sampling
 from ragraph.runtime.llm.failure import overflow
 from ragraph.runtime.llm.httpbase import StreamState
-from ragraph.runtime.llm.protocol import GenerationRequest, SamplingParams, TokenEvent
+from ragraph.runtime.llm.protocol import GenerationRequest, TokenEvent
 from ragraph.runtime.llm.wire import count, malformed, real, whole
 
 
-def sampling_params_dict(params: SamplingParams) -> dict[str, Any]:
+def sampling_params_dict(params: Sampling) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "max_new_tokens": params.max_new_tokens,
+        "max_new_tokens": params.max_tokens,
         "temperature": params.temperature,
         "top_p": params.top_p,
     }

@@ -143,7 +143,7 @@ class SimEngine(EngineBase):
             self._fail(stream, f"{self.name}: {problem}", prompt_tokens=len(ids), kind="input")
             return
         p = request.params
-        plan = plan_output(ids, p.max_new_tokens, seed=p.seed, greedy=p.greedy,
+        plan = plan_output(ids, p.max_tokens, seed=p.seed, greedy=p.greedy,
                            mean_output_tokens=self.config.mean_output_tokens,
                            output_lengths=self.config.output_lengths,
                            vocab_size=self.config.vocab_size,

@@ -9,7 +9,7 @@ import itertools
 from dataclasses import dataclass
 
 from ragraph.runtime.executors.base import Services, clock
-from ragraph.runtime.generate import engine_request, sampling_params
+from ragraph.runtime.generate import engine_request
 from ragraph.runtime.llm.chat import Prompt, prompt_text
 from ragraph.runtime.llm.protocol import PromptSegments
 from ragraph.runtime.request import RequestState
@@ -154,7 +154,7 @@ class GenerationSide:
         self.jobs[job.key] = job
         try:
             request = engine_request(f"{job.state.rid}/{chain.origin}/{job.key}", job.prompt,
-                                     sampling_params(chain.sampling), job.layout)
+                                     chain.sampling, job.layout)
             job.stream = self.s.llm.submit(request)
         except Exception as err:  # an invalid request, or the engine refused it: this one only
             self.inbox.put(Generated(job.key, None, err))
