@@ -12,7 +12,7 @@ declaration order) whose condition holds is taken, LOOP edges only while taken f
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -327,8 +327,3 @@ def _template(text: str | Template, nid: str, span: Span | None) -> Template:
         return Template.parse(text)
     except TemplateError as err:
         raise TemplateError(f"node {nid!r}: {err.message}", err.offset, err.hint) from err
-
-
-def replace_payload(node: Node, **changes: Any) -> Node:
-    """A copy of a node with fields changed (frozen dataclasses)."""
-    return replace(node, **changes)

@@ -117,15 +117,3 @@ def render_value(value: Value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-def type_name(value: Value) -> str:
-    if isinstance(value, Passages):
-        return "passages"
-    if isinstance(value, Items):
-        return "list"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "text"

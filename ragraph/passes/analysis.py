@@ -52,12 +52,6 @@ def on_cycle(graph: RAGraph, nid: str) -> bool:
                for comp in nx.strongly_connected_components(control))
 
 
-def control_ancestors(graph: RAGraph, nid: str) -> set[str]:
-    """Nodes that may run before `nid` in the same request (itself when it is in a loop)."""
-    found = nx.ancestors(graph.control_graph(), nid)
-    return found | ({nid} if on_cycle(graph, nid) else set())
-
-
 def passage_vars(graph: RAGraph) -> frozenset[str]:
     """Variables that hold retrieved passages."""
     names = {n.output for n in graph.nodes() if isinstance(n, Retrieve | RetrieveCommit)}

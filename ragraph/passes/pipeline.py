@@ -18,7 +18,7 @@ import re
 import time
 import typing
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 
 from ragraph.ir.graph import RAGraph
 from ragraph.passes.base import Pass, PassContext, PassError, Remark
@@ -157,8 +157,3 @@ def _run_one(graph: RAGraph, p: Pass, ctx: PassContext, before: list[str]) -> Pa
 
 def _size(graph: RAGraph) -> tuple[int, int]:
     return sum(1 for _ in graph.nodes()), sum(1 for _ in graph.edges())
-
-
-def option_defaults(cls: type[Pass]) -> dict[str, object]:
-    """An option table for help text: name -> default."""
-    return {f.name: f.default for f in fields(cls) if f.default is not MISSING}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -11,7 +10,6 @@ from typing import ClassVar, Protocol
 
 from ragraph.errors import RagraphError, failure_kind
 from ragraph.ir.control import choose_edge
-from ragraph.ir.nodes import END
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.events import RunHooks
 from ragraph.runtime.executors.app_clients import AppLLM
@@ -90,19 +88,5 @@ def finish(state: RequestState, on_done: OnDone, now: float, hooks: RunHooks) ->
     on_done(outcome_of(state, state.graph.name, now))
 
 
-def is_done(state: RequestState) -> bool:
-    return state.error is not None or state.node == END
-
-
 def clock() -> float:
     return time.perf_counter()
-
-
-async def gather_bounded(coros: Iterable, limit: int) -> None:
-    sem = asyncio.Semaphore(limit)
-
-    async def one(coro):
-        async with sem:
-            await coro
-
-    await asyncio.gather(*(one(c) for c in coros))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragraph.runtime.llm.protocol import GenerationRequest, TokenEvent
+from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.textout import OutputText
 
@@ -58,7 +58,3 @@ def plan_step(seqs: list[Seq], n_batch: int) -> StepPlan:
             budget -= take
     prefill.sort(key=lambda p: p[0].seq_id)
     return StepPlan(decode, prefill)
-
-
-def token_event(seq: Seq, token: int, text: str, logprob: float | None) -> TokenEvent:
-    return TokenEvent(token, text, logprob if seq.request.params.logprobs else None)

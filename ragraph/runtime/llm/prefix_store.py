@@ -100,8 +100,3 @@ class PrefixStore:
             if common_prefix(entry.tokens, tokens) == min(len(entry.tokens), len(tokens)):
                 return entry
         return None
-
-    def drop(self, slot: int) -> None:
-        """Forget the entry in `slot` (its KV is gone); the slot is free again."""
-        if self._entries.pop(slot, None) is not None:
-            self._free.append(slot)
