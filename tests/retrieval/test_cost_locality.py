@@ -132,7 +132,7 @@ def test_optimal_budget_is_hedrarag_sqrt_rule():
 def test_calibration_gives_a_usable_model(random_engine):
     model = calibrate(random_engine, seconds=0.05)
     assert model.ns_per_element > 0
-    assert 0 < model.cluster_ms(0) < 50
+    assert 0 < model.each_ms([0])[0] < 50
     assert model.list_rule is random_engine.list_rule  # priced by the engine's own rule
 
 

@@ -67,9 +67,6 @@ class CostModel:
         ns = self.ns_per_element * np.asarray(self.sizes, dtype=np.float64) * self.dim
         object.__setattr__(self, "_ms", (ns + self.ns_per_cluster) / 1e6)
 
-    def cluster_ms(self, cluster: int) -> float:
-        return self.scale * float(self._ms[cluster])
-
     def each_ms(self, clusters: Sequence[int] | np.ndarray) -> np.ndarray:
         return self.scale * self._ms[np.asarray(clusters, dtype=np.int64)]
 

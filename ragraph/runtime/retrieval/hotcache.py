@@ -105,12 +105,6 @@ class PrefetchReport:
     already: tuple[int, ...]
     bytes_fetched: int
 
-    def coverage(self, probe: Iterable[int]) -> float:
-        """Fraction of `probe` that this owner's prefetches made (or found) resident."""
-        probe = list(probe)
-        have = set(self.fetched) | set(self.already)
-        return sum(1 for c in probe if c in have) / len(probe) if probe else 1.0
-
 
 @dataclass(frozen=True)
 class CacheStats:
