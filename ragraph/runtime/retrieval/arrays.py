@@ -4,8 +4,7 @@ Both keep a chunk of lists' estimates in one padded buffer (rows: (query, list) 
 +inf) and answer the questions the scan asks of it: a row's smallest and m-th smallest estimate,
 and where the estimates are within a row's threshold. numpy runs on as many worker threads as faiss
 has, each with a single-threaded BLAS (a product per list is too small for BLAS's own threads to
-pay: 8 queries x 1,000 vectors x 384 took 0.25 s a step on 2 BLAS threads, 0.18 s on one). A
-torch device runs one chunk at a time and parallelizes inside its kernels.
+pay: docs/benchmarks/code-figures.md#list-major-scans). A torch device runs one chunk at a time and parallelizes inside its kernels.
 """
 
 from __future__ import annotations
@@ -19,8 +18,8 @@ from ragraph.runtime.retrieval.bounds import U32, gamma, matmul_roundoff
 from ragraph.runtime.retrieval.products import OneThread, matmul_into
 
 # Below this many queries per list, numpy's products go one matrix-vector product per query:
-# OpenBLAS's sgemm with 2 rows took 84 us on 1,000 x 384 where two sgemv took 2 x 21 us (4 rows:
-# 71 us, 8: 98 us). torch's MKL needs no such help (2 rows: 26 us).
+# OpenBLAS's sgemm on a few rows is slower than as many sgemv; torch's MKL needs no such help
+# (figures: docs/benchmarks/code-figures.md#list-major-scans).
 GEMV_BELOW = 4
 
 
@@ -70,7 +69,7 @@ class NumpyArrays:
         return np.partition(buf[rows], m - 1, axis=1)[:, m - 1].astype(np.float64)
 
     def within(self, buf: np.ndarray, threshold: np.ndarray):
-        # 1-d nonzero: 2-d `np.nonzero` took 12x as long on a chunk's buffer.
+        # 1-d nonzero: the 2-d `np.nonzero` is many times slower on a chunk's buffer.
         hits = np.flatnonzero(buf <= threshold[:, None])
         rows, cols = np.divmod(hits, buf.shape[1])
         return rows, cols, buf.reshape(-1)[hits]

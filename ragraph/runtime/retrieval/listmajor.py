@@ -38,11 +38,8 @@ CHUNK_ELEMENTS = 1 << 18
 # Chunks per worker, so uneven chunks still leave no thread idle for long.
 CHUNKS_PER_THREAD = 4
 # Queries per list from which a list-order step is scanned list-major, by the library computing
-# the products (`products`). numpy (OpenBLAS), on 512 lists of ~1,000 vectors (d 384), 2 cores
-# (AMD EPYC): list-major over faiss's cluster order took 1.25x the time at 2 queries a list, 1.11x
-# at 4, 1.02x at 6, 0.79x at 8, 0.62x at 16. torch (MKL), 2-core Intel Xeon, real NQ queries:
-# 1.01x at 2.4, 0.91x at 4.2, 0.77x at 8.1 on 1M vectors in 1,024 lists; 0.93x at 1.8, 0.85x at
-# 2.8, 0.82x at 4.3, 0.66x at 8.1 on 8.8M vectors in 4,096 (numpy there: 1.17x at 2.8, 0.84x at 8.1).
+# the products (`products`): where list-major first beat faiss's cluster order on each library
+# (measured: docs/benchmarks/code-figures.md#list-major-scans).
 MIN_SHARING = {"numpy": 6.0, "torch": 2.5}
 
 
