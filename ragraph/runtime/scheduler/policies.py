@@ -81,11 +81,9 @@ def split_pays(finishing: int, waiting: int, rest_ms: float, lost_ms: float) -> 
     `rest_ms` of scanning the others still need; it delays every retrieval of the step and every
     query queued behind it (`waiting` in all) by `lost_ms`: the later steps' cost plus β minus
     the whole step's. Summed latency is lower with the split exactly when
-    finishing x rest_ms > waiting x lost_ms. Measured on the seeds' regime (2 cores, 1M vectors,
-    nprobe 256, 64 in flight, 128 questions offline): budgeted steps carried 5-7 retrievals at
-    45-55 us a (query, list) pair; deciding by this rule, 11-16 at 36-48 us, and the generations
-    they release together prefill in one engine step (oneshot 50 -> 52.5 req/s, IRG 13.2 ->
-    17.8, multistep 11.8 -> 15.0; README)."""
+    finishing x rest_ms > waiting x lost_ms. On the seeds' regime, steps decided by this rule
+    carry more retrievals, and the generations they release together prefill in one engine step
+    (measured: docs/benchmarks/code-figures.md#search-step-policies)."""
     if finishing < 0 or waiting < 0:
         raise ValueError("finishing and waiting must be non-negative")
     return finishing * rest_ms > waiting * max(lost_ms, 0.0)
