@@ -92,8 +92,8 @@ class RetrievalSide:
     def _start_preparing(self, backlog_ms: float, size: int | None = None) -> bool:
         """Embed the queries that arrived since the last batch, in one batch, once a full batch
         has gathered or the search is down to its last step: embedding waits its turn on the
-        search thread anyway, and a query embedded alone costs three in a batch (at concurrency
-        16 the batches went from 1.7 queries to 7, and throughput from 20 to 24 req/s).
+        search thread anyway, and a query embedded alone costs several in a batch (measured:
+        docs/benchmarks/code-figures.md#search-thread).
         `size`: this many now, whatever has gathered (queries joining the next step)."""
         if not self.to_prepare:
             return False
