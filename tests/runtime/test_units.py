@@ -18,7 +18,6 @@ from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim import SimConfig, SimEngine
 from ragraph.runtime.request import Request
-from ragraph.runtime.scheduler.program import lower
 from ragraph.runtime.trace import Tracer
 from tests.passes import graphs
 from tests.runtime import fakes
@@ -75,7 +74,7 @@ def test_every_shipped_retrieval_feeds_a_generation_and_a_search_only_one_does_n
     """What the search side's budget asks: whether finishing a retrieval early can start a
     generation of its request (see RetrievalSide._budget_ms)."""
     for name in NAMES:
-        program = lower(compile(dsl.load(ROOT / "workflows" / f"{name}.rag"), passes))
+        program = compile(dsl.load(ROOT / "workflows" / f"{name}.rag"), passes).program
         assert program.retrievals and all(c.feeds_generation
                                           for c in program.retrievals.values()), name
     g = RAGraph("search-only")
@@ -83,7 +82,7 @@ def test_every_shipped_retrieval_feeds_a_generation_and_a_search_only_one_does_n
     g.add_retrieval("search", topk=3, query="question", output="docs")
     g.add_edge(START, "search")
     g.add_edge("search", END)
-    program = lower(compile(g, passes))
+    program = compile(g, passes).program
     assert [c.feeds_generation for c in program.retrievals.values()] == [False]
 
 

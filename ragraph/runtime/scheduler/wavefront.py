@@ -40,7 +40,6 @@ from ragraph.runtime.scheduler.inbox import (
     StepDone,
     Token,
 )
-from ragraph.runtime.scheduler.program import Program, lower
 from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 from ragraph.runtime.scheduler.units import Units
 
@@ -99,8 +98,6 @@ class _Run:
                                  config.budget_ms, self._engine_has_room)
         self.units = Units(services, config, self.gen, self.ret, self.inbox, self._retire,
                            self._engine_has_room)
-        # Lowered once per run, by source graph, on first use: a long-lived run's catalog grows.
-        self.programs: dict[int, Program] = {}
         self.engine_busy = policies.BusyMeter()
         services.hooks.accept_cancel(self.inbox.put)  # a CancelRequest, in the loop's own turn
 
@@ -191,14 +188,7 @@ class _Run:
             if state.error is not None:
                 finish(state, self.on_done, clock(), self.s.hooks)
                 continue
-            self.units.begin(self._program(request), state)
-
-    def _program(self, request: Request) -> Program:
-        workflow = self.catalog.workflow_for(request)
-        program = self.programs.get(id(workflow.source))
-        if program is None:
-            program = self.programs[id(workflow.source)] = lower(workflow)
-        return program
+            self.units.begin(self.catalog.workflow_for(request).program, state)
 
     def _cancel(self, event: CancelRequest) -> None:
         """Stop one request, running (its streams are aborted as it retires) or still waiting."""
