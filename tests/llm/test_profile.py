@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.llm.profile import default_profile, load_profile, write_profile
+from ragraph.runtime.llm.profile import (
+    default_profile,
+    load_profile,
+    shipped_profiles,
+    write_profile,
+)
 from ragraph.runtime.llm.shape import LLAMA_3_1_8B, parse_shape
 
 
@@ -22,6 +27,15 @@ def test_shipped_profile_is_the_h100_llama_measurements() -> None:
     assert {(q.batch, q.context, q.ms) for q in p.decode} >= {
         (1, 512, 6.7), (64, 512, 8.6), (128, 2048, 18.9)}
     assert "awaits a lent GPU" in p.note
+
+
+def test_shipped_profiles_load_by_name() -> None:
+    assert shipped_profiles() == ("h100-llama-3.1-8b", "h200-llama-3.1-8b")
+    h200 = load_profile("h200-llama-3.1-8b")
+    assert h200.gpu == "NVIDIA H200" and h200.model == "Llama-3.1-8B"
+    assert load_profile("h100-llama-3.1-8b") == default_profile()
+    with pytest.raises(ConfigError, match="h300"):
+        load_profile("h300-llama-3.1-8b")
 
 
 def test_llama_shape_has_the_roofline_constants() -> None:

@@ -75,8 +75,11 @@ class GpuProfile:
         }
 
 
-def load_profile(path: Path) -> GpuProfile:
-    """A profile file, checked; a `ConfigError` names the file and the field."""
+def load_profile(path: Path | str) -> GpuProfile:
+    """A profile file, or the name of one shipped with ragraph (`shipped_profiles()`), checked;
+    a `ConfigError` names the file and the field."""
+    if not Path(path).exists() and str(path) in shipped_profiles():
+        return _shipped(str(path))
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as err:
@@ -86,10 +89,22 @@ def load_profile(path: Path) -> GpuProfile:
     return parse_profile(data, str(path), Path(path).stem)
 
 
-@cache
 def default_profile() -> GpuProfile:
     """The H100 / Llama-3.1-8B profile shipped with ragraph."""
-    source = resources.files("ragraph.runtime.llm") / "profiles" / DEFAULT_PROFILE
+    return _shipped(DEFAULT_PROFILE.removesuffix(".json"))
+
+
+def shipped_profiles() -> tuple[str, ...]:
+    """The names of the profiles shipped with ragraph (measured by `ragraph calibrate` on the
+    GPU each names; docs/benchmarks/gpu.md)."""
+    folder = resources.files("ragraph.runtime.llm") / "profiles"
+    return tuple(sorted(f.name.removesuffix(".json") for f in folder.iterdir()
+                        if f.name.endswith(".json")))
+
+
+@cache
+def _shipped(name: str) -> GpuProfile:
+    source = resources.files("ragraph.runtime.llm") / "profiles" / f"{name}.json"
     with resources.as_file(source) as path:
         return load_profile(path)
 

@@ -1,0 +1,70 @@
+"""The GPU acceptance script on a machine without a GPU: its CPU steps run, its GPU steps are
+skipped with the reason, and the report says so (benchmarks/gpu_acceptance.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragraph.runtime.devices import cuda_available
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_acceptance.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("gpu_acceptance", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(cuda_available(), reason="checks what the script does without a GPU")
+def test_without_a_gpu_the_gpu_steps_say_why_and_the_rest_run(tmp_path: Path) -> None:
+    rc = _script().main(["--out", str(tmp_path), "--size", "tiny", "--steps",
+                         "machine,cuda-tests,calibrate,hot-cache,list-major,seeds"])
+    report = json.loads((tmp_path / "report.json").read_text())
+    steps = {s["name"]: s for s in report["steps"]}
+    assert rc == 0 and report["size"] == "tiny"
+    for name in ("cuda-tests", "calibrate", "hot-cache"):
+        assert steps[name]["status"] == "skipped"
+        assert steps[name]["detail"] == "no CUDA device on this machine"
+    assert steps["seeds"]["status"] == "skipped" and "size full" in steps["seeds"]["detail"]
+    assert steps["machine"]["status"] == "passed" and steps["machine"]["figures"]["gpu"] == "none"
+    table = steps["list-major"]["figures"]["table"]
+    assert steps["list-major"]["status"] == "passed" and table[-1].split()[-1] == "yes"
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| cuda-tests | skipped | 0 | no CUDA device on this machine |" in markdown
+    assert (tmp_path / "logs" / "list-major.log").exists()
+
+
+def test_a_failing_step_fails_the_run_and_the_others_still_run(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    script = _script()
+    monkeypatch.setattr(script, "ROOT", tmp_path)  # no project there: every command fails
+    monkeypatch.setattr(script, "HERE", tmp_path)
+    rc = script.main(["--out", str(tmp_path / "out"), "--size", "tiny", "--steps",
+                      "list-major,machine"])
+    steps = {s["name"]: s for s in json.loads((tmp_path / "out" / "report.json").read_text())[
+        "steps"]}
+    assert rc == 1
+    assert steps["list-major"]["status"] == "failed" and "exit" in steps["list-major"]["detail"]
+    assert steps["machine"]["status"] == "passed"
+
+
+def test_an_unknown_step_is_named() -> None:
+    with pytest.raises(SystemExit, match="unknown step.*'gpu-magic'"):
+        _script().main(["--out", "/nonexistent", "--steps", "machine,gpu-magic"])
+
+
+@pytest.mark.slow
+def test_the_embedder_step_checks_batch_invariance(tmp_path: Path) -> None:
+    rc = _script().main(["--out", str(tmp_path), "--size", "tiny", "--steps", "embedder"])
+    figures = json.loads((tmp_path / "report.json").read_text())["steps"][0]["figures"]
+    assert rc == 0 and figures["questions"] == 8
+    assert figures["cpu"]["float64"]["identical_alone_vs_batch"] == "8/8"
+    assert figures["cpu"]["float64"]["ms_batch16"] > 0
