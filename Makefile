@@ -7,7 +7,7 @@ TORCH := torch==2.13.0
 # llama-cpp-python compiles from source (~6 minutes once; pip caches the wheel).
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup llama-server test test-all lint docs corpus clean
+.PHONY: setup llama-server test test-all lint docs gpu-acceptance corpus clean
 
 setup:
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,12 @@ lint:
 # The documentation site (mkdocs.yml, docs/) into site/; a warning fails the build.
 docs:
 	$(BIN)/mkdocs build --strict
+
+# Every check that needs a GPU, into one report (docs/benchmarks/gpu.md): SIZE=tiny|smoke|full.
+# On a lent GPU machine, without the venv: GPU_PY=python3 (its image's torch has CUDA).
+GPU_PY ?= $(BIN)/python
+gpu-acceptance:
+	$(GPU_PY) benchmarks/gpu_acceptance.py --out $(or $(OUT),gpu-acceptance) --size $(or $(SIZE),smoke)
 
 clean:
 	rm -rf $(VENV) build site *.egg-info
