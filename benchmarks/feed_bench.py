@@ -65,7 +65,7 @@ async def wavefront_rate(engine, queries: np.ndarray, nprobe: int, batch: int, p
 
     search = SearchService(engine, LookupEmbedder(queries), IdStore(), nprobe=nprobe)
     requests = [Request(f"r{i}", f"q{i}") for i in range(len(queries))]
-    config = RuntimeConfig(engine="sim", concurrency=batch, passes=passes)
+    config = RuntimeConfig.of(engine="sim", concurrency=batch, passes=passes)
     async with SimEngine() as llm:
         start = time.perf_counter()
         result = await execute(retrieval_only(nprobe), requests, config, Services(llm, search))

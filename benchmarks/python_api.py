@@ -44,8 +44,8 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
-    config = RuntimeConfig(engine=args.engine, index=args.index, concurrency=args.concurrency)
-    wf = ragraph.load(REPO / "workflows" / f"{args.workflow}.rag", config.passes)
+    config = RuntimeConfig.of(engine=args.engine, index=args.index, concurrency=args.concurrency)
+    wf = ragraph.load(REPO / "workflows" / f"{args.workflow}.rag", config.scheduler.passes)
     questions = [r.question for r in requests_for((args.workflow,), args.requests, None, seed=0)]
     search = open_search(config)  # shared: the index and embedder load once
     calibrated(search.engine)  # once per engine, before any timing (every way reuses it)

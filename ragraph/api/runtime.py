@@ -42,16 +42,18 @@ Question = str | Mapping[str, Any] | Request
 
 
 class Runtime:
-    """`Runtime(engine="sim", index="my-index", concurrency=16)`: keyword names are the fields
-    of `RuntimeConfig` (the flags of `ragraph run`), or give one `RuntimeConfig`. Open it with
+    """`Runtime(engine="sim", index="my-index", concurrency=16)`: keyword names are the flags of
+    `ragraph run`; or give one `RuntimeConfig`; or `config="ragraph.toml"`, a config file, with
+    keywords over it (docs/guides/config.md). Open it with
     `with` (or `async with`, or `open()`/`close()`); closing lets the requests in flight
     finish, then closes the engines. `search` (an opened `SearchService`) and `tracer` are for
     embedding: the index of `index` is opened otherwise, and a tracer is made."""
 
-    def __init__(self, config: RuntimeConfig | None = None, /, *,
+    def __init__(self, config: RuntimeConfig | str | os.PathLike[str] | None = None, /, *,
                  search: SearchService | None = None, tracer: Tracer | None = None,
                  **options: Any) -> None:
-        self.config = runtime_config(config, options)
+        # `config=` as a keyword too: the file reads as a named option beside the others.
+        self.config = runtime_config(options.pop("config", config), options)
         self.tracer = tracer or Tracer()
         self._session = Session(self.config, search, self.tracer)
         self._loop: LoopThread | None = None
@@ -176,11 +178,11 @@ class Runtime:
         files = [Path(p) for p in paths]
         if out is not None:
             return build_index(files, Path(out), skip_bad=skip_bad)
-        if self.config.index is None:
+        if self.config.search.index is None:
             raise ConfigError("out", "the embedded default index is not changed in place: give "
                               "out= for a new index (then Runtime(index=out))")
-        return add_documents(Path(self.config.index), files,
-                             embedder_url=self.config.embedder_url, skip_bad=skip_bad)
+        return add_documents(Path(self.config.search.index), files,
+                             embedder_url=self.config.search.embedder_url, skip_bad=skip_bad)
 
     # -- what the CLI reads ----------------------------------------------------------------------
 
@@ -246,7 +248,8 @@ class Runtime:
         with self._lock:
             held = self._compiled.get(id(workflow))
             if held is None or held[0] is not workflow:
-                held = self._compiled[id(workflow)] = (workflow, load(workflow, self.config.passes))
+                compiled = load(workflow, self.config.scheduler.passes)
+                held = self._compiled[id(workflow)] = (workflow, compiled)
             return held[1]
 
     def _one(self, workflow: Workflow, question: Question, inputs: Mapping[str, Value] | None,

@@ -10,7 +10,7 @@ from ragraph.bench.server_alone import LABEL as SERVER_ALONE
 from ragraph.bench.traffic import UNIFORM, Traffic
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import EXECUTORS, RuntimeConfig
-from ragraph.runtime.threads import default_split
+from ragraph.runtime.config_file import read_config
 
 BENCH_ENGINES = ("sim", "llamacpp", "openai")
 # Listed first is the one the ratios are about; the baselines follow.
@@ -20,6 +20,10 @@ EXECUTOR_ORDER = ("ragraph", "sequential", "stage-batched")
 LLAMACPP_EXECUTORS = ("ragraph", "langgraph")
 LLAMACPP_WORKFLOWS = ("hyde", "irg", "oneshot", "multistep")
 NO_REUSE = "ragraph, no prefix store"
+# The run's knobs a bench takes as they are (`runtime()`), from flags or a --config file; it
+# sweeps concurrency and nprobe itself (`concurrencies`, `nprobes`) and builds its own index.
+RUN_KNOBS = ("engine", "model", "url", "ctx", "chat_template", "openai_endpoint", "api_key_env",
+             "gen_threads", "search_threads", "passes", "hot_cache", "profile")
 
 
 @dataclass(frozen=True)
@@ -68,11 +72,6 @@ class BenchConfig:
     profile: str | None = None  # sim: None = the shipped H100 profile (RuntimeConfig.profile)
 
     def __post_init__(self) -> None:
-        split = default_split(self.engine)
-        if self.gen_threads is None:
-            object.__setattr__(self, "gen_threads", split.gen)
-        if self.search_threads is None:
-            object.__setattr__(self, "search_threads", split.search)
         if not self.workflows:
             raise ConfigError("--workflows", "name at least one workflow")
         if self.engine not in BENCH_ENGINES:
@@ -83,8 +82,7 @@ class BenchConfig:
         for name in self.executors:
             if name not in EXECUTORS:
                 raise ConfigError("--executors", f"unknown executor {name!r}")
-        for name in ("offline_requests", "rate_points", "max_online_requests", "gen_threads",
-                     "search_threads"):
+        for name in ("offline_requests", "rate_points", "max_online_requests"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')}", "must be >= 1")
         if not self.concurrencies or min(self.concurrencies) < 1:
@@ -97,19 +95,19 @@ class BenchConfig:
             raise ConfigError("--rates", "an online-only run (--no-offline) needs explicit --rates")
         if self.scale < 0:
             raise ConfigError("--scale", f"must be >= 0, got {self.scale}")
-        if self.profile is not None and self.engine != "sim":
-            raise ConfigError("--profile", "only --engine sim uses a GPU profile")
         if not self.slo_s > 0 or not self.window_s > 0:
             raise ConfigError("--slo", "the SLO and the online window must be > 0 seconds")
+        try:  # the run's own knobs are checked where the run's configuration is
+            self.runtime()
+        except ConfigError as err:  # named as the bench's flag
+            flag = f"--{err.field.replace('_', '-')}"
+            raise ConfigError(flag, str(err).removeprefix(f"{err.field}: ")) from err
 
     def runtime(self, index: str | None = None) -> RuntimeConfig:
         """The run settings every cell shares, on the bench index at `index`."""
-        return RuntimeConfig(engine=self.engine, model=self.model, url=self.url, index=index,
-                             concurrency=self.concurrencies[0], nprobe=self.nprobes[0],
-                             passes=self.passes, gen_threads=self.gen_threads,
-                             search_threads=self.search_threads, hot_cache=self.hot_cache,
-                             profile=self.profile, ctx=self.ctx, chat_template=self.chat_template,
-                             openai_endpoint=self.openai_endpoint, api_key_env=self.api_key_env)
+        knobs = {name: getattr(self, name) for name in RUN_KNOBS}
+        return RuntimeConfig.of(**knobs, index=index, concurrency=self.concurrencies[0],
+                                nprobe=self.nprobes[0])
 
     @property
     def api_key(self) -> str | None:
@@ -139,3 +137,18 @@ class BenchConfig:
     def workloads(self) -> tuple[str, ...]:
         mixed = ("mix",) if self.mix and len(self.workflows) > 1 else ()
         return self.workflows + mixed
+
+
+def file_knobs(path: Path) -> dict[str, object]:
+    """A --config file's knobs that a bench takes (`RUN_KNOBS`, and one concurrency and nprobe
+    to sweep), by name; any other is an error naming it and the file."""
+    tree = read_config(path)
+    knobs: dict[str, object] = {}
+    for part, values in tree.items():
+        for name, value in (values.items() if isinstance(values, dict) else [(part, values)]):
+            if name not in (*RUN_KNOBS, "concurrency", "nprobe"):
+                key = name if name == part else f"{part}.{name}"
+                raise ConfigError(key, f"in {path}: ragraph bench does not take it (it runs "
+                                  "every executor, on an index of its own)")
+            knobs[name] = value
+    return knobs

@@ -66,8 +66,8 @@ def run(config: ScaleConfig, console: Console) -> list[ScaleRow]:
     from ragraph.runtime.app import open_search
     from ragraph.runtime.config import RuntimeConfig
 
-    base = RuntimeConfig(engine="sim", index=str(config.index) if config.index else None,
-                         nprobe=config.nprobe, concurrency=config.concurrency)
+    base = RuntimeConfig.of(engine="sim", index=str(config.index) if config.index else None,
+                            nprobe=config.nprobe, concurrency=config.concurrency)
     single = open_search(base)
     directory = Path(config.index) if config.index else _default_dir()
     questions = load_questions(config.data).requests("oneshot", config.requests)
@@ -103,12 +103,11 @@ def search_qps(search: SearchService, vectors: np.ndarray, nprobe: int) -> float
 
 def _sharded(config: ScaleConfig, directory: Path, single: SearchService,
              shards: int) -> SearchService:
+    from ragraph.runtime.distributed import options
     from ragraph.runtime.distributed.search import open_sharded_search
-    from ragraph.runtime.distributed.shard_pool import ShardOptions
 
-    options = ShardOptions(shards, cpus=config.shard_cpus)
-    return open_sharded_search(config.address, directory, single.embedder, options,
-                               config.nprobe)
+    scale = options.ScaleConfig(shards=shards, shard_cpus=config.shard_cpus)
+    return open_sharded_search(config.address, directory, single.embedder, scale, config.nprobe)
 
 
 def _workflow_row(config: ScaleConfig, search: SearchService, questions, shards: int,
@@ -118,7 +117,7 @@ def _workflow_row(config: ScaleConfig, search: SearchService, questions, shards:
     from ragraph.runtime.config import RuntimeConfig
     from ragraph.runtime.executors.base import Services
 
-    runtime = RuntimeConfig(engine="sim", concurrency=config.concurrency, nprobe=config.nprobe)
+    runtime = RuntimeConfig.of(engine="sim", concurrency=config.concurrency, nprobe=config.nprobe)
     router = _replicas(config, replicas)
 
     async def go():

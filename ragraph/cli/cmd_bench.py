@@ -19,7 +19,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ragraph.cli.options import add_gpu_flags, add_model_flags, add_thread_flags, numbers
+from ragraph.cli.options import (
+    add_config_flag,
+    add_gpu_flags,
+    add_model_flags,
+    add_thread_flags,
+    numbers,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--workflows",
                    help="comma-separated names in workflows/ or .rag paths (sim: oneshot,"
                    "multistep,irg; llamacpp, openai: hyde,irg,oneshot,multistep)")
-    p.add_argument("--engine", choices=("sim", "llamacpp", "openai"), default="sim",
+    add_config_flag(p)
+    p.add_argument("--engine", choices=("sim", "llamacpp", "openai"),
                    help="sim (simulated Llama-3.1-8B on an H100, timed from a measured profile; "
                    "default), the real llama.cpp engine, or an OpenAI-compatible server at "
                    "--url that ragraph and the LangGraph app's openai client both call")
@@ -75,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--slo", type=float, default=10.0, help="per-request p95 latency SLO (10 s)")
     add_thread_flags(p)
     add_model_flags(p)
-    p.add_argument("--passes", default="-O2", help="ragraph pass pipeline (-O2)")
+    p.add_argument("--passes", help="ragraph pass pipeline (-O2)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--traffic", default="uniform", metavar="uniform|zipf:ALPHA",
                    help="which questions each run asks: uniform (each question in turn; "
@@ -114,17 +121,14 @@ def config_from(args: argparse.Namespace):
     from ragraph.bench.presets import ablation_preset, llamacpp_preset, quick, seeds_preset
     from ragraph.bench.traffic import Traffic
 
+    knobs, swept = bench_knobs(args)
     config = BenchConfig(
-        workflow_dir=REPO / "workflows", engine=args.engine, model=args.model, url=args.url,
-        data=args.data if args.data.is_dir() else None,
-        out=args.out, slo_s=args.slo, gen_threads=args.gen_threads,
-        search_threads=args.search_threads, passes=args.passes, seed=args.seed,
+        workflow_dir=REPO / "workflows", data=args.data if args.data.is_dir() else None,
+        out=args.out, slo_s=args.slo, seed=args.seed,
         offline=not args.no_offline, mix=not args.no_mix, plots=not args.no_plots,
-        hot_cache=args.hot_cache, profile=args.profile, ctx=args.ctx,
-        chat_template=args.chat_template, openai_endpoint=args.openai_endpoint,
-        api_key_env=args.api_key_env, traffic=Traffic.parse(args.traffic),
+        traffic=Traffic.parse(args.traffic), **knobs,
     )
-    if args.engine in ("llamacpp", "openai"):
+    if config.engine in ("llamacpp", "openai"):
         config = llamacpp_preset(config)
     if args.quick:
         config = quick(config)
@@ -133,14 +137,31 @@ def config_from(args: argparse.Namespace):
     if args.ablation:
         config = ablation_preset(config)
     overrides = {
-        "workflows": _names(args.workflows), "executors": _names(args.executors),
-        "concurrencies": numbers(args.concurrency, "--concurrency", int),
-        "scale": args.scale, "nlist": args.nlist, "nprobes": numbers(args.nprobe, "--nprobe", int),
+        **swept, "workflows": _names(args.workflows), "executors": _names(args.executors),
+        "scale": args.scale, "nlist": args.nlist,
         "rates": numbers(args.rates, "--rates", float), "rate_points": args.rate_points,
         "window_s": args.window, "offline_requests": args.requests,
         "plots": False if args.no_plots else None,  # a preset may turn plots on
     }
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def bench_knobs(args: argparse.Namespace) -> tuple[dict[str, object], dict[str, object]]:
+    """The run's knobs for `BenchConfig`: the --config file's with the flags given over them;
+    and the swept values given (the flags' lists, else the file's one value), which override a
+    preset's."""
+    from ragraph.bench.config import RUN_KNOBS, file_knobs
+
+    file = file_knobs(args.config) if args.config is not None else {}
+    flags = {name: getattr(args, name) for name in RUN_KNOBS}
+    knobs = {**{k: v for k, v in file.items() if k in RUN_KNOBS},
+             **{k: v for k, v in flags.items() if v is not None}}
+    swept = {"concurrencies": numbers(args.concurrency, "--concurrency", int),
+             "nprobes": numbers(args.nprobe, "--nprobe", int)}
+    for plural, name in (("concurrencies", "concurrency"), ("nprobes", "nprobe")):
+        if swept[plural] is None and name in file:
+            swept[plural] = (file[name],)
+    return knobs, swept
 
 
 def run_scale(args: argparse.Namespace) -> int:

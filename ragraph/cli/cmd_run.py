@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from ragraph.runtime.catalog import Catalog
 
     # Compiled once, here: a bad spec fails before any model loads, and the run uses this.
-    catalog = Catalog.compile(load(args.file), config.passes)
+    catalog = Catalog.compile(load(args.file), config.scheduler.passes)
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if args.question is not None:

@@ -94,13 +94,13 @@ def run(args: argparse.Namespace) -> int:
                              drain_timeout_s=args.drain_timeout,
                              serve_replicas=args.serve_replicas, serve_cpus=args.serve_cpus)
     config = runtime_config(args)
-    if config.ray is None and (settings.serve_replicas != 1 or settings.serve_cpus != 1.0):
+    if config.scale.ray is None and (settings.serve_replicas != 1 or settings.serve_cpus != 1.0):
         raise ConfigError("--serve-replicas", "--serve-replicas and --serve-cpus need --ray "
                           "ADDRESS")
     # Compiled once, here: a bad file or pass spec fails before any model loads.
-    catalog = Catalog.compile(load_workflows(args.files), config.passes)
+    catalog = Catalog.compile(load_workflows(args.files), config.scheduler.passes)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    if config.ray is not None:
+    if config.scale.ray is not None:
         from ragraph.cli.serve_ray import serve_on_ray
 
         return serve_on_ray(catalog, config, settings, err)
@@ -114,9 +114,10 @@ def run(args: argparse.Namespace) -> int:
 def describe(catalog: Catalog, config: RuntimeConfig, settings: ServeSettings) -> str:
     from ragraph.cli.run_single import engine_label
 
-    return (f"[dim]workflows {', '.join(catalog.workflows)} · executor {config.executor} "
-            f"{config.passes} · engine {engine_label(config)} · concurrency "
-            f"{config.concurrency}, queue {settings.max_queue} · {config.describe_threads()}"
+    scheduler = config.scheduler
+    return (f"[dim]workflows {', '.join(catalog.workflows)} · executor {scheduler.executor} "
+            f"{scheduler.passes} · engine {engine_label(config)} · concurrency "
+            f"{scheduler.concurrency}, queue {settings.max_queue} · {config.describe_threads()}"
             f"\n{config.gpu.describe()}[/dim]")
 
 

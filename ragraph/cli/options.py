@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 
 from ragraph.cli import scale_out
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import ENGINES, EXECUTORS, RuntimeConfig
+from ragraph.runtime.config_file import read_config
 
 
 def add_runtime_flags(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     """How `run` and `serve` execute workflows: executor, passes, engines, index, core split,
     scale-out (its group returned)."""
-    p.add_argument("--concurrency", "-c", type=int, default=8, help="requests in flight (8)")
-    p.add_argument("--executor", choices=EXECUTORS, default="ragraph",
+    add_config_flag(p)
+    p.add_argument("--concurrency", "-c", type=int, help="requests in flight (8)")
+    p.add_argument("--executor", choices=EXECUTORS,
                    help="ragraph (wavefront, default), sequential or stage-batched baselines")
     level = p.add_mutually_exclusive_group()
     level.add_argument("--passes", metavar="SPEC", help="pass pipeline (default -O2)")
     level.add_argument("-O", dest="level", choices=("0", "2"), help="-O0 none, -O2 all")
-    p.add_argument("--engine", choices=ENGINES, default="llamacpp", help="LLM engine")
-    p.add_argument("--exact", action="store_true",
+    p.add_argument("--engine", choices=ENGINES, help="LLM engine (llamacpp)")
+    p.add_argument("--exact", action="store_true", default=None,
                    help="llama.cpp's serial-exact mode: one generation at a time, each alone in "
                    "an empty KV cache (no batching, no prefix reuse). Every answer is then the "
                    "same whatever the concurrency, executor or passes, and from run and serve "
@@ -30,7 +33,7 @@ def add_runtime_flags(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     p.add_argument("--model", help="GGUF path (llamacpp) / model path (sglang) / name (openai)")
     p.add_argument("--url", help="server URL for --engine openai or sglang")
     p.add_argument("--index", help="index directory (default: the embedded Wikipedia index)")
-    p.add_argument("--nprobe", type=int, default=32, help="clusters searched per query (32)")
+    p.add_argument("--nprobe", type=int, help="clusters searched per query (32)")
     p.add_argument("--embedder-url", metavar="URL",
                    help="embed queries with this OpenAI-compatible /v1/embeddings server (vLLM, "
                    "TEI, llama-server --embedding) instead of loading the index's embedder here; "
@@ -56,7 +59,7 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
                    "rendered: a Jinja file, or a llama.cpp built-in name (gemma, chatml, llama3, "
                    "...). Default: the GGUF's own tokenizer.chat_template (llama.cpp's gemma "
                    "for the packaged Gemma-3-270M, whose GGUF has none)")
-    p.add_argument("--openai-endpoint", choices=("completions", "chat"), default="completions",
+    p.add_argument("--openai-endpoint", choices=("completions", "chat"),
                    help="--engine openai: send completions to /v1/completions (default) or, as "
                    "one user message, to /v1/chat/completions for servers that offer only chat; "
                    "chat turns always go to /v1/chat/completions")
@@ -75,19 +78,35 @@ def add_thread_flags(p: argparse.ArgumentParser) -> None:
                    "core beside a GPU engine)")
 
 
+def add_config_flag(p: argparse.ArgumentParser) -> None:
+    """`--config FILE.toml`: the run's configuration from a file, the flags given over it."""
+    p.add_argument("--config", type=Path, metavar="FILE.toml",
+                   help="read the run's configuration from this TOML file (one table per part: "
+                   "[llm], [search], [scheduler], [scale]; docs/guides/config.md); flags given "
+                   "beside it override its values")
+
+
 def runtime_config(args: argparse.Namespace) -> RuntimeConfig:
-    """The validated run configuration of `add_runtime_flags`' flags."""
-    passes = args.passes or (f"-O{args.level}" if args.level else "-O2")
-    return RuntimeConfig(
-        engine=args.engine, model=args.model, url=args.url, index=args.index,
-        embedder_url=args.embedder_url,
-        executor=args.executor, passes=passes, concurrency=args.concurrency, nprobe=args.nprobe,
-        gen_threads=args.gen_threads, search_threads=args.search_threads,
-        hot_cache=args.hot_cache, profile=args.profile, exact=args.exact,
-        ctx=args.ctx, chat_template=args.chat_template, openai_endpoint=args.openai_endpoint,
-        api_key_env=args.api_key_env, otlp=args.otlp,
-        **scale_out.fields(args),
-    )
+    """The validated run configuration: the --config file's, with the flags given over it."""
+    tree = read_config(args.config) if args.config is not None else {}
+    config = RuntimeConfig.of(tree, **given_flags(args))
+    scale_out.check(args, config.scale)
+    return config
+
+
+def given_flags(args: argparse.Namespace) -> dict[str, object]:
+    """The knobs of `add_runtime_flags`' flags that were given (a flag left out is None)."""
+    passes = args.passes or (f"-O{args.level}" if args.level else None)
+    flags = {
+        "engine": args.engine, "model": args.model, "url": args.url, "index": args.index,
+        "embedder_url": args.embedder_url, "executor": args.executor, "passes": passes,
+        "concurrency": args.concurrency, "nprobe": args.nprobe, "gen_threads": args.gen_threads,
+        "search_threads": args.search_threads, "hot_cache": args.hot_cache,
+        "profile": args.profile, "exact": args.exact, "ctx": args.ctx,
+        "chat_template": args.chat_template, "openai_endpoint": args.openai_endpoint,
+        "api_key_env": args.api_key_env, "otlp": args.otlp, **scale_out.fields(args),
+    }
+    return {name: value for name, value in flags.items() if value is not None}
 
 
 def add_gpu_flags(p: argparse.ArgumentParser) -> None:

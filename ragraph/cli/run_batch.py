@@ -67,10 +67,11 @@ async def _answer(catalog: Catalog, config: RuntimeConfig, requests: list[Reques
                   args: argparse.Namespace, err: Console, journal: Journal | None) -> RunResult:
     from ragraph.api import Answer, Runtime
 
+    scheduler, scale = config.scheduler, config.scale
     err.print(f"[dim]{len(requests)} requests · workflow {catalog.default} · executor "
-              f"{config.executor} {config.passes} · engine {engine_label(config)} · "
+              f"{scheduler.executor} {scheduler.passes} · engine {engine_label(config)} · "
               f"{config.describe_threads()}"
-              + (f" · index on {config.shards} Ray shards at {config.ray}" if config.ray else "")
+              + (f" · index on {scale.shards} Ray shards at {scale.ray}" if scale.ray else "")
               + f"\n{config.gpu.describe()}[/dim]")
     search = await open_run(config, err)
     tracer = Tracer()
@@ -125,7 +126,7 @@ def summary_table(result: RunResult, config: RuntimeConfig, bad_lines: int = 0) 
         ("clusters searched", f"{st.clusters_searched} in {st.search_steps} steps"),
     ]
     rows += _quality(result.outcomes)
-    if config.ray is not None or config.replicas:
+    if config.scale.ray is not None or config.llm.replicas:
         rows += _retries(result)
     for name, value in rows:
         table.add_row(name, value)

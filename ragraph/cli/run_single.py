@@ -21,17 +21,18 @@ T = TypeVar("T")
 def engine_label(config: RuntimeConfig) -> str:
     """The engine, and for the simulated one where its step times come from (a bad --profile
     file fails here, before any model loads)."""
-    if config.simulated:
+    llm = config.llm
+    if llm.simulated:
         from ragraph.runtime.llm.sim import SimConfig
 
         return (f"sim (SIMULATED GPU engine, text synthetic; step times: "
-                f"{SimConfig.from_run(config).cost.label})")
-    if config.engine == "llamacpp":
-        mode = "serial-exact, one generation at a time" if config.exact else "batched"
-        return f"llamacpp ({config.model or 'Gemma-3-270M Q4_K_M, embedded'}, {mode}, real)"
-    if config.replicas:
-        return f"{config.engine} ({len(config.replicas)} replicas, prefix-aware routing, real)"
-    return f"{config.engine} ({config.url or config.model}, real)"
+                f"{SimConfig.of(llm).cost.label})")
+    if llm.engine == "llamacpp":
+        mode = "serial-exact, one generation at a time" if llm.exact else "batched"
+        return f"llamacpp ({llm.model or 'Gemma-3-270M Q4_K_M, embedded'}, {mode}, real)"
+    if llm.replicas:
+        return f"{llm.engine} ({len(llm.replicas)} replicas, prefix-aware routing, real)"
+    return f"{llm.engine} ({llm.url or llm.model}, real)"
 
 
 def chat_note(catalog: Catalog, llm: object) -> str:
@@ -56,7 +57,7 @@ def with_index(config: RuntimeConfig, err: Console, opener: Callable[..., T]) ->
     from ragraph.cli.cmd_index import progress_bar
     from ragraph.runtime.retrieval.corpus import default_index_dir
 
-    if config.index is not None or (default_index_dir() / "manifest.json").is_file():
+    if config.search.index is not None or (default_index_dir() / "manifest.json").is_file():
         return opener(config)
     with progress_bar(err, "building the default Wikipedia index (first use only)",
                       transient=True) as bar:
@@ -67,7 +68,8 @@ async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
                        args: argparse.Namespace, console: Console, err: Console) -> int:
     from ragraph.api import Runtime
 
-    err.print(f"[dim]workflow {catalog.default} · executor {config.executor} {config.passes} · "
+    scheduler = config.scheduler
+    err.print(f"[dim]workflow {catalog.default} · executor {scheduler.executor} {scheduler.passes} · "
               f"engine {engine_label(config)} · {config.describe_threads()}\n"
               f"{config.gpu.describe()}[/dim]")
     search = await open_run(config, err)

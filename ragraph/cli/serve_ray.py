@@ -27,7 +27,7 @@ def serve_on_ray(catalog: Catalog, config: RuntimeConfig, settings: ServeSetting
     on_ray = _ray_serve()
     err.print(describe(catalog, config, settings))
     index = with_index(config, err, start_sharded_index)  # joins the cluster
-    err.print(f"[dim]index on {config.shards} Ray shards at {config.ray} · "
+    err.print(f"[dim]index on {config.scale.shards} Ray shards at {config.scale.ray} · "
               f"{settings.serve_replicas} Ray Serve replicas, {settings.serve_cpus:g} CPUs each"
               "[/dim]")
     interrupt_on_stop_signals()
@@ -36,7 +36,7 @@ def serve_on_ray(catalog: Catalog, config: RuntimeConfig, settings: ServeSetting
         try:
             on_ray.deploy(catalog, config, settings, partial(open_attached_search, index,
                                                              config))
-            announce(settings, err, f" through Ray Serve at {config.ray}")
+            announce(settings, err, f" through Ray Serve at {config.scale.ray}")
             threading.Event().wait()  # until SIGINT or SIGTERM
         except KeyboardInterrupt:
             err.print("stopping: the requests in flight finish first")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragraph.runtime.catalog import Catalog, Workflows
-from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.config import RuntimeConfig, SchedulerConfig, SearchConfig
 from ragraph.runtime.distributed.faults import Fault, faults_of
 from ragraph.runtime.executors.app_clients import open_app_llm, uses_own_client
 from ragraph.runtime.executors.base import Services, arrive_all
@@ -25,72 +25,60 @@ if TYPE_CHECKING:
 
 
 def create_llm(config: RuntimeConfig):
+    """The engine of the run's LLM part, sized for the scheduler's requests in flight."""
     from ragraph.runtime.llm.registry import engine_for
 
-    if config.replicas:
+    if config.llm.replicas:
         from ragraph.runtime.distributed.replicas import replicas_for
 
-        return replicas_for(config)
-    if config.exact:
-        return _serial_exact_llamacpp(config)
-    return engine_for(config)
-
-
-def _serial_exact_llamacpp(config: RuntimeConfig):
-    """The run's llama.cpp engine with one running sequence and no prefix slots: the setting
-    `LlamaCppConfig` documents as serial-exact."""
-    from dataclasses import replace
-
-    from ragraph.runtime.llm.llamacpp import LlamaCppConfig
-    from ragraph.runtime.llm.registry import create_engine
-
-    return create_engine("llamacpp", replace(LlamaCppConfig.from_run(config), max_running=1,
-                                             prefix_slots=0))
+        return replicas_for(config.llm)
+    return engine_for(config.llm, config.scheduler.concurrency)
 
 
 def open_search(config: RuntimeConfig, progress=None,
                 embed_threads: int | None = None) -> SearchService:
-    """The index (the embedded default unless `config.index`), its store and the query embedder
-    its manifest names (or `config.embedder_url`'s server of that model), on the GPU paths of
-    `config.gpu`; the embedder's CPU threads: `embed_threads`, else the search threads."""
+    """The index (the embedded default unless `config.search.index`), its store and the query
+    embedder its manifest names (or `search.embedder_url`'s server of that model), on the GPU
+    paths of `search.gpu`, its lists on `config.scale.ray`'s shards when given; the embedder's
+    CPU threads: `embed_threads`, else the search threads."""
     import faiss
 
     from ragraph.runtime.retrieval.manifest import load_index
 
-    faiss.omp_set_num_threads(config.search_threads)
-    if config.ray is not None:
+    faiss.omp_set_num_threads(config.search.search_threads)
+    if config.scale.ray is not None:
         from ragraph.runtime.distributed.ray_env import require_ray
 
         require_ray()  # before the embedder loads: a missing extra is the first thing said
         index = start_sharded_index(config, progress)
-        embedder = index_embedder(index.directory, config, embed_threads)
-        return index.search(embedder, config.nprobe, owner=True)
-    if config.index is None:
+        embedder = index_embedder(index.directory, config.search, embed_threads)
+        return index.search(embedder, config.search.nprobe, owner=True)
+    if config.search.index is None:
         from ragraph.runtime.retrieval.corpus import ensure_default_index
 
         loaded = ensure_default_index(progress)
     else:
-        loaded = load_index(Path(config.index))
-    embedder = index_embedder(loaded.directory, config, embed_threads)
-    return SearchService(on_gpu_paths(loaded.engine, config), embedder, loaded.store,
-                         nprobe=config.nprobe)
+        loaded = load_index(Path(config.search.index))
+    embedder = index_embedder(loaded.directory, config.search, embed_threads)
+    return SearchService(on_gpu_paths(loaded.engine, config.search), embedder, loaded.store,
+                         nprobe=config.search.nprobe)
 
 
-def index_embedder(directory: Path, config: RuntimeConfig, embed_threads: int | None = None):
+def index_embedder(directory: Path, search: SearchConfig, embed_threads: int | None = None):
     """The query embedder of the index in `directory`, as its manifest records it: the local
-    model, or the server at `config.embedder_url` once it is known to serve that model."""
+    model, or the server at `search.embedder_url` once it is known to serve that model."""
     from ragraph.runtime.retrieval.embedder_spec import check_compatible
     from ragraph.runtime.retrieval.manifest import Manifest
 
     spec = Manifest.read(Path(directory)).embedder_spec
-    if config.embedder_url is None:
+    if search.embedder_url is None:
         from ragraph.runtime.retrieval.embedder import query_embedder
 
-        return query_embedder(spec, threads=embed_threads or config.search_threads,
-                              device=config.gpu.device)
+        return query_embedder(spec, threads=embed_threads or search.search_threads,
+                              device=search.gpu.device)
     from ragraph.runtime.retrieval.http_embedder import HttpEmbedder, HttpEmbedderConfig
 
-    embedder = HttpEmbedder(HttpEmbedderConfig(config.embedder_url, role="query",
+    embedder = HttpEmbedder(HttpEmbedderConfig(search.embedder_url, role="query",
                                                query_prompt=spec.query_prompt,
                                                passage_prompt=spec.passage_prompt))
     check_compatible(spec, embedder.spec, f"index {directory}")
@@ -98,21 +86,20 @@ def index_embedder(directory: Path, config: RuntimeConfig, embed_threads: int | 
 
 
 def start_sharded_index(config: RuntimeConfig, progress=None) -> ShardedIndex:
-    """Join `config.ray`'s cluster and start the shard actors for the run's index (the
-    embedded default unless `config.index`)."""
+    """Join `config.scale.ray`'s cluster and start the shard actors for the run's index (the
+    embedded default unless `config.search.index`)."""
     from ragraph.runtime.distributed.search import ShardedIndex
-    from ragraph.runtime.distributed.shard_pool import ShardOptions
     from ragraph.runtime.retrieval.manifest import Manifest
 
-    if config.index is None:
+    if config.search.index is None:
         from ragraph.runtime.retrieval.corpus import ensure_default_index
 
         directory = ensure_default_index(progress).directory
     else:
-        directory = Path(config.index)
-    options = ShardOptions(config.shards, config.replicate, config.shard_cpus)
+        directory = Path(config.search.index)
     spec = Manifest.read(directory).embedder_spec
-    return ShardedIndex.start(config.ray or "auto", directory, options, spec.name, spec.dim)
+    return ShardedIndex.start(config.scale.ray or "auto", directory, config.scale, spec.name,
+                              spec.dim)
 
 
 def open_attached_search(index: ShardedIndex, config: RuntimeConfig) -> SearchService:
@@ -121,20 +108,20 @@ def open_attached_search(index: ShardedIndex, config: RuntimeConfig) -> SearchSe
     closes."""
     import faiss
 
-    faiss.omp_set_num_threads(config.search_threads)
-    return index.search(index_embedder(index.directory, config), config.nprobe)
+    faiss.omp_set_num_threads(config.search.search_threads)
+    return index.search(index_embedder(index.directory, config.search), config.search.nprobe)
 
 
-def on_gpu_paths(engine, config: RuntimeConfig):
+def on_gpu_paths(engine, search: SearchConfig):
     """The search engine with its hottest clusters resident on the accelerator when
-    `config.gpu` says the hot-cluster cache is on, else `engine` itself."""
+    `search.gpu` says the hot-cluster cache is on, else `engine` itself."""
     from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
     from ragraph.runtime.retrieval.tiered import TieredEngine
 
-    paths = config.gpu
+    paths = search.gpu
     if not paths.hot_cache:
         return engine
-    clusters = max(1, int(engine.nlist * config.hot_fraction))
+    clusters = max(1, int(engine.nlist * search.hot_fraction))
     cache = HotClusterCache(engine, HotCacheConfig.of_tier(clusters, paths.device))
     return TieredEngine(engine, cache)
 
@@ -150,13 +137,14 @@ async def open_services(config: RuntimeConfig, search: SearchService | None = No
     llm = create_llm(config)
     app_llm = None
     try:
-        if not uses_own_client(config):
+        if not uses_own_client(config.llm, config.scheduler):
             await llm.start()
-        if config.executor == "langgraph":
+        if config.scheduler.executor == "langgraph":
             loop = asyncio.get_running_loop()
-            app_llm = await loop.run_in_executor(None, open_app_llm, config, llm, loop)
+            app_llm = await loop.run_in_executor(None, open_app_llm, config.llm, llm, loop)
         services = Services(llm=llm, search=search or open_search(config),
-                            tracer=tracer or Tracer(), search_threads=config.search_threads,
+                            tracer=tracer or Tracer(),
+                            search_threads=config.search.search_threads,
                             app_llm=app_llm)
         async with exporting(config, services.hooks, llm, services.search):
             yield services
@@ -166,26 +154,22 @@ async def open_services(config: RuntimeConfig, search: SearchService | None = No
         await llm.close()
 
 
-def make_executor(config: RuntimeConfig, services: Services):
-    """The executor of `config.executor` (the ragraph executor compiles each workflow)."""
-    if config.executor == "sequential":
+def make_executor(scheduler: SchedulerConfig, services: Services):
+    """The executor of `scheduler.executor`, with its requests in flight."""
+    if scheduler.executor == "sequential":
         from ragraph.runtime.executors.sequential import SequentialExecutor
 
-        return SequentialExecutor(services, concurrency=config.concurrency)
-    if config.executor == "stage-batched":
+        return SequentialExecutor(services, concurrency=scheduler.concurrency)
+    if scheduler.executor == "stage-batched":
         from ragraph.runtime.executors.stage_batched import StageBatchedExecutor
 
-        return StageBatchedExecutor(services, batch_size=config.concurrency)
-    if config.executor == "langgraph":
+        return StageBatchedExecutor(services, batch_size=scheduler.concurrency)
+    if scheduler.executor == "langgraph":
         from ragraph.runtime.executors.langgraph_exec import LangGraphExecutor
 
-        return LangGraphExecutor(services, concurrency=config.concurrency)
-    from ragraph.runtime.scheduler.wavefront import SchedulerConfig, WavefrontExecutor
+        return LangGraphExecutor(services, concurrency=scheduler.concurrency)
+    from ragraph.runtime.scheduler.wavefront import WavefrontExecutor
 
-    scheduler = SchedulerConfig(max_active=config.concurrency,
-                                max_generations=max(config.concurrency, 1), tau=config.tau,
-                                budget_ms=config.budget_ms,
-                                link_bytes_per_s=config.link_gb_per_s * 1e9)
     return WavefrontExecutor(services, scheduler)
 
 
@@ -212,7 +196,7 @@ async def execute(
 
     `workflow` may be several workflows by name; each request then names its own
     (`Request.workflow`), and all of them share the engines and the scheduler. A workflow not
-    compiled yet is compiled here with `config.passes`, once."""
+    compiled yet is compiled here with `config.scheduler.passes`, once."""
     outcomes: list[Outcome] = []
 
     def done(outcome: Outcome) -> None:
@@ -220,9 +204,9 @@ async def execute(
         if on_done is not None:
             on_done(outcome)
 
-    catalog = workflow if isinstance(workflow, Catalog) else Catalog.compile(workflow,
-                                                                             config.passes)
-    executor = make_executor(config, services)
+    catalog = (workflow if isinstance(workflow, Catalog)
+               else Catalog.compile(workflow, config.scheduler.passes))
+    executor = make_executor(config.scheduler, services)
     arrivals = requests if hasattr(requests, "__aiter__") else arrive_all(requests)
     start = time.perf_counter()
     stats = await executor.run(catalog, arrivals, done)

@@ -142,7 +142,7 @@ class Hub:
     def served_by(self) -> str:
         """The engine answering, and whether it is the simulated one (always said)."""
         llm = self.services.llm
-        return f"ragraph-{self.config.engine}" + ("-SIMULATED" if llm.simulated else "")
+        return f"ragraph-{self.config.llm.engine}" + ("-SIMULATED" if llm.simulated else "")
 
     @property
     def running(self) -> bool:
@@ -153,7 +153,7 @@ class Hub:
         return len(self.tickets)
 
     def start(self) -> None:
-        executor = runtime_app.make_executor(self.config, self.services)
+        executor = runtime_app.make_executor(self.config.scheduler, self.services)
         self.executor = executor.name
         self._runs += 1
         run = executor.run(self.catalog, self._arrivals(self._runs), self._done)

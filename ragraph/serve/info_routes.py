@@ -48,7 +48,7 @@ async def health(request: Request) -> Response:
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
     llm = hub.services.llm
     return JSONResponse({"status": "ok", "engine": llm.name, "simulated": bool(llm.simulated),
-                         "executor": state.config.executor, "in_flight": hub.in_flight,
+                         "executor": state.config.scheduler.executor, "in_flight": hub.in_flight,
                          "scheduler_restarts": hub.restarts})
 
 

@@ -92,7 +92,7 @@ class _EngineCollector:
         n, in_flight = self.s.llm.counters(), self.hub.in_flight
         yield _gauge("ragraph_requests_in_flight", "Requests running or queued", in_flight)
         yield _gauge("ragraph_queue_depth", "Requests waiting for a scheduler slot",
-                     max(in_flight - self.hub.config.concurrency, 0))
+                     max(in_flight - self.hub.config.scheduler.concurrency, 0))
         restarts = CounterMetricFamily("ragraph_scheduler_restarts", "Scheduler runs started "
                                        "again after one died (the requests it held failed)")
         restarts.add_metric([], self.hub.restarts)

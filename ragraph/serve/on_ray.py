@@ -63,7 +63,7 @@ def deploy(catalog: Catalog, config: RuntimeConfig, settings: ServeSettings,
     ingress = serve.deployment(
         Ingress, name="ragraph-server", num_replicas=settings.serve_replicas,
         ray_actor_options={"num_cpus": settings.serve_cpus},
-        max_ongoing_requests=config.concurrency + settings.max_queue + PROBES,
+        max_ongoing_requests=config.scheduler.concurrency + settings.max_queue + PROBES,
         graceful_shutdown_timeout_s=settings.drain_timeout_s)
     try:
         serve.run(ingress.bind(catalog, config, settings, open_search), name=APP,

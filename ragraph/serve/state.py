@@ -43,7 +43,7 @@ class ServerState:
         self.catalog, self.config, self.settings = catalog, config, settings
         self.live = LiveFeed()
         self.tracer = RollingTracer(self.live)
-        self.admission = Admission(config.concurrency, settings.max_queue)
+        self.admission = Admission(config.scheduler.concurrency, settings.max_queue)
         self.streamed = {name: answer_origins(w.source) for name, w in catalog.workflows.items()}
         self.hub: Hub | None = None
         self.metrics: ServerMetrics | None = None

@@ -30,7 +30,7 @@ def hyde():
 @pytest.fixture(scope="module")
 def expected(hyde) -> dict[str, str]:
     """What `ragraph run --input` answers (its `execute`), by question."""
-    config = RuntimeConfig(**SIM)
+    config = RuntimeConfig.of(**SIM)
 
     async def run():
         async with open_services(config, random_search()) as services:

@@ -22,7 +22,7 @@ QUESTIONS = ["who designed the eiffel tower", "what is the capital of australia"
 
 
 def test_batch_threads_and_execute_agree_on_llamacpp():
-    config = RuntimeConfig(engine="llamacpp", exact=True, concurrency=4)
+    config = RuntimeConfig.of(engine="llamacpp", exact=True, concurrency=4)
     wf = ragraph.load(WORKFLOWS / "hyde.rag")
     search = open_search(config)
 

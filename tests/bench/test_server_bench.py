@@ -152,7 +152,7 @@ def test_on_a_server_the_bench_needs_a_url_and_adds_the_server_alone() -> None:
     config = BenchConfig(engine="openai", url="http://127.0.0.1:8080",
                          executors=("ragraph", "langgraph"))
     assert [v.label for v in config.variants()] == ["ragraph", "langgraph", LABEL]
-    assert config.runtime().url == "http://127.0.0.1:8080"
+    assert config.runtime().llm.url == "http://127.0.0.1:8080"
 
 
 def row(executor: str, rps: float, p95: float, conc: int = 16, **kw: object) -> CellResult:
@@ -202,7 +202,7 @@ def test_the_bench_passes_the_model_and_server_options_to_both_clients() -> None
     config = BenchConfig(engine="openai", url="http://127.0.0.1:1", openai_endpoint="chat",
                          api_key_env="RAGRAPH_TEST_KEY", ctx=4096)
     runtime = config.runtime()
-    assert (runtime.openai_endpoint, runtime.api_key_env, runtime.ctx) == ("chat",
-                                                                           "RAGRAPH_TEST_KEY", 4096)
+    llm = runtime.llm
+    assert (llm.openai_endpoint, llm.api_key_env, llm.ctx) == ("chat", "RAGRAPH_TEST_KEY", 4096)
     with pytest.raises(ConfigError, match="RAGRAPH_TEST_KEY"):
         _ = config.api_key  # unset: the variable is named, the key never is

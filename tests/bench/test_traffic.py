@@ -89,7 +89,7 @@ def _bench(tmp_path: Path, traffic: Traffic,
                          concurrencies=(4,), mix=False, data=None, out=tmp_path, traffic=traffic,
                          executors=executors)
     return Workbench(config, {"hyde": workflows.hyde()}, QuestionPool(pool, pool, ()), search,
-                     RuntimeConfig(engine="sim", concurrency=4))
+                     RuntimeConfig.of(engine="sim", concurrency=4))
 
 
 def _run(bench: Workbench):

@@ -162,13 +162,13 @@ def fds(upstream_port: int) -> tuple[int, int]:
 def run_chaos(count: int) -> None:
     questions = [question(i) for i in range(24)]
     shots = plan(count, WORKFLOWS, questions)
-    sim = RuntimeConfig(engine="sim", concurrency=CLIENTS, search_threads=1, nprobe=16)
+    sim = RuntimeConfig.of(engine="sim", concurrency=CLIENTS, search_threads=1, nprobe=16)
     want = reference([(s.workflow, s.question) for s in shots if s.kind != "bad"], sim)
     settings = ServeSettings(port=0, max_body_bytes=MAX_BODY, request_timeout_s=REQUEST_TIMEOUT_S,
                              header_timeout_s=2.0)
     with SimUpstream() as upstream:
-        config = RuntimeConfig(engine="openai", url=upstream.url, concurrency=CLIENTS,
-                               search_threads=1, nprobe=16)
+        config = RuntimeConfig.of(engine="openai", url=upstream.url, concurrency=CLIENTS,
+                                  search_threads=1, nprobe=16)
         with serving(graphs(WORKFLOWS), config, settings) as served:
             warm = asyncio.run(drive(served.url, shots[:CLIENTS], upstream, Chaos(), ()))
             until(served.idle, what="idle after the warm-up")

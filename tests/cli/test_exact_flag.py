@@ -16,8 +16,8 @@ from ragraph.runtime.config import RuntimeConfig
 @pytest.mark.parametrize("command", [["run", "w.rag", "-q", "x"], ["serve", "w.rag"]])
 def test_run_and_serve_take_exact_and_say_what_it_means(command, capsys):
     args = build_parser().parse_args([*command, "--exact"])
-    assert runtime_config(args).exact is True
-    assert runtime_config(build_parser().parse_args(command)).exact is False
+    assert runtime_config(args).llm.exact is True
+    assert runtime_config(build_parser().parse_args(command)).llm.exact is False
     with pytest.raises(SystemExit):
         build_parser().parse_args([command[0], "--help"])
     shown = " ".join(capsys.readouterr().out.split())
@@ -29,10 +29,10 @@ def test_exact_builds_llamacpp_with_one_sequence_and_no_prefix_slots():
     pytest.importorskip("llama_cpp")
     from ragraph.runtime.app import create_llm
 
-    config = RuntimeConfig(exact=True, concurrency=8)
+    config = RuntimeConfig.of(exact=True, concurrency=8)
     engine = create_llm(config)  # not started: no model is loaded
     assert (engine.config.max_running, engine.config.prefix_slots) == (1, 0)
-    batched = create_llm(RuntimeConfig(concurrency=8)).config
+    batched = create_llm(RuntimeConfig.of(concurrency=8)).config
     assert batched.max_running > 1 and batched.prefix_slots > 0
     assert "serial-exact" in engine_label(config)
     assert "batched" in engine_label(RuntimeConfig())
@@ -41,4 +41,4 @@ def test_exact_builds_llamacpp_with_one_sequence_and_no_prefix_slots():
 @pytest.mark.parametrize("engine", ["sim", "openai"])
 def test_exact_is_refused_where_it_does_not_apply(engine):
     with pytest.raises(ConfigError, match="exact: the serial-exact engine is llama.cpp's"):
-        RuntimeConfig(engine=engine, url="http://127.0.0.1:1", exact=True)
+        RuntimeConfig.of(engine=engine, url="http://127.0.0.1:1", exact=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ragraph.cli.main import main
-from ragraph.runtime.distributed.shard_pool import ShardOptions
+from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.distributed.sharded import ShardedEngine
 from tests.retrieval.test_real_data import default_index, nq_questions  # noqa: F401 (fixture)
 from tests.retrieval.test_stepwise import assert_identical, reference, stepwise
@@ -35,7 +35,7 @@ def test_shards_without_ray_are_refused(capsys):
 
 
 def test_real_data_is_exact_on_shards(ray_cluster, default_index, embedder, data_dir):  # noqa: F811
-    engine = ShardedEngine.open(default_index.directory, ShardOptions(3, 0.1, cpus=0.25))
+    engine = ShardedEngine.open(default_index.directory, ScaleConfig(shards=3, shard_cpus=0.25))
     try:
         single = default_index.engine
         queries = embedder.embed(nq_questions(data_dir, 32))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ragraph.runtime.distributed import sharded
-from ragraph.runtime.distributed.shard_pool import ShardOptions
+from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.distributed.sharded import ShardedEngine
 from ragraph.runtime.retrieval.ivf import FaissIVFEngine
 from ragraph.runtime.retrieval.protocol import SearchEngine
@@ -36,7 +36,7 @@ def random_index(tmp_path_factory):
 def test_random_data_any_shard_count(ray_cluster, random_index, tmp_path, shards, replicate):
     vectors, index = random_index
     engine = ShardedEngine.open(index_dir(tmp_path, index),
-                                ShardOptions(shards, replicate, cpus=CPUS))
+                                ScaleConfig(shards=shards, replicate=replicate, shard_cpus=CPUS))
     try:
         assert isinstance(engine, SearchEngine)
         rng = np.random.default_rng(shards)
@@ -63,7 +63,8 @@ def test_exact_ties_break_like_faiss(ray_cluster, tie_vectors, tmp_path, metric,
     rng = np.random.default_rng(2)
     ids = rng.permutation(tie_vectors.shape[0]).astype(np.int64)
     index = make_ivf(tie_vectors, 16, metric, ids=ids)
-    engine = ShardedEngine.open(index_dir(tmp_path, index), ShardOptions(3, 0.2, cpus=CPUS))
+    engine = ShardedEngine.open(index_dir(tmp_path, index),
+                                ScaleConfig(shards=3, replicate=0.2, shard_cpus=CPUS))
     try:
         queries = queries_from(rng, tie_vectors, 20)
         for nprobe in (4, 16):
@@ -80,7 +81,7 @@ def test_prebuilt_shard_files_give_the_same_answers(ray_cluster, random_index, t
     write_shards(directory, 3, replicate=0.1)
     assert sorted(p.name for p in (directory / "shards-3").iterdir()) == [
         "plan.json", "shard-0.faiss", "shard-1.faiss", "shard-2.faiss"]
-    engine = ShardedEngine.open(directory, ShardOptions(3, cpus=CPUS))
+    engine = ShardedEngine.open(directory, ScaleConfig(shards=3, shard_cpus=CPUS))
     try:
         queries = queries_from(np.random.default_rng(9), vectors, 20)
         assert_identical(engine.search(queries, 5, 32), reference(FaissIVFEngine(index),

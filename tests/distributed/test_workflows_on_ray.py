@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.distributed.shard_pool import ShardOptions
+from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.distributed.sharded import ShardedEngine
 from ragraph.runtime.llm.sim import SimEngine
 from ragraph.runtime.search_service import SearchService
@@ -24,7 +24,7 @@ def single():
     return fakes.random_search()
 
 
-def sharded_search(single: SearchService, directory, options: ShardOptions,
+def sharded_search(single: SearchService, directory, options: ScaleConfig,
                    server=None) -> SearchService:
     """The same index, embedder and passages as `single`, its lists on shard actors."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -37,7 +37,7 @@ def sharded_search(single: SearchService, directory, options: ShardOptions,
 @pytest.fixture(scope="module")
 def on_ray(ray_cluster, single, tmp_path_factory):
     search = sharded_search(single, tmp_path_factory.mktemp("index"),
-                            ShardOptions(3, 0.1, cpus=0.25))
+                            ScaleConfig(shards=3, shard_cpus=0.25))
     yield search
     search.engine.close()
 
@@ -58,7 +58,8 @@ def test_a_shard_crashing_mid_run_loses_nothing(ray_cluster, single, tmp_path, r
     graph = load("irg")
     want = run(graph, SimEngine(FAST), single, "sequential", "-O0", QUESTIONS)
     server = crashing_shard(tmp_path / "crashed", shard=1, at_call=4)
-    search = sharded_search(single, tmp_path / "index", ShardOptions(3, replicate, cpus=0.25),
+    search = sharded_search(single, tmp_path / "index",
+                            ScaleConfig(shards=3, replicate=replicate, shard_cpus=0.25),
                             server)
     try:
         pid = search.engine.pool.pids[1]
@@ -75,8 +76,8 @@ def test_a_shard_crashing_mid_run_loses_nothing(ray_cluster, single, tmp_path, r
         search.engine.close()
 
 
-@pytest.mark.parametrize("field,bad", [("shards", 0), ("replicate", 1.5), ("cpus", 0.0),
+@pytest.mark.parametrize("field,bad", [("shards", 0), ("replicate", 1.5), ("shard_cpus", 0.0),
                                        ("attempts", 0), ("restart_s", 0.0)])
 def test_shard_options_name_the_bad_field(field, bad):
-    with pytest.raises(ConfigError, match="shard_cpus" if field == "cpus" else field):
-        ShardOptions(**{field: bad})
+    with pytest.raises(ConfigError, match=field):
+        ScaleConfig(**{field: bad})

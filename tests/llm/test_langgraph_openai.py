@@ -22,8 +22,8 @@ def test_the_langgraph_app_calls_an_http_server_with_the_openai_client(llama_ser
     pytest.importorskip("langgraph")
     pytest.importorskip("openai")
     graph = dsl.load(ROOT / "workflows" / "oneshot.rag")
-    config = RuntimeConfig(engine="openai", url=llama_server, executor="langgraph",
-                           concurrency=2)
+    config = RuntimeConfig.of(engine="openai", url=llama_server, executor="langgraph",
+                              concurrency=2)
     questions = ["Who designed the Eiffel Tower?", "What is the capital of Italy?"]
 
     async def main():

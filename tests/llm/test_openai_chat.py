@@ -15,6 +15,7 @@ from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.llm import GenerationRequest, create_engine
 from ragraph.runtime.llm.chat import chat_turn
 from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
+from ragraph.runtime.llm.settings import LlmConfig
 from tests.llm.fakeserver import FakeServer, sse
 
 TURN = chat_turn("What is x?", "Be brief.")
@@ -121,8 +122,8 @@ def test_a_configured_context_length_wins_and_silence_leaves_it_unknown():
 
 def test_the_upstream_key_is_a_bearer_header_and_never_printed(monkeypatch, caplog):
     monkeypatch.setenv("UPSTREAM_KEY", "sk-secret-123")
-    config = OpenAIHttpConfig.from_run(RuntimeConfig(engine="openai", url="http://127.0.0.1:9",
-                                                     api_key_env="UPSTREAM_KEY"))
+    config = OpenAIHttpConfig.of(LlmConfig(engine="openai", url="http://127.0.0.1:9",
+                                           api_key_env="UPSTREAM_KEY"))
     assert config.api_key == "sk-secret-123"
     assert "sk-secret" not in repr(config) and "sk-secret" not in str(config)
     refused = sse(done=False)  # a server that answers and drops the stream
@@ -135,17 +136,17 @@ def test_the_upstream_key_is_a_bearer_header_and_never_printed(monkeypatch, capl
 
 def test_an_unset_key_variable_is_an_error_naming_the_variable(monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
-    run = RuntimeConfig(engine="openai", url="http://127.0.0.1:9", api_key_env="NO_SUCH_KEY_VAR")
+    llm = LlmConfig(engine="openai", url="http://127.0.0.1:9", api_key_env="NO_SUCH_KEY_VAR")
     with pytest.raises(ConfigError, match="NO_SUCH_KEY_VAR is not set"):
-        OpenAIHttpConfig.from_run(run)
+        OpenAIHttpConfig.of(llm)
 
 
 def test_server_options_are_checked_where_they_are_given():
     with pytest.raises(ConfigError, match="api_key_env"):
-        RuntimeConfig(engine="sim", api_key_env="KEY")
+        RuntimeConfig.of(engine="sim", api_key_env="KEY")
     with pytest.raises(ConfigError, match="openai_endpoint"):
-        RuntimeConfig(engine="openai", url="http://x", openai_endpoint="responses")
+        RuntimeConfig.of(engine="openai", url="http://x", openai_endpoint="responses")
     with pytest.raises(ConfigError, match="chat_template"):
-        RuntimeConfig(engine="openai", url="http://x", chat_template="gemma")
+        RuntimeConfig.of(engine="openai", url="http://x", chat_template="gemma")
     with pytest.raises(ConfigError, match="ctx"):
-        RuntimeConfig(engine="llamacpp", ctx=0)
+        RuntimeConfig.of(engine="llamacpp", ctx=0)

@@ -23,7 +23,7 @@ def answer_all(urls: list[str], on_done=None) -> tuple[dict[str, str], ReplicaRo
                             for u in urls])
 
     async def go():
-        config = RuntimeConfig(engine="sim", executor="ragraph", concurrency=4)
+        config = RuntimeConfig.of(engine="sim", executor="ragraph", concurrency=4)
         async with router:
             services = Services(llm=router, search=fakes.random_search())
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS)]

@@ -9,11 +9,11 @@ from ragraph.runtime.config import RuntimeConfig
 
 
 def test_otlp_is_off_unless_given() -> None:
-    assert RuntimeConfig(engine="sim").otlp is None
-    assert RuntimeConfig(engine="sim", otlp="http://127.0.0.1:4318").otlp == "http://127.0.0.1:4318"
+    assert RuntimeConfig.of(engine="sim").otlp is None
+    assert RuntimeConfig.of(engine="sim", otlp="http://127.0.0.1:4318").otlp == "http://127.0.0.1:4318"
 
 
 def test_otlp_must_be_a_url() -> None:
     with pytest.raises(ConfigError, match="otlp") as e:
-        RuntimeConfig(engine="sim", otlp="127.0.0.1:4318")
+        RuntimeConfig.of(engine="sim", otlp="127.0.0.1:4318")
     assert e.value.field == "otlp"

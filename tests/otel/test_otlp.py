@@ -84,7 +84,7 @@ def test_serve_exports_each_request_it_answers():
     from tests.serve.servers import serving
 
     with collector() as (url, received):
-        with serving({"hyde": workflows.hyde()}, RuntimeConfig(engine="sim", otlp=url)) as server:
+        with serving({"hyde": workflows.hyde()}, RuntimeConfig.of(engine="sim", otlp=url)) as server:
             answers = [httpx.post(server.url + "/runs/wait", timeout=60,
                                   json={"workflow": "hyde", "input": {"question": q}}).json()
                        for q in ("Who wrote Middlemarch?", "What is a glacier?")]

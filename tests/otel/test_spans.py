@@ -40,7 +40,7 @@ async def traced(graph, executor: str = "ragraph", passes: str = "-O2", n: int =
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     recorder = SpanRecorder(provider.get_tracer("test"), MODELS)
-    config = RuntimeConfig(engine="sim", executor=executor, passes=passes, concurrency=4)
+    config = RuntimeConfig.of(engine="sim", executor=executor, passes=passes, concurrency=4)
     async with SimEngine(FAST) as engine:
         services = Services(llm=engine, search=search or fakes.random_search(),
                             hooks=RunHooks(recorder=recorder))

@@ -108,7 +108,7 @@ def test_a_local_index_queried_through_a_server_of_another_model(tmp_path):
     _minilm_manifest(tmp_path)
     with embed_server(model="bge-small-en-v1.5", dim=384) as server, \
             pytest.raises(SearchIndexError) as caught:
-        index_embedder(tmp_path, RuntimeConfig(engine="sim", embedder_url=server.url))
+        index_embedder(tmp_path, RuntimeConfig.of(engine="sim", embedder_url=server.url).search)
     message = str(caught.value)
     assert "sentence-transformers/all-MiniLM-L6-v2" in message
     assert "'bge-small-en-v1.5'" in message and "\n" not in message

@@ -37,7 +37,7 @@ class Recorder:
 
 
 async def observed(graph, executor: str, passes: str, n: int = 6):
-    config = RuntimeConfig(engine="sim", executor=executor, passes=passes, concurrency=4)
+    config = RuntimeConfig.of(engine="sim", executor=executor, passes=passes, concurrency=4)
     recorder = Recorder()
     async with SimEngine(FAST) as engine:
         services = Services(llm=engine, search=fakes.random_search(), hooks=RunHooks(recorder))
@@ -70,7 +70,7 @@ def test_no_observer_no_cancel_by_default():
 async def cancel_one(graph, victim: str):
     """Run requests that arrive as an async iterator; cancel `victim` once its first unit
     completed."""
-    config = RuntimeConfig(engine="sim", concurrency=4, passes="-O2")
+    config = RuntimeConfig.of(engine="sim", concurrency=4, passes="-O2")
     hooks = RunHooks()
     started = asyncio.Event()
 
@@ -111,7 +111,7 @@ def test_cancel_ends_one_request_and_aborts_its_generation():
 
 def test_cancel_of_a_waiting_request_reports_it_once():
     async def run():
-        config = RuntimeConfig(engine="sim", concurrency=1, passes="-O2")
+        config = RuntimeConfig.of(engine="sim", concurrency=1, passes="-O2")
         hooks, counts = RunHooks(), defaultdict(int)
 
         async def arrivals():

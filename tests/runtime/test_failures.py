@@ -40,8 +40,8 @@ def requests(huge: str | None = HUGE) -> list[Request]:
 def run(engine, search, executor: str = "ragraph", passes: str = "-O2", asked=None) -> dict:  # noqa: ANN001
     """Outcomes by request id."""
     async def go():
-        config = RuntimeConfig(engine="sim", executor=executor, passes=passes, concurrency=4,
-                               budget_ms=0.05, tau=1.0)
+        config = RuntimeConfig.of(engine="sim", executor=executor, passes=passes, concurrency=4,
+                                  budget_ms=0.05, tau=1.0)
         async with engine:
             services = Services(llm=engine, search=search)
             return await asyncio.wait_for(

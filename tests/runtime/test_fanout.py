@@ -44,8 +44,8 @@ def run(name: str, search, executor: str = "ragraph", passes: str = "-O0", engin
     engine = engine or SimEngine(FAST)
 
     async def go():
-        config = RuntimeConfig(engine="sim", executor=executor, passes=passes, concurrency=6,
-                               budget_ms=0.05, tau=tau)
+        config = RuntimeConfig.of(engine="sim", executor=executor, passes=passes, concurrency=6,
+                                  budget_ms=0.05, tau=tau)
         async with engine:
             services = Services(llm=engine, search=search, tracer=tracer)
             if executor == "langgraph":

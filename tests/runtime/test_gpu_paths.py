@@ -36,19 +36,19 @@ def test_without_cuda_everything_runs_on_the_cpu_and_says_why() -> None:
 
 
 def test_run_config_follows_this_machine(monkeypatch) -> None:
-    assert RuntimeConfig(engine="sim").gpu == gpu_paths(None, cuda_available())
+    assert RuntimeConfig.of(engine="sim").gpu == gpu_paths(None, cuda_available())
     monkeypatch.setattr("ragraph.runtime.config.cuda_available", lambda: True)
-    assert RuntimeConfig(engine="sim").gpu.hot_cache
-    assert not RuntimeConfig(engine="sim", hot_cache=False).gpu.hot_cache
+    assert RuntimeConfig.of(engine="sim").gpu.hot_cache
+    assert not RuntimeConfig.of(engine="sim", hot_cache=False).gpu.hot_cache
     monkeypatch.setattr("ragraph.runtime.config.cuda_available", lambda: False)
-    assert not RuntimeConfig(engine="sim").gpu.hot_cache
+    assert not RuntimeConfig.of(engine="sim").gpu.hot_cache
 
 
 def test_search_engine_gets_the_hot_cache_only_when_it_is_on(monkeypatch) -> None:
     monkeypatch.setattr("ragraph.runtime.config.cuda_available", lambda: False)
     base = fakes.random_search().engine
-    assert on_gpu_paths(base, RuntimeConfig(engine="sim")) is base
-    tiered = on_gpu_paths(base, RuntimeConfig(engine="sim", hot_cache=True))
+    assert on_gpu_paths(base, RuntimeConfig.of(engine="sim").search) is base
+    tiered = on_gpu_paths(base, RuntimeConfig.of(engine="sim", hot_cache=True).search)
     assert tiered.cache.device == "cpu" and tiered.nlist == base.nlist
     tiered.cache.close()
 
@@ -57,16 +57,16 @@ def test_search_engine_gets_the_hot_cache_only_when_it_is_on(monkeypatch) -> Non
                                          (["--no-hot-cache"], False)])
 def test_hot_cache_flags_of_run_and_bench(flags: list[str], want: bool | None) -> None:
     run = build_parser().parse_args(["run", "x.rag", "-q", "x", "--engine", "sim", *flags])
-    assert cmd_run.config_from(run).hot_cache is want
+    assert cmd_run.config_from(run).search.hot_cache is want
     bench = build_parser().parse_args(["bench", "--profile", "roofline", *flags])
     config = cmd_bench.config_from(bench)
-    assert config.hot_cache is want and config.runtime().hot_cache is want
-    assert config.runtime().profile == "roofline"
+    assert config.hot_cache is want and config.runtime().search.hot_cache is want
+    assert config.runtime().llm.profile == "roofline"
 
 
 def test_profile_is_for_the_sim_engine_only() -> None:
     with pytest.raises(ConfigError, match="profile"):
-        RuntimeConfig(engine="llamacpp", profile="roofline")
+        RuntimeConfig.of(engine="llamacpp", profile="roofline")
     args = build_parser().parse_args(["bench", "--engine", "llamacpp", "--profile", "x.json"])
     with pytest.raises(ConfigError, match="--profile"):
         cmd_bench.config_from(args)

@@ -104,7 +104,7 @@ def search():
 
 
 def _answers(loop, engine, search, graph, executor: str, passes: str, n: int):
-    config = RuntimeConfig(engine="llamacpp", executor=executor, passes=passes, concurrency=8)
+    config = RuntimeConfig.of(engine="llamacpp", executor=executor, passes=passes, concurrency=8)
     requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS[:n])]
     result = loop.run_until_complete(
         execute(graph, requests, config, Services(llm=engine, search=search)))
@@ -178,7 +178,7 @@ def test_the_langgraph_app_runs_every_workflow_on_llamacpp(path, loop, invariant
     graph = load(path)
     n = 8
     reference = _answers(loop, invariant_engine, search, graph, "sequential", "-O0", n)
-    config = RuntimeConfig(engine="llamacpp", executor="langgraph", concurrency=4)
+    config = RuntimeConfig.of(engine="llamacpp", executor="langgraph", concurrency=4)
     requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS[:n])]
     services = Services(llm=invariant_engine, search=search, app_llm=app_llm)
     result = loop.run_until_complete(execute(graph, requests, config, services))

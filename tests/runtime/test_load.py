@@ -45,7 +45,7 @@ def mixed_requests(n: int, seed: int = 7) -> list[Request]:
 
 async def _run(search, requests, executor="ragraph", tracer=None, cost=FAST, concurrency=64,
                refuse=None):
-    config = RuntimeConfig(engine="sim", executor=executor, passes="-O2", concurrency=concurrency)
+    config = RuntimeConfig.of(engine="sim", executor=executor, passes="-O2", concurrency=concurrency)
     async with RefusingEngine(SimEngine(cost), refuse=refuse) as engine:
         services = Services(llm=engine, search=search, tracer=tracer or Tracer())
         graphs = {name: make() for name, make in workflows.ALL.items()}

@@ -59,7 +59,7 @@ def test_prepare_embeds_a_batch_at_once_and_attributes_a_failure():
 
 def run(search, requests, executor):
     async def go():
-        config = RuntimeConfig(engine="sim", executor=executor, passes="-O2", concurrency=32)
+        config = RuntimeConfig.of(engine="sim", executor=executor, passes="-O2", concurrency=32)
         async with SimEngine(FAST) as engine:
             return await execute(workflows.irg(), requests, config,
                                  Services(llm=engine, search=search))
@@ -114,7 +114,7 @@ def test_a_step_carries_every_query_embedded_before_it():
     requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(48)]
 
     async def go():
-        config = RuntimeConfig(engine="sim", passes="-O0", concurrency=48)
+        config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=48)
         async with SimEngine(FAST) as engine:
             return await execute(search_only(), requests, config,
                                  Services(llm=engine, search=search))
@@ -203,7 +203,7 @@ def test_waiting_queries_that_embed_cheaply_join_the_first_step(monkeypatch, che
     requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(64)]
 
     async def go():
-        config = RuntimeConfig(engine="sim", passes="-O0", concurrency=64)
+        config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=64)
         async with SimEngine(FAST) as engine:
             return await execute(search_only(), requests, config,
                                  Services(llm=engine, search=search))
@@ -240,7 +240,7 @@ def steps_after_batches(graph: RAGraph) -> list[tuple[int, int]]:
     requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(96)]
 
     async def go():
-        config = RuntimeConfig(engine="sim", passes="-O2", concurrency=48)
+        config = RuntimeConfig.of(engine="sim", passes="-O2", concurrency=48)
         async with SimEngine(FAST) as engine:
             return await execute(graph, requests, config, Services(llm=engine, search=search))
 

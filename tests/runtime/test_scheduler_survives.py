@@ -34,8 +34,8 @@ def search():
 def run(search, graph=None, observer=None, engine=None, arrivals=None,  # noqa: ANN001
         passes: str = "-O2", n: int = 8):
     async def go():
-        config = RuntimeConfig(engine="sim", executor="ragraph", passes=passes, concurrency=4,
-                               budget_ms=0.05, tau=1.0)
+        config = RuntimeConfig.of(engine="sim", executor="ragraph", passes=passes, concurrency=4,
+                                  budget_ms=0.05, tau=1.0)
         async with engine or SimEngine(FAST) as llm:
             services = Services(llm=llm, search=search, hooks=RunHooks(observer))
             return await asyncio.wait_for(execute(graph or workflows.hyde(),

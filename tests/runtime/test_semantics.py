@@ -32,8 +32,8 @@ def questions(n: int) -> list[Request]:
 
 
 async def run_all(graph, search, executor: str, passes: str, n: int):
-    config = RuntimeConfig(engine="sim", executor=executor, passes=passes, concurrency=6,
-                           budget_ms=0.05)
+    config = RuntimeConfig.of(engine="sim", executor=executor, passes=passes, concurrency=6,
+                              budget_ms=0.05)
     engine = SimEngine(FAST)
     async with engine:
         services = Services(llm=engine, search=search)

@@ -41,8 +41,8 @@ def run(workflow, engine, search, passes: str, questions: list[str], tau: float 
     tracer = Tracer()
 
     async def go():
-        config = RuntimeConfig(engine="sim", passes=passes, concurrency=6, budget_ms=0.05,
-                               tau=tau)
+        config = RuntimeConfig.of(engine="sim", passes=passes, concurrency=6, budget_ms=0.05,
+                                  tau=tau)
         async with engine:
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(questions)]
             services = Services(llm=engine, search=services_search or search, tracer=tracer)

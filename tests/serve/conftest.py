@@ -20,7 +20,7 @@ from tests.serve.servers import Served, serving
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 NAMES = ("oneshot", "hyde", "irg", "multistep")
-SIM = RuntimeConfig(engine="sim", concurrency=16, search_threads=1, nprobe=16)
+SIM = RuntimeConfig.of(engine="sim", concurrency=16, search_threads=1, nprobe=16)
 TOPICS = ("the Eiffel Tower", "photosynthesis", "Ada Lovelace", "the Nile", "jazz", "Mars",
           "the violin", "glaciers", "chess", "the moon landing")
 
@@ -68,7 +68,7 @@ def reference(asks: Sequence[tuple[str, str]], config: RuntimeConfig = SIM) -> d
     usage = _Usage()
 
     async def run():
-        catalog = Catalog.compile(graphs(sorted({w for w, _ in unique})), config.passes)
+        catalog = Catalog.compile(graphs(sorted({w for w, _ in unique})), config.scheduler.passes)
         async with open_services(config, random_search()) as services:
             services.hooks.observer = usage
             return await execute(catalog, requests, config, services)

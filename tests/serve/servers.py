@@ -128,7 +128,7 @@ def serving(workflows: Mapping[str, RAGraph], config: RuntimeConfig,
             settings: ServeSettings | None = None, search=None) -> Iterator[Served]:  # noqa: ANN001
     from tests.runtime.fakes import random_search
 
-    catalog = Catalog.compile(dict(workflows), config.passes)
+    catalog = Catalog.compile(dict(workflows), config.scheduler.passes)
     settings = settings or ServeSettings(port=0)
     app = build_app(catalog, config, settings, search=search or random_search())
     # The server `ragraph serve` runs (its protocol, limits and shutdown), on a free port.

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 import httpx
 import pytest
@@ -30,7 +29,7 @@ def chat(workflow: str, q: str, **extra) -> dict:
 def slow(tmp_path_factory):
     """A server on the slow simulated GPU: one running request, one queued, then 429."""
     profile = slow_profile(tmp_path_factory.mktemp("profile") / "slow.json")
-    config = replace(SIM, profile=str(profile), concurrency=1)
+    config = SIM.with_knobs(profile=str(profile), concurrency=1)
     settings = ServeSettings(port=0, max_queue=1, request_timeout_s=2.0, max_body_bytes=4096,
                              api_key="sesame")
     with serving(graphs(("oneshot",)), config, settings) as served:
@@ -147,7 +146,7 @@ def test_request_timeout_is_504_and_cancels(slow):
 def test_every_executor_serves_the_same_answers():
     asks = [(w, question(i)) for i, w in enumerate(("hyde", "irg", "oneshot", "multistep"))]
     for executor in ("sequential", "stage-batched", "langgraph"):
-        config = replace(SIM, executor=executor, passes="-O0")
+        config = SIM.with_knobs(executor=executor, passes="-O0")
         want = reference(asks, config)
         with serving(graphs(), config) as served, ThreadPoolExecutor(4) as pool:
             replies = list(pool.map(lambda a: httpx.post(
@@ -157,7 +156,7 @@ def test_every_executor_serves_the_same_answers():
 
 
 def test_shutdown_drains_requests_in_flight(tmp_path):
-    config = replace(SIM, profile=str(slow_profile(tmp_path / "slow.json", step_ms=100)))
+    config = SIM.with_knobs(profile=str(slow_profile(tmp_path / "slow.json", step_ms=100)))
     asks = [("oneshot", question(i)) for i in range(4)]
     want = reference(asks, config)
     with serving(graphs(("oneshot",)), config) as served, ThreadPoolExecutor(4) as pool:

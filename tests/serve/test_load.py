@@ -11,7 +11,7 @@ import asyncio
 import gc
 import json
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -124,7 +124,7 @@ def held() -> int:
 def test_thousand_requests_from_64_clients():
     shots = plan()
     want = reference([(s.workflow, s.question) for s in shots if s.kind != "bad"])
-    config = replace(SIM, concurrency=CLIENTS)
+    config = SIM.with_knobs(concurrency=CLIENTS)
     settings = ServeSettings(port=0, max_body_bytes=MAX_BODY)
     with serving(graphs(), config, settings) as served:
         half = len(shots) // 2

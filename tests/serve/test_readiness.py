@@ -50,8 +50,8 @@ def readiness(url: str) -> httpx.Response:
 
 def test_readiness_follows_the_upstream_engine():
     port = free_port()  # nothing listens there yet
-    config = RuntimeConfig(engine="openai", url=f"http://127.0.0.1:{port}", concurrency=4,
-                           search_threads=1, nprobe=16)
+    config = RuntimeConfig.of(engine="openai", url=f"http://127.0.0.1:{port}", concurrency=4,
+                              search_threads=1, nprobe=16)
     with serving(graphs(("oneshot",)), config) as served:
         until(lambda: readiness(served.url).status_code == 503, what="not ready: upstream down")
         reason = readiness(served.url).json()["reason"]

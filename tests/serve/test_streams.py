@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 import httpx
 import pytest
@@ -115,7 +114,7 @@ def test_a_bug_mid_chat_stream_sends_an_error_chunk_then_done(fan_out, monkeypat
 
 def test_shutdown_past_the_drain_timeout_tells_every_client_why(tmp_path):
     """Requests that run for many seconds on a slow simulated GPU; a drain of 1 s cuts them."""
-    config = replace(SIM, profile=str(slow_profile(tmp_path / "slow.json")))
+    config = SIM.with_knobs(profile=str(slow_profile(tmp_path / "slow.json")))
     settings = ServeSettings(port=0, drain_timeout_s=1.0)
     with serving(graphs(("oneshot",)), config, settings) as served, ThreadPoolExecutor(3) as pool:
         run = pool.submit(stream_run, served.url, "oneshot", question(1))

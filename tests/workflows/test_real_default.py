@@ -48,8 +48,8 @@ def test_every_workflow_runs_end_to_end_on_the_embedded_default():
     assert tuple(graphs) == NAMES  # every shipped workflow, the chat form's included
     requests = [Request(id=name, question="Who designed the Eiffel Tower?", workflow=name)
                 for name in graphs]
-    config = RuntimeConfig(engine="llamacpp", executor="ragraph", passes="-O2",
-                           concurrency=len(requests))
+    config = RuntimeConfig.of(engine="llamacpp", executor="ragraph", passes="-O2",
+                              concurrency=len(requests))
     result = run_default(graphs, requests, config)
     assert sorted(o.rid for o in result.outcomes) == sorted(graphs)
     for outcome in result.outcomes:
@@ -59,7 +59,7 @@ def test_every_workflow_runs_end_to_end_on_the_embedded_default():
 
 
 def test_hyde_answers_who_designed_the_eiffel_tower():
-    config = RuntimeConfig(engine="llamacpp", executor="sequential", passes="-O0", concurrency=1)
+    config = RuntimeConfig.of(engine="llamacpp", executor="sequential", passes="-O0", concurrency=1)
     result = run_default(load(HYDE), [Request(id="q", question="Who designed the Eiffel Tower?")],
                          config)
     (outcome,) = result.outcomes

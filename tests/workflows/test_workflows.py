@@ -40,8 +40,8 @@ def load(name: str):
 
 def run(graph, engine, search, executor: str, passes: str, questions: list[str]):
     async def go():
-        config = RuntimeConfig(engine="sim", executor=executor, passes=passes, concurrency=6,
-                               budget_ms=0.05)
+        config = RuntimeConfig.of(engine="sim", executor=executor, passes=passes, concurrency=6,
+                                  budget_ms=0.05)
         async with engine:  # an id reused while in flight fails, as on every engine
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(questions)]
             services = Services(llm=engine, search=search)

@@ -49,7 +49,8 @@ class RagraphRetriever(BaseRetriever):
         if not isinstance(fields.get("runtime"), Runtime):
             raise ConfigError("runtime", "must be a ragraph.Runtime")
         super().__init__(**fields)
-        self._workflow = search_workflow(self.k, self.nprobe, self.runtime.config.passes)
+        passes = self.runtime.config.scheduler.passes
+        self._workflow = search_workflow(self.k, self.nprobe, passes)
 
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun) -> list[Document]:

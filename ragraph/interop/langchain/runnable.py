@@ -31,7 +31,7 @@ class RagraphRunnable(Runnable[Input, str]):
     `ragraph run --input` do; calls from many threads or tasks batch together too."""
 
     def __init__(self, workflow: Workflow, runtime: Runtime, *, name: str | None = None) -> None:
-        self.workflow = load(workflow, runtime.config.passes)
+        self.workflow = load(workflow, runtime.config.scheduler.passes)
         self.runtime = runtime
         self.name = name or self.workflow.name
         self._live = answer_origins(self.workflow.source)

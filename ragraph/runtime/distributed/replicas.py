@@ -41,7 +41,7 @@ from ragraph.runtime.llm.protocol import (
 from ragraph.runtime.llm.stream import GenerationStream
 
 if TYPE_CHECKING:
-    from ragraph.runtime.config import RuntimeConfig
+    from ragraph.runtime.llm.settings import LlmConfig
 
 log = logging.getLogger(__name__)
 Sleep = Callable[[float], Awaitable[object]]
@@ -226,8 +226,9 @@ def _check_replay(before: TokenEvent, again: TokenEvent, replica: int) -> None:
                           f"({before.text!r} then {again.text!r}); not sampled greedily?")
 
 
-def replicas_for(run: RuntimeConfig) -> ReplicaRouter:
-    """The router over a run's `--replicas` servers (OpenAI-compatible, each its own URL)."""
-    return ReplicaRouter([OpenAIHttpEngine(replace(OpenAIHttpConfig.from_run(run), base_url=url,
+def replicas_for(llm: LlmConfig) -> ReplicaRouter:
+    """The router over the LLM part's `--replicas` servers (OpenAI-compatible, each its own
+    URL)."""
+    return ReplicaRouter([OpenAIHttpEngine(replace(OpenAIHttpConfig.of(llm), base_url=url,
                                                    name=f"openai-http {url}"))
-                          for url in run.replicas])
+                          for url in llm.replicas])

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.distributed.ray_env import connect
 from ragraph.runtime.distributed.shard_pool import (
     RunningShards,
-    ShardOptions,
     start_shards,
     stop_shards,
 )
@@ -34,7 +34,7 @@ class ShardedIndex:
     shards: RunningShards
 
     @staticmethod
-    def start(address: str, directory: Path, options: ShardOptions, embedder: str,
+    def start(address: str, directory: Path, options: ScaleConfig, embedder: str,
               dim: int) -> ShardedIndex:
         """Join the cluster and start the shards on `directory`, once it is known to have been
         built with the queries' `embedder` (its name and dimension)."""
@@ -55,7 +55,7 @@ class ShardedIndex:
         stop_shards(self.shards)
 
 
-def open_sharded_search(address: str, directory: Path, embedder, options: ShardOptions,
+def open_sharded_search(address: str, directory: Path, embedder, options: ScaleConfig,
                         nprobe: int) -> SearchService:
     """Join the cluster, start the shards on `directory`, and search them from here (closing
     the engine stops them)."""

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragraph.errors import ConfigError, SearchIndexError
+from ragraph.errors import SearchIndexError
 from ragraph.runtime.distributed.faults import Fault, FaultLog
+from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.distributed.ray_env import require_ray
 from ragraph.runtime.distributed.shard_server import ShardServer
 from ragraph.runtime.retrieval.shard_lists import ShardSource
@@ -30,54 +31,27 @@ from ragraph.runtime.retrieval.shard_plan import ShardPlan, route_step
 Call = Callable[[object, list[np.ndarray]], object]
 
 
-@dataclass(frozen=True)
-class ShardOptions:
-    shards: int = 2
-    # The share of lists (the largest) held by two shards.
-    replicate: float = 0.1
-    # Ray CPUs per shard actor; faiss runs max(1, floor(cpus)) threads in it.
-    cpus: float = 1.0
-    max_restarts: int = 3
-    # Sends of one step's share before giving up (the first try included).
-    attempts: int = 4
-    # How long a re-send waits for a failed shard, the only holder of some of its lists, to
-    # answer again (Ray restarting its process and the shard reloading its lists).
-    restart_s: float = 120.0
-
-    def __post_init__(self) -> None:
-        if isinstance(self.shards, bool) or not isinstance(self.shards, int) or self.shards < 1:
-            raise ConfigError("shards", f"must be a positive integer, got {self.shards!r}")
-        if not 0 <= self.replicate <= 1:
-            raise ConfigError("replicate", f"must be in [0, 1], got {self.replicate}")
-        if self.cpus <= 0:
-            raise ConfigError("shard_cpus", f"must be positive, got {self.cpus}")
-        if self.max_restarts < 0 or self.attempts < 1:
-            raise ConfigError("attempts", "needs max_restarts >= 0 and attempts >= 1")
-        if self.restart_s <= 0:
-            raise ConfigError("restart_s", f"must be positive, got {self.restart_s}")
-
-
 @dataclass(frozen=True, eq=False)
 class RunningShards:
     """Shard actors that are up: their plan, the list sizes, and their Ray handles."""
 
     plan: ShardPlan
     sizes: np.ndarray
-    options: ShardOptions
+    options: ScaleConfig
     source: ShardSource
     actors: tuple[object, ...]
     pids: tuple[int, ...]  # the first processes (a restarted shard has a new one)
 
 
 def start_shards(plan: ShardPlan, source: ShardSource, sizes: np.ndarray,
-                 options: ShardOptions, server: type = ShardServer) -> RunningShards:
+                 options: ScaleConfig, server: type = ShardServer) -> RunningShards:
     """`plan.shards` actors spread over the cluster's nodes, each loading its own lists;
     `server`: the actor's class (a ShardServer; tests inject crashes with a subclass)."""
     ray = require_ray()
     remote = ray.remote(server).options(
-        num_cpus=options.cpus, max_restarts=options.max_restarts, max_task_retries=0,
+        num_cpus=options.shard_cpus, max_restarts=options.max_restarts, max_task_retries=0,
         scheduling_strategy="SPREAD")
-    threads = max(1, int(options.cpus))
+    threads = max(1, int(options.shard_cpus))
     actors = tuple(remote.remote(source, s, plan.clusters_of(s), sizes, threads)
                    for s in range(plan.shards))
     pids = _get([a.ready.remote() for a in actors])

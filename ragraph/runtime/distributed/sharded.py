@@ -20,9 +20,9 @@ import numpy as np
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.distributed.faults import Fault, FaultLog
+from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.distributed.shard_pool import (
     RunningShards,
-    ShardOptions,
     ShardPool,
     start_shards,
 )
@@ -55,7 +55,7 @@ class ShardedEngine(OverIVF):
         self._log = log
 
     @staticmethod
-    def open(index_dir: Path, options: ShardOptions,
+    def open(index_dir: Path, options: ScaleConfig,
              server: type = ShardServer) -> ShardedEngine:
         """Shards for an index directory: its prebuilt `shards-N/` or lists cut at start-up;
         closing the engine kills them."""

@@ -17,10 +17,11 @@ from typing import Protocol
 from ragraph.errors import EngineError, PromptTooLong
 from ragraph.ir import Sampling
 from ragraph.ir.values import GeneratedText, Passages
-from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.llm.chat import ChatMessage, Prompt, as_dicts
 from ragraph.runtime.llm.failure import overflow
 from ragraph.runtime.llm.protocol import EngineCounters, LLMEngine
+from ragraph.runtime.llm.settings import LlmConfig
+from ragraph.runtime.scheduler.config import SchedulerConfig
 from ragraph.runtime.search_service import SearchService
 
 # What the app's `Llama` holds: the prompt and answer of the workflows' longest generations.
@@ -290,22 +291,21 @@ class AppRetriever:
 
 
 
-def uses_own_client(config: RuntimeConfig) -> bool:
+def uses_own_client(llm: LlmConfig, scheduler: SchedulerConfig) -> bool:
     """The LangGraph app talks to llama.cpp and HTTP servers itself, not through ragraph's
     engine (which then need not be started)."""
-    return config.executor == "langgraph" and config.engine in ("llamacpp", "openai")
+    return scheduler.executor == "langgraph" and llm.engine in ("llamacpp", "openai")
 
 
-def open_app_llm(config: RuntimeConfig, engine: LLMEngine,
+def open_app_llm(llm: LlmConfig, engine: LLMEngine,
                  loop: asyncio.AbstractEventLoop) -> AppLLM:
-    """The LangGraph app's LLM client for the run's engine (blocking: loads a local model)."""
-    if config.engine == "llamacpp":
-        return LlamaCppApp(config.model, n_threads=config.gen_threads,
-                           n_ctx=config.ctx or APP_CONTEXT, chat_template=config.chat_template)
-    if config.engine == "openai":
+    """The LangGraph app's LLM client for the run's LLM part (blocking: loads a local model)."""
+    if llm.engine == "llamacpp":
+        return LlamaCppApp(llm.model, n_threads=llm.gen_threads,
+                           n_ctx=llm.ctx or APP_CONTEXT, chat_template=llm.chat_template)
+    if llm.engine == "openai":
         from ragraph.runtime.llm.openai_http import api_key_from  # noqa: PLC0415
 
-        return OpenAIApp(config.url or "", config.model or "default",
-                         api_key=api_key_from(config.api_key_env),
-                         endpoint=config.openai_endpoint)
+        return OpenAIApp(llm.url or "", llm.model or "default",
+                         api_key=api_key_from(llm.api_key_env), endpoint=llm.openai_endpoint)
     return EngineApp(engine, loop, name=engine.name)

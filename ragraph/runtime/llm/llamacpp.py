@@ -42,7 +42,7 @@ from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.llm.stream import GenerationStream
 
 if TYPE_CHECKING:
-    from ragraph.runtime.config import RuntimeConfig
+    from ragraph.runtime.llm.settings import LlmConfig
 
 
 @dataclass(frozen=True)
@@ -86,13 +86,16 @@ class LlamaCppConfig:
             raise ConfigError("max_running", "max_running + prefix_slots must be <= 256 (llama.cpp sequence ids)")
 
     @classmethod
-    def from_run(cls, run: RuntimeConfig) -> LlamaCppConfig:
-        # Room for a speculative instance beside each request's real generation.
-        return cls(model_path=run.model, n_threads=run.gen_threads or 1,
-                   max_running=min(64, max(run.concurrency * 2, 8)),
-                   prefix_slots=cls.prefix_slots if run.prefix_reuse else 0,
-                   context_length=run.ctx or cls.context_length,
-                   chat_template=run.chat_template)
+    def of(cls, llm: LlmConfig, in_flight: int) -> LlamaCppConfig:
+        """The engine of the run's LLM part, sized for `in_flight` requests: room for a
+        speculative instance beside each one's real generation; serial-exact (`llm.exact`) is
+        one running sequence and no prefix slots, as the class docstring says."""
+        running = 1 if llm.exact else min(64, max(in_flight * 2, 8))
+        reuse = llm.prefix_reuse and not llm.exact
+        return cls(model_path=llm.model, n_threads=llm.gen_threads or 1, max_running=running,
+                   prefix_slots=cls.prefix_slots if reuse else 0,
+                   context_length=llm.ctx or cls.context_length,
+                   chat_template=llm.chat_template)
 
 
 def default_model_path() -> str:

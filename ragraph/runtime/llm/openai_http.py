@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 DISCOVERY_TIMEOUT_S = 5.0
 
 if TYPE_CHECKING:
-    from ragraph.runtime.config import RuntimeConfig
+    from ragraph.runtime.llm.settings import LlmConfig
 
 
 @dataclass(frozen=True)
@@ -80,10 +80,11 @@ class OpenAIHttpConfig:
                               f"{self.endpoint!r}")
 
     @classmethod
-    def from_run(cls, run: RuntimeConfig) -> OpenAIHttpConfig:
-        return cls(base_url=run.url or "", model=run.model or "default",
-                   api_key=api_key_from(run.api_key_env), endpoint=run.openai_endpoint,
-                   context_length=run.ctx or 0)
+    def of(cls, llm: LlmConfig, in_flight: int = 0) -> OpenAIHttpConfig:
+        """The client of the LLM part's server (the server batches: `in_flight` is its)."""
+        return cls(base_url=llm.url or "", model=llm.model or "default",
+                   api_key=api_key_from(llm.api_key_env), endpoint=llm.openai_endpoint,
+                   context_length=llm.ctx or 0)
 
 
 def api_key_from(variable: str | None) -> str | None:

@@ -1,6 +1,6 @@
 """The one place that maps an engine kind to its classes: `create_engine(kind, config)` for a
-typed engine config, `engine_for(run)` for a run's settings (each config class reads what it
-needs from the run with `from_run`).
+typed engine config, `engine_for(llm, in_flight)` for a run's LLM part (each config class reads
+what it needs from that part alone with `of`).
 
 Engine modules are imported only when their kind is chosen, so that a machine without
 llama-cpp-python (or sglang) can still use the other engines.
@@ -16,7 +16,7 @@ from ragraph.errors import ConfigError
 from ragraph.runtime.llm.protocol import LLMEngine
 
 if TYPE_CHECKING:
-    from ragraph.runtime.config import RuntimeConfig
+    from ragraph.runtime.llm.settings import LlmConfig
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,8 @@ def create_engine(kind: str, config: Any = None) -> LLMEngine:
     return getattr(module, spec.engine)(config)
 
 
-def engine_for(run: RuntimeConfig) -> LLMEngine:
-    """The engine a run's settings name, configured from them."""
-    config_cls, _ = KINDS[run.engine].load()
-    return create_engine(run.engine, config_cls.from_run(run))
+def engine_for(llm: LlmConfig, in_flight: int) -> LLMEngine:
+    """The engine the LLM part names, configured from it for `in_flight` requests (the
+    scheduler's concurrency)."""
+    config_cls, _ = KINDS[llm.engine].load()
+    return create_engine(llm.engine, config_cls.of(llm, in_flight))

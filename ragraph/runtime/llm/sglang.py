@@ -21,7 +21,7 @@ from ragraph.runtime.llm.sse import iter_events
 from ragraph.runtime.llm.stream import GenerationStream
 
 if TYPE_CHECKING:
-    from ragraph.runtime.config import RuntimeConfig
+    from ragraph.runtime.llm.settings import LlmConfig
 
 INSTALL_HINT = "install the GPU extra: pip install 'ragraph[gpu]' (needs a CUDA GPU)"
 
@@ -68,10 +68,11 @@ class SGLangConfig:
         return kwargs
 
     @classmethod
-    def from_run(cls, run: RuntimeConfig) -> SGLangConfig:
-        """In-process with --model, a server's native API with --url."""
-        mode = "http" if run.url else "engine"
-        return cls(mode=mode, model_path=run.model or "", base_url=run.url or cls.base_url)
+    def of(cls, llm: LlmConfig, in_flight: int = 0) -> SGLangConfig:
+        """In-process with --model, a server's native API with --url (SGLang batches
+        whatever arrives: `in_flight` is its own)."""
+        mode = "http" if llm.url else "engine"
+        return cls(mode=mode, model_path=llm.model or "", base_url=llm.url or cls.base_url)
 
 
 def import_sglang() -> Any:

@@ -37,7 +37,7 @@ from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.textout import OutputText
 
 if TYPE_CHECKING:
-    from ragraph.runtime.config import RuntimeConfig
+    from ragraph.runtime.llm.settings import LlmConfig
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,12 @@ class SimConfig:
             raise ConfigError("prefix_cache_tokens", "must be >= 0")
 
     @classmethod
-    def from_run(cls, run: RuntimeConfig) -> SimConfig:
-        """The simulated engine on the run's profile (a bad file fails here)."""
+    def of(cls, llm: LlmConfig, in_flight: int = 0) -> SimConfig:
+        """The simulated engine on the LLM part's profile (a bad file fails here); it holds
+        up to `max_running` requests whatever the run's `in_flight`."""
         from ragraph.runtime.llm.profiled import cost_model_for  # noqa: PLC0415
 
-        return cls(cost=cost_model_for(run.profile))
+        return cls(cost=cost_model_for(llm.profile))
 
 
 @dataclass

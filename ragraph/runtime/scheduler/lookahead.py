@@ -91,7 +91,7 @@ class Lookahead:
         known = "\n".join(str(state.variables[v]) for v in plan.known if v in state.variables)
         if not known.strip():
             return
-        budget = policies.prefetch_budget_bytes(self.cfg.link_bytes_per_s,
+        budget = policies.prefetch_budget_bytes(self.cfg.link_gb_per_s * 1e9,
                                                 self.gen.seconds.value or 0.5)
         search, cache, owner, tracer, start = self.s.search, self.cache, state.rid, self.s.tracer, clock()
         track = state.name

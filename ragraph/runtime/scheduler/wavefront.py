@@ -21,7 +21,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ragraph.errors import ConfigError
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.events import CancelRequest, RequestCancelled
 from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail, finish
@@ -29,6 +28,7 @@ from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.retrieval.cost import calibrated
 from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler.config import SchedulerConfig
 from ragraph.runtime.scheduler.generation_side import Counters, GenerationSide
 from ragraph.runtime.scheduler.inbox import (
     ArrivalsDone,
@@ -44,26 +44,6 @@ from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 from ragraph.runtime.scheduler.units import Units
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SchedulerConfig:
-    max_active: int = 64  # requests admitted at once
-    max_generations: int = 64  # concurrent engine streams (T_max of the generation stage)
-    tau: float = 0.6  # speculate only while generation load / capacity < tau
-    initial_beta_ms: float = 0.3  # per-sub-stage overhead before it is measured
-    budget_ms: float | None = None  # fixed sub-stage budget instead of sqrt(2·β·t_R)
-    # Speculate on a partial top-k only once it changed at most this much over the last step
-    # (1 - Jaccard): an unsettled partial result is usually rolled back, wasting engine time.
-    spec_max_drift: float = 0.0
-    link_bytes_per_s: float = 25e9  # prefetch budget = bandwidth x expected generation time
-
-    def __post_init__(self) -> None:
-        for name in ("max_active", "max_generations"):
-            if getattr(self, name) < 1:
-                raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
-        if not 0 < self.tau <= 1:
-            raise ConfigError("tau", f"must be in (0, 1], got {self.tau}")
 
 
 class SchedulerStopped(RuntimeError):
@@ -93,7 +73,7 @@ class _Run:
         self.waiting: deque[tuple[Request, float]] = deque()
         self.arrivals_done = False
         self.n = Counters()
-        self.gen = GenerationSide(services, config.max_generations, self.n, self.inbox)
+        self.gen = GenerationSide(services, config.concurrency, self.n, self.inbox)
         self.ret = RetrievalSide(services, cost, self.n, self.inbox, config.initial_beta_ms,
                                  config.budget_ms, self._engine_has_room)
         self.units = Units(services, config, self.gen, self.ret, self.inbox, self._retire,
@@ -182,7 +162,7 @@ class _Run:
             self._cancel(event)
 
     def _admit(self) -> None:
-        while self.waiting and len(self.units.walks) < self.cfg.max_active:
+        while self.waiting and len(self.units.walks) < self.cfg.concurrency:
             request, arrived = self.waiting.popleft()
             state = admit(self.catalog, request, arrived)
             if state.error is not None:
@@ -213,7 +193,7 @@ class _Run:
         share = self.engine_busy.sample(self.s.llm.counters().busy_s, clock())
         if policies.engine_is_bottleneck(share, self.cfg.tau):
             return False
-        return policies.has_spare_capacity(self.gen.load, self.cfg.max_generations, self.cfg.tau)
+        return policies.has_spare_capacity(self.gen.load, self.cfg.concurrency, self.cfg.tau)
 
     def _stats(self) -> RunStats:
         n = self.n

@@ -22,8 +22,8 @@ class Models:
 
 def models_of(config: RuntimeConfig, llm, search) -> Models:  # noqa: ANN001 - the engines
     """The run's LLM (its model file or name, else the engine's name) and query embedder."""
-    model = config.model or getattr(llm, "model_path", None)
+    model = config.llm.model or getattr(llm, "model_path", None)
     return Models(llm=Path(model).name if model else llm.name,
-                  provider=PROVIDERS.get(config.engine, config.engine),
+                  provider=PROVIDERS.get(config.llm.engine, config.llm.engine),
                   embedder=getattr(search.embedder, "name", None),
                   simulated=bool(llm.simulated))

@@ -1,0 +1,64 @@
+"""The run's configuration is one tree of parts, each knob in one part under one name, each
+check in one place, and each component built from its own part."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from ragraph.errors import ConfigError
+from ragraph.runtime.config import PARTS, TOP_LEVEL, RuntimeConfig, knobs
+from ragraph.runtime.distributed.options import ScaleConfig
+from ragraph.runtime.llm.llamacpp import LlamaCppConfig
+from ragraph.runtime.llm.settings import LlmConfig
+
+RUNTIME = Path(__file__).resolve().parents[2] / "ragraph" / "runtime"
+
+
+def test_every_knob_has_one_part_and_one_name() -> None:
+    names = [f.name for part in PARTS.values() for f in fields(part)] + list(TOP_LEVEL)
+    assert len(names) == len(set(names)) == len(knobs())
+
+
+def test_flat_knobs_land_in_their_parts() -> None:
+    config = RuntimeConfig.of(engine="sim", nprobe=64, concurrency=3, shard_cpus=0.5,
+                              otlp="http://127.0.0.1:4318")
+    assert config.llm.engine == "sim" and config.search.nprobe == 64
+    assert config.scheduler.concurrency == 3 and config.scale.shard_cpus == 0.5
+    assert config.otlp == "http://127.0.0.1:4318"
+    changed = config.with_knobs(executor="sequential", prefix_reuse=False)
+    assert (changed.scheduler.executor, changed.llm.prefix_reuse) == ("sequential", False)
+    assert changed.search == config.search and changed.scheduler.concurrency == 3
+    with pytest.raises(ConfigError, match="^concurency: not a runtime option"):
+        RuntimeConfig.of(concurency=3)
+
+
+def test_a_knob_is_checked_once_with_the_same_message_wherever_it_is_given() -> None:
+    with pytest.raises(ConfigError) as direct:
+        ScaleConfig(shards=0)
+    with pytest.raises(ConfigError) as through_the_tree:
+        RuntimeConfig.of(shards=0)
+    assert str(direct.value) == str(through_the_tree.value) == (
+        "shards: must be a positive integer, got 0")
+    pool = (RUNTIME / "distributed" / "shard_pool.py").read_text()
+    assert "ConfigError" not in pool  # the shard pool takes the checked part as it is
+
+
+def test_engines_are_built_from_the_llm_part_alone() -> None:
+    for module in sorted((RUNTIME / "llm").glob("*.py")):
+        assert "ragraph.runtime.config " not in module.read_text().replace(
+            "ragraph.runtime.config\n", "ragraph.runtime.config \n"), module.name
+    batched = LlamaCppConfig.of(LlmConfig(gen_threads=2), in_flight=8)
+    assert (batched.max_running, batched.prefix_slots, batched.n_threads) == (16, 16, 2)
+    exact = LlamaCppConfig.of(LlmConfig(exact=True), in_flight=8)
+    assert (exact.max_running, exact.prefix_slots) == (1, 0)
+
+
+def test_thread_defaults_follow_the_engine_of_the_tree() -> None:
+    from ragraph.runtime.threads import default_split
+
+    config = RuntimeConfig.of(engine="sim")
+    assert config.split == default_split("sim")
+    assert RuntimeConfig.of(engine="sim", search_threads=3).search.search_threads == 3
