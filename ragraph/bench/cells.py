@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragraph.bench.arrivals import arrive
+from ragraph.bench.bounds import Bound
+from ragraph.bench.counting import counted, queries_embedded
 from ragraph.bench.server_alone import LABEL as SERVER_ALONE
 from ragraph.bench.server_alone import replay
 from ragraph.bench.server_stats import ServerCounters, erase_slots, read_counters, slot_count
@@ -117,6 +119,17 @@ class CellResult:
     # Document popularity (`bench.traffic.top_share`): share of the passages retrieved that the
     # top 3% of the documents served, over each request's final top-k (None: none retrieved).
     top_docs_share: float | None = None
+    # Work beside the LLM engine's: queries embedded, vectors scanned (ragraph's own count; 0
+    # where the executor does not count them), and the least time the run's work could take
+    # on these engines (`bench.bounds`; None: not measured).
+    queries_embedded: int = 0
+    vectors_scanned: int = 0
+    bound: Bound | None = None
+
+    @property
+    def bound_share(self) -> float | None:
+        """The bound's time over this run's: 1.0 is as fast as these engines allow."""
+        return None if self.bound is None else self.bound.share(self.wall_s)
 
     @property
     def engine_busy(self) -> float | None:
@@ -127,7 +140,7 @@ class CellResult:
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
                    variants: Sequence[Variant], on_done: Callable[[Outcome], None]
                    ) -> list[CellResult]:
-    search = replace(search, nprobe=cell.nprobe)
+    search = counted(replace(search, nprobe=cell.nprobe))
     results, answers = [], {}
     sent: Sent = []  # the generation calls of the last LangGraph app run
     for v in variants:
@@ -135,9 +148,9 @@ async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, sear
             requests = sum(len(job.requests) for job in jobs)
             result = await _server_alone(cell, runtime, sent, requests)
         else:
-            config = runtime.with_knobs(executor=v.executor, passes=v.passes, nprobe=cell.nprobe,
-                                        concurrency=cell.concurrency
-                                        or runtime.scheduler.concurrency, **dict(v.settings))
+            config = replace(runtime, executor=v.executor, passes=v.passes, nprobe=cell.nprobe,
+                             concurrency=cell.concurrency or runtime.concurrency,
+                             **dict(v.settings))
             result, answers[v.label], sent = await _run_executor(cell, jobs, config, search,
                                                                  on_done)
         results.append(replace(result, executor=v.label))
@@ -165,23 +178,25 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
         loop = asyncio.get_running_loop()
         llm = services.app_llm or services.llm
         start, cpu_start, embed_start = loop.time(), time.process_time(), search.embed_seconds
+        queries_start = queries_embedded(search)
         cache_start = _cache_stats(search)
         runs = await asyncio.gather(*(
             execute(job.graph, arrive(job.requests, job.offsets), config, services, on_done)
             for job in jobs))
         wall, cpu = loop.time() - start, time.process_time() - cpu_start
         embed = search.embed_seconds - embed_start
+        queries = queries_embedded(search) - queries_start
         cache_end = _cache_stats(search)
         hot = _served_between(cache_start, cache_end)
         used = llm.counters()
         sent = list(getattr(services.app_llm, "sent", ()))
     outcomes = [o for run in runs for o in run.outcomes]
-    result = _result(cell, config.scheduler.executor, runs[0].engine, runs[0].simulated, outcomes,
+    result = _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
                      [run.stats for run in runs], tracer, wall)
     result = replace(result, llm_tokens=used.prompt_tokens - used.cached_tokens
                      + used.completion_tokens, prefill_s=used.prefill_s, decode_s=used.decode_s,
                      cached_tokens=used.cached_tokens, completion_tokens=used.completion_tokens,
-                     decode_steps=used.decode_steps, hot_served=hot,
+                     decode_steps=used.decode_steps, hot_served=hot, queries_embedded=queries,
                      hot_resident=None if cache_end is None else cache_end.resident_fraction)
     if server is not None:
         result = _server_work(result, config, server)
@@ -192,20 +207,20 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
 
 def _server_before(config: RuntimeConfig) -> ServerCounters | None:
     """On a llama-server: every slot emptied, then its counters (None on other engines)."""
-    if config.llm.engine != "openai" or not config.llm.url:
+    if config.engine != "openai" or not config.url:
         return None
-    key = api_key_from(config.llm.api_key_env)
-    slots = slot_count(config.llm.url, api_key=key)
+    key = api_key_from(config.api_key_env)
+    slots = slot_count(config.url, api_key=key)
     if slots is None:
         return None
-    erase_slots(config.llm.url, slots, api_key=key)
-    return read_counters(config.llm.url, api_key=key)
+    erase_slots(config.url, slots, api_key=key)
+    return read_counters(config.url, api_key=key)
 
 
 def _server_work(result: CellResult, config: RuntimeConfig,
                  before: ServerCounters) -> CellResult:
     """The run's work as the server counted it: the same measure whoever sent the requests."""
-    after = read_counters(config.llm.url or "", api_key=api_key_from(config.llm.api_key_env))
+    after = read_counters(config.url or "", api_key=api_key_from(config.api_key_env))
     if after is None:
         return result
     work = after.minus(before)
@@ -218,8 +233,8 @@ async def _server_alone(cell: Cell, config: RuntimeConfig, sent: Sent,
                         requests: int) -> CellResult:
     """The app's server work alone (`server_alone`): its calls replayed straight to it."""
     before = await asyncio.to_thread(_server_before, config)
-    done = await replay(config.llm.url or "", config.llm.model or "default", sent,
-                        api_key=api_key_from(config.llm.api_key_env))
+    done = await replay(config.url or "", config.model or "default", sent,
+                        api_key=api_key_from(config.api_key_env))
     result = CellResult(
         cell=cell, executor=SERVER_ALONE, engine="openai-http", simulated=False,
         requests=requests, errors=done.failed, wall_s=done.wall_s,
@@ -259,6 +274,7 @@ def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: l
         synthetic_share=synthetic_share(outcomes),
         top_docs_share=document_popularity(outcomes),
         search_steps=sum(s.search_steps for s in stats),
+        vectors_scanned=sum(s.vectors_scanned for s in stats),
         fan_steps=int(sum(s.extra.get("fan_steps", 0) for s in stats)),
         shared_steps=int(sum(s.extra.get("shared_steps", 0) for s in stats)),
         branch_searches=int(sum(s.extra.get("branch_searches", 0) for s in stats)),

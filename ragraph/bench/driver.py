@@ -26,7 +26,7 @@ from ragraph.bench.config import BenchConfig
 from ragraph.bench.index import BenchIndexInfo, IndexSpec, ensure_bench_index
 from ragraph.bench.questions import load_questions
 from ragraph.bench.realbase import ensure_real_base
-from ragraph.bench.results import Target, write_csv
+from ragraph.bench.results import Target, write_csv, write_json
 from ragraph.bench.session import WARM_UP_REQUESTS, Workbench, load_graphs, run_cells
 from ragraph.runtime.app import open_search
 from ragraph.runtime.llm.sim import SimConfig
@@ -71,19 +71,17 @@ def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulate
     label = M.engine_label(config.engine, engine, simulated)
     if config.url is not None:
         label += f" on {server_stats.describe(config.url, config.api_key)}"
-    runtime = config.runtime()
     return (f"engine: {label} | machine: {M.detect().describe()} | index: {info.real:,} real + "
             f"{info.synthetic:,} SYNTHETIC vectors, IVF{info.nlist} | concurrency "
-            f"{', '.join(map(str, config.concurrencies))} | threads: gen "
-            f"{runtime.llm.gen_threads}, search {runtime.search.search_threads} | "
-            f"{runtime.gpu.describe()}"
+            f"{', '.join(map(str, config.concurrencies))} | threads: gen {config.gen_threads}, "
+            f"search {config.search_threads} | {config.runtime().gpu.describe()}"
             + ("" if config.traffic.alpha is None else f" | traffic {config.traffic}"))
 
 
 async def run(config: BenchConfig, console: Console) -> BenchReport:
     started = time.perf_counter()
     if config.engine == "sim":
-        SimConfig.of(config.runtime().llm)  # a bad --profile fails before the index is built
+        SimConfig.from_run(config.runtime())  # a bad --profile fails before the index is built
     server_notes = check_server(config)  # a server that cannot be measured fairly fails here
     with progress_bars(console) as bar:
         info, notes = prepare_index(config, bench_cache(), bar)
@@ -125,7 +123,8 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
                              config.ablation)
     if not rows:  # no cell ran: the CSV still says so
         csv_path, written = _write(config, rows, caption)
-    console.print(f"wrote {csv_path}" + "".join(f", {p}" for p in written))
+    console.print(f"wrote {csv_path}, {config.out / 'bench.json'}"
+                  + "".join(f", {p}" for p in written))
     return BenchReport(tuple(rows), tuple(found), csv_path, tuple(written), caption,
                        time.perf_counter() - started)
 
@@ -152,9 +151,12 @@ def check_server(config: BenchConfig) -> list[str]:
 
 
 def _write(config: BenchConfig, rows, caption: str) -> tuple[Path, list[Path]]:
-    """The CSV and, where asked, the latency-vs-rate plots of `rows`."""
+    """The CSV, the JSON (with each run's bound) and, where asked, the latency-vs-rate plots
+    of `rows`."""
     csv_path = config.out / "bench.csv"
-    write_csv(csv_path, rows, {"traffic": str(config.traffic), "caption": caption})
+    context = {"traffic": str(config.traffic), "caption": caption}
+    write_csv(csv_path, rows, context)
+    write_json(config.out / "bench.json", rows, context)
     written = plots.latency_vs_rate(rows, config.out, caption, config.slo_s) if config.plots else []
     return csv_path, written
 
@@ -170,7 +172,7 @@ def _notes(config: BenchConfig, rows) -> list[str]:
                "(they are flagged, titled '(synthetic padding)', and have no text)")
     hot = [r for r in rows if r.hot_served is not None and r.cell.rate is None]
     if hot:
-        share = config.runtime().search.hot_fraction
+        share = config.runtime().hot_fraction
         out.append(f"hot-cluster cache ({share * 100:.0f}% of clusters resident, an eighth of "
                    "them for prefetches): share of the vectors scanned it served, offline, and "
                    "of the index's vectors it held at the end: " + "; ".join(

@@ -153,7 +153,16 @@ def why_engine_bound(target: Target, cell: Sequence[CellResult]) -> str:
             f"{ours.decode_s:.0f} s ({ours.cached_tokens:,} prompt tokens reused, the app "
             f"{theirs.cached_tokens:,}). Even with decoding free ragraph would reach "
             f"{_fmt(ceiling)}: the rest needs fewer prompt tokens to compute (shared document "
-            "prefixes) or faster prefill kernels")
+            "prefixes) or faster prefill kernels" + _at_bound(ours))
+
+
+def _at_bound(r: CellResult) -> str:
+    """ragraph's share of the least time its own work could take (`bench.bounds`)."""
+    share = r.bound_share
+    if share is None or r.bound is None:
+        return ""
+    return (f". ragraph ran at {share * 100:.0f}% of its bound ({r.bound.total_s:.0f} s: its own "
+            "work at the engines' own rates, measured alone)")
 
 
 def why_server_bound(target: Target, cell: Sequence[CellResult]) -> str:

@@ -40,8 +40,8 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
     ratios = [f"thr vs {SHORT[b]}" for b in baselines] + [f"p50 vs {SHORT[baselines[0]]}"
                                                            for _ in baselines[:1]]
     for col in ("workload", "nprobe", "load", "conc", "executor", "p50 s", "p95 s", "req/s",
-                *ratios, "retrieval", "spec hit", "CPU", "embedder", "LLM busy", "LLM tokens",
-                "agree"):
+                *ratios, "at bound", "retrieval", "spec hit", "CPU", "embedder",
+                "LLM busy", "LLM tokens", "agree"):
         table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
     for _, group in groupby(rows, key=_cell_key):
         cell = list(group)
@@ -54,7 +54,7 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
                 r.cell.workload if first else "", str(r.cell.nprobe) if first else "",
                 _load(r) if first else "", str(r.cell.concurrency) if first else "",
                 r.executor, f"{r.p50_s:.2f}", f"{r.p95_s:.2f}", f"{r.throughput_rps:.2f}",
-                *vs, _pct(r.retrieval_share),
+                *vs, _pct(r.bound_share), _pct(r.retrieval_share),
                 _pct(r.speculation_hit_rate) if mine else "",
                 _pct(r.cpu_busy), _pct(r.embed_busy), _pct(r.engine_busy),
                 f"{r.llm_tokens:,}", _pct(r.agree),
@@ -217,9 +217,51 @@ def fanout_lines(rows: Sequence[CellResult]) -> list[str]:
     return out
 
 
+def bounds_table(rows: Sequence[CellResult], caption: str) -> Table:
+    """Each run against the least time its own work could take on these engines
+    (`bench.bounds`), and that time's parts."""
+    table = Table(title="Bounds: the least time each run's work could take on these engines "
+                  "(at bound = bound / wall)", caption=caption)
+    for col in ("workload", "load", "conc", "executor", "wall s", "bound s", "LLM s",
+                "embed s", "search s", "at bound"):
+        table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
+    for r in rows:
+        if r.bound is None:
+            continue
+        b = r.bound
+        table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
+                      f"{r.wall_s:.2f}", f"{b.total_s:.2f}", f"{b.llm_s:.2f}", f"{b.embed_s:.2f}",
+                      f"{b.search_s:.2f}", _pct(r.bound_share))
+    return table
+
+
+def bound_legend(rows: Sequence[CellResult]) -> str:
+    """How 'bound s' and 'at bound' were derived, with the rates this run measured."""
+    priced = next((r.bound.rates for r in rows if r.bound is not None), None)
+    if priced is None:
+        return "bound: not measured in this run (the engines' rates were not probed)"
+    llm = priced.llm
+    combine = ("their sum (the LLM engine computes on the cores that embed and scan)"
+               if priced.shares_cores else
+               "the larger of the LLM time and the cores' time (embedding plus scanning)")
+    return (f"bound: the least time each run's own measured work could take on these engines, "
+            f"at their own rates measured alone before the first cell: the prompt tokens the LLM "
+            f"engine computed at {llm.prefill_tok_s:,.0f} tokens/s, its decode steps at "
+            f"{llm.step_s * 1000:.2f} ms + {llm.token_s * 1000:.3f} ms a sequence in the step "
+            f"(a line through the steps probed at 1 and at the run's batch; {llm.timed_by}), "
+            f"the queries embedded at {priced.embed_s * 1000:.2f} ms each, the vectors scanned "
+            f"(ragraph's count; a baseline's: its queries x the vectors a query scans) at "
+            f"{priced.scan_vec_s / 1e6:.1f} M/s; then {combine}. at bound: that time over the "
+            "run's wall time (100%: as fast as these engines allow the work it did; an online "
+            "run's arrivals set its pace, so only offline runs can come near it)")
+
+
 def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine: str,
               caption: str, notes: Sequence[str], ablation: bool = False) -> list[R.Target]:
     console.print(cells_table(rows, caption))
+    if any(r.bound is not None for r in rows):
+        console.print(bounds_table(rows, caption))
+    notes = [*notes, bound_legend(rows)]
     if ablation:
         console.print(ablation_table(rows, caption))
         for note in notes:

@@ -4,6 +4,7 @@ latency SLO, the retrieval share of sequential requests, the targets, and the CS
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -245,10 +246,11 @@ def write_csv(path: Path, results: Sequence[CellResult], context: dict[str, str]
     """One row per (cell, executor), with the machine and engine on every row."""
     rows = []
     for r in results:
-        row = {k: v for k, v in asdict(r).items() if k != "cell"}
+        row = {k: v for k, v in asdict(r).items() if k not in ("cell", "bound")}
         row.update(workload=r.cell.workload, nprobe=r.cell.nprobe, concurrency=r.cell.concurrency,
                    mode=r.cell.mode,
                    rate_rps=r.cell.rate if r.cell.rate is not None else "")
+        row.update(bound_columns(r))
         row.update(context)
         rows.append(row)
     if not rows:
@@ -258,3 +260,27 @@ def write_csv(path: Path, results: Sequence[CellResult], context: dict[str, str]
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def bound_columns(r: CellResult) -> dict[str, float | str]:
+    """The run's bound (`bench.bounds`) in flat columns; empty strings where not measured."""
+    b = r.bound
+    return {"bound_s": "" if b is None else b.total_s, "bound_llm_s": "" if b is None else b.llm_s,
+            "bound_embed_s": "" if b is None else b.embed_s,
+            "bound_search_s": "" if b is None else b.search_s,
+            "bound_share": "" if r.bound_share is None else r.bound_share}
+
+
+def write_json(path: Path, results: Sequence[CellResult], context: dict[str, str]) -> None:
+    """The run as JSON: the context, the engines' rates every bound was priced at, and one
+    entry per (cell, executor) with its bound and its share of it."""
+    priced = next((r.bound.rates for r in results if r.bound is not None), None)
+    runs = []
+    for r in results:
+        run = {k: v for k, v in asdict(r).items() if k != "bound"}
+        run.update(mode=r.cell.mode, bound=None if r.bound is None else {
+            k: v for k, v in asdict(r.bound).items() if k != "rates"}, bound_share=r.bound_share)
+        runs.append(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"context": context, "rates": priced and asdict(priced),
+                                "runs": runs}, indent=1) + "\n", encoding="utf-8")

@@ -10,10 +10,12 @@ from pathlib import Path
 import numpy as np
 
 from ragraph.bench.arrivals import offsets_for
+from ragraph.bench.bounds import Rates
 from ragraph.bench.cells import Cell, CellResult, Job, run_cell
 from ragraph.bench.config import BenchConfig
 from ragraph.bench.questions import QuestionPool
 from ragraph.bench.server_alone import LABEL as SERVER_ALONE
+from ragraph.bench.work import with_bound
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.search_service import SearchService
@@ -28,6 +30,7 @@ class Workbench:
     questions: QuestionPool
     search: SearchService
     runtime: RuntimeConfig
+    rates: Rates | None = None  # the engines' own, measured alone (`bench.probe`)
 
 
 CellProgress = Callable[[Cell, int], Callable[[object], None]]
@@ -75,6 +78,8 @@ async def run_cells(bench: Workbench, progress: CellProgress,
     config = bench.config
     rows: list[CellResult] = []
     await warm_up(bench)
+    if bench.search is not None and bench.rates is None:
+        bench = replace(bench, rates=await measure_rates(bench))
     for w, workload in enumerate(config.workloads):
         for nprobe in config.nprobes:
             for conc in config.concurrencies:
@@ -96,6 +101,18 @@ async def warm_up(bench: Workbench) -> None:
     jobs = make_jobs(bench, workload, None, WARM_UP_REQUESTS, config.seed - 1)
     await run_cell(cell, jobs, bench.runtime, bench.search, config.variants()[:1],
                    lambda _outcome: None)
+
+
+async def measure_rates(bench: Workbench) -> Rates:
+    """The engines' own rates, each alone, after the warm-up and before the first cell: what
+    every cell's bound is priced at (`bench.probe`)."""
+    from ragraph.bench.probe import probe_rates, shares_cores
+    from ragraph.runtime.app import create_llm
+
+    config = bench.config
+    questions = [q for q, _ in bench.questions.single_hop]
+    return await probe_rates(create_llm(bench.runtime), bench.search, questions, config.nprobes,
+                             max(config.concurrencies), shares_cores(config.engine, config.url))
 
 
 async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, seed: int,
@@ -135,7 +152,8 @@ async def _cell(bench: Workbench, cell: Cell, count: int, seed: int,
     variants = bench.config.variants()
     # The server alone answers no requests: it replays generation calls (`bench.server_alone`).
     tick = progress(cell, count * sum(v.executor != SERVER_ALONE for v in variants))
-    return await run_cell(cell, jobs, bench.runtime, bench.search, variants, tick)
+    rows = await run_cell(cell, jobs, bench.runtime, bench.search, variants, tick)
+    return [with_bound(r, bench.rates) for r in rows]
 
 
 def load_graphs(config: BenchConfig) -> dict[str, RAGraph]:

@@ -4,6 +4,7 @@ the tables carry the engine and the machine, and the plot file is written."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from rich.console import Console
@@ -13,6 +14,7 @@ from ragraph.bench.config import BenchConfig
 from ragraph.bench.driver import caption_for
 from ragraph.bench.index import IndexSpec, ensure_bench_index
 from ragraph.bench.questions import load_questions
+from ragraph.bench.results import write_json
 from ragraph.bench.session import Workbench, run_cells
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.retrieval.manifest import load_index
@@ -30,7 +32,7 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     search = SearchService(loaded.engine, HashEmbedder(), loaded.store, nprobe=8)
     config = BenchConfig(workflows=("hyde", "irg"), nprobes=(8,), offline_requests=6,
                          rates=(20.0,), window_s=0.4, concurrencies=(4,), data=None, out=tmp_path)
-    runtime = RuntimeConfig.of(engine="sim", concurrency=4)
+    runtime = RuntimeConfig(engine="sim", concurrency=4)
     graphs = {"hyde": workflows.hyde(), "irg": workflows.irg()}
     bench = Workbench(config, graphs, load_questions(None), search, runtime)
     done = []
@@ -57,6 +59,15 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     report.print_all(console, rows, config.slo_s, "sim", caption, ["a note"])
     text = console.export_text()
     assert "thr vs seq" in text and "LLM busy" in text and "LLM tokens" in text and "SIMULATED" in text and "note: a note" in text
+    # Bounds (issue 31): every run priced at the engines' rates probed before the first cell.
+    assert all(r.bound is not None and 0 < r.bound.total_s for r in rows)
+    assert all(r.queries_embedded > 0 for r in rows)
+    assert all(r.vectors_scanned > 0 for r in rows if r.executor == "ragraph")
+    assert "at bound" in text and "Bounds: the least time" in text and "note: bound:" in text
+    write_json(tmp_path / "bench.json", rows, {"caption": caption})
+    saved = json.loads((tmp_path / "bench.json").read_text())
+    assert saved["rates"]["llm"]["prefill_tok_s"] > 0 and len(saved["runs"]) == len(rows)
+    assert all(0 < run["bound_share"] and run["bound"]["total_s"] > 0 for run in saved["runs"])
     written = plots.latency_vs_rate(rows, tmp_path, caption, config.slo_s)
     assert [p.name for p in written] == ["latency_vs_rate_nprobe8.png"]
     assert written[0].stat().st_size > 10_000
@@ -75,7 +86,7 @@ def test_an_untimed_warm_up_runs_the_first_variant_before_the_first_cell(monkeyp
     config = BenchConfig(workflows=("hyde", "irg"), nprobes=(8,), offline_requests=6, rates=(),
                          concurrencies=(4,), mix=False, data=None)
     graphs = {"hyde": workflows.hyde(), "irg": workflows.irg()}
-    bench = Workbench(config, graphs, load_questions(None), None, RuntimeConfig.of(engine="sim"))
+    bench = Workbench(config, graphs, load_questions(None), None, RuntimeConfig(engine="sim"))
     rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _o: None))
     assert rows == []
     warm, *cells = calls
@@ -101,7 +112,7 @@ def test_offline_rows_report_the_share_the_hot_cache_served(tmp_path: Path):
     config = BenchConfig(workflows=("hyde",), nprobes=(8,), offline_requests=12, rates=(),
                          concurrencies=(4,), mix=False, data=None, out=tmp_path)
     bench = Workbench(config, {"hyde": workflows.hyde()}, load_questions(None), search,
-                      RuntimeConfig.of(engine="sim", concurrency=4))
+                      RuntimeConfig(engine="sim", concurrency=4))
     rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _o: None))
     cache.close()
     assert {r.executor for r in rows} == {"ragraph", "sequential", "stage-batched"}
@@ -123,7 +134,7 @@ def test_offline_runs_at_every_concurrency_and_online_at_the_first(tmp_path: Pat
                          window_s=0.2, concurrencies=(2, 4), mix=False, data=None,
                          executors=("ragraph",), out=tmp_path)
     bench = Workbench(config, {"irg": workflows.irg()}, load_questions(None), search,
-                      RuntimeConfig.of(engine="sim", concurrency=2))
+                      RuntimeConfig(engine="sim", concurrency=2))
     rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _: None))
     assert sorted((r.cell.rate, r.cell.concurrency) for r in rows if r.cell.rate is None) == \
         [(None, 2), (None, 4)]

@@ -1,0 +1,22 @@
+"""A run's measured work, as `bench.bounds` prices it: the queries its executor embedded
+(`bench.counting`) and the counters its engines kept, and the least time it could take."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ragraph.bench.bounds import Rates, Work, least_time
+from ragraph.bench.cells import CellResult
+
+
+def work_of(row: CellResult) -> Work:
+    return Work(prompt_tokens=row.llm_tokens - row.completion_tokens,
+                completion_tokens=row.completion_tokens, decode_steps=row.decode_steps,
+                queries=row.queries_embedded, vectors=row.vectors_scanned)
+
+
+def with_bound(row: CellResult, rates: Rates | None) -> CellResult:
+    """`row` with the least time its work could take at `rates` (None: not measured)."""
+    if rates is None:
+        return row
+    return replace(row, bound=least_time(work_of(row), rates, row.cell.nprobe))
