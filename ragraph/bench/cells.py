@@ -148,9 +148,9 @@ async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, sear
             requests = sum(len(job.requests) for job in jobs)
             result = await _server_alone(cell, runtime, sent, requests)
         else:
-            config = replace(runtime, executor=v.executor, passes=v.passes, nprobe=cell.nprobe,
-                             concurrency=cell.concurrency or runtime.concurrency,
-                             **dict(v.settings))
+            config = runtime.with_knobs(executor=v.executor, passes=v.passes, nprobe=cell.nprobe,
+                                        concurrency=cell.concurrency
+                                        or runtime.scheduler.concurrency, **dict(v.settings))
             result, answers[v.label], sent = await _run_executor(cell, jobs, config, search,
                                                                  on_done)
         results.append(replace(result, executor=v.label))
@@ -191,7 +191,7 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
         used = llm.counters()
         sent = list(getattr(services.app_llm, "sent", ()))
     outcomes = [o for run in runs for o in run.outcomes]
-    result = _result(cell, config.executor, runs[0].engine, runs[0].simulated, outcomes,
+    result = _result(cell, config.scheduler.executor, runs[0].engine, runs[0].simulated, outcomes,
                      [run.stats for run in runs], tracer, wall)
     result = replace(result, llm_tokens=used.prompt_tokens - used.cached_tokens
                      + used.completion_tokens, prefill_s=used.prefill_s, decode_s=used.decode_s,
@@ -207,20 +207,20 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
 
 def _server_before(config: RuntimeConfig) -> ServerCounters | None:
     """On a llama-server: every slot emptied, then its counters (None on other engines)."""
-    if config.engine != "openai" or not config.url:
+    if config.llm.engine != "openai" or not config.llm.url:
         return None
-    key = api_key_from(config.api_key_env)
-    slots = slot_count(config.url, api_key=key)
+    key = api_key_from(config.llm.api_key_env)
+    slots = slot_count(config.llm.url, api_key=key)
     if slots is None:
         return None
-    erase_slots(config.url, slots, api_key=key)
-    return read_counters(config.url, api_key=key)
+    erase_slots(config.llm.url, slots, api_key=key)
+    return read_counters(config.llm.url, api_key=key)
 
 
 def _server_work(result: CellResult, config: RuntimeConfig,
                  before: ServerCounters) -> CellResult:
     """The run's work as the server counted it: the same measure whoever sent the requests."""
-    after = read_counters(config.url or "", api_key=api_key_from(config.api_key_env))
+    after = read_counters(config.llm.url or "", api_key=api_key_from(config.llm.api_key_env))
     if after is None:
         return result
     work = after.minus(before)
@@ -233,8 +233,8 @@ async def _server_alone(cell: Cell, config: RuntimeConfig, sent: Sent,
                         requests: int) -> CellResult:
     """The app's server work alone (`server_alone`): its calls replayed straight to it."""
     before = await asyncio.to_thread(_server_before, config)
-    done = await replay(config.url or "", config.model or "default", sent,
-                        api_key=api_key_from(config.api_key_env))
+    done = await replay(config.llm.url or "", config.llm.model or "default", sent,
+                        api_key=api_key_from(config.llm.api_key_env))
     result = CellResult(
         cell=cell, executor=SERVER_ALONE, engine="openai-http", simulated=False,
         requests=requests, errors=done.failed, wall_s=done.wall_s,

@@ -71,17 +71,19 @@ def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulate
     label = M.engine_label(config.engine, engine, simulated)
     if config.url is not None:
         label += f" on {server_stats.describe(config.url, config.api_key)}"
+    runtime = config.runtime()
     return (f"engine: {label} | machine: {M.detect().describe()} | index: {info.real:,} real + "
             f"{info.synthetic:,} SYNTHETIC vectors, IVF{info.nlist} | concurrency "
-            f"{', '.join(map(str, config.concurrencies))} | threads: gen {config.gen_threads}, "
-            f"search {config.search_threads} | {config.runtime().gpu.describe()}"
+            f"{', '.join(map(str, config.concurrencies))} | threads: gen "
+            f"{runtime.llm.gen_threads}, search {runtime.search.search_threads} | "
+            f"{runtime.gpu.describe()}"
             + ("" if config.traffic.alpha is None else f" | traffic {config.traffic}"))
 
 
 async def run(config: BenchConfig, console: Console) -> BenchReport:
     started = time.perf_counter()
     if config.engine == "sim":
-        SimConfig.from_run(config.runtime())  # a bad --profile fails before the index is built
+        SimConfig.of(config.runtime().llm)  # a bad --profile fails before the index is built
     server_notes = check_server(config)  # a server that cannot be measured fairly fails here
     with progress_bars(console) as bar:
         info, notes = prepare_index(config, bench_cache(), bar)
@@ -172,7 +174,7 @@ def _notes(config: BenchConfig, rows) -> list[str]:
                "(they are flagged, titled '(synthetic padding)', and have no text)")
     hot = [r for r in rows if r.hot_served is not None and r.cell.rate is None]
     if hot:
-        share = config.runtime().hot_fraction
+        share = config.runtime().search.hot_fraction
         out.append(f"hot-cluster cache ({share * 100:.0f}% of clusters resident, an eighth of "
                    "them for prefetches): share of the vectors scanned it served, offline, and "
                    "of the index's vectors it held at the end: " + "; ".join(

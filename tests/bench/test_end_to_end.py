@@ -32,7 +32,7 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     search = SearchService(loaded.engine, HashEmbedder(), loaded.store, nprobe=8)
     config = BenchConfig(workflows=("hyde", "irg"), nprobes=(8,), offline_requests=6,
                          rates=(20.0,), window_s=0.4, concurrencies=(4,), data=None, out=tmp_path)
-    runtime = RuntimeConfig(engine="sim", concurrency=4)
+    runtime = RuntimeConfig.of(engine="sim", concurrency=4)
     graphs = {"hyde": workflows.hyde(), "irg": workflows.irg()}
     bench = Workbench(config, graphs, load_questions(None), search, runtime)
     done = []
@@ -86,7 +86,7 @@ def test_an_untimed_warm_up_runs_the_first_variant_before_the_first_cell(monkeyp
     config = BenchConfig(workflows=("hyde", "irg"), nprobes=(8,), offline_requests=6, rates=(),
                          concurrencies=(4,), mix=False, data=None)
     graphs = {"hyde": workflows.hyde(), "irg": workflows.irg()}
-    bench = Workbench(config, graphs, load_questions(None), None, RuntimeConfig(engine="sim"))
+    bench = Workbench(config, graphs, load_questions(None), None, RuntimeConfig.of(engine="sim"))
     rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _o: None))
     assert rows == []
     warm, *cells = calls
@@ -112,7 +112,7 @@ def test_offline_rows_report_the_share_the_hot_cache_served(tmp_path: Path):
     config = BenchConfig(workflows=("hyde",), nprobes=(8,), offline_requests=12, rates=(),
                          concurrencies=(4,), mix=False, data=None, out=tmp_path)
     bench = Workbench(config, {"hyde": workflows.hyde()}, load_questions(None), search,
-                      RuntimeConfig(engine="sim", concurrency=4))
+                      RuntimeConfig.of(engine="sim", concurrency=4))
     rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _o: None))
     cache.close()
     assert {r.executor for r in rows} == {"ragraph", "sequential", "stage-batched"}
@@ -134,7 +134,7 @@ def test_offline_runs_at_every_concurrency_and_online_at_the_first(tmp_path: Pat
                          window_s=0.2, concurrencies=(2, 4), mix=False, data=None,
                          executors=("ragraph",), out=tmp_path)
     bench = Workbench(config, {"irg": workflows.irg()}, load_questions(None), search,
-                      RuntimeConfig(engine="sim", concurrency=2))
+                      RuntimeConfig.of(engine="sim", concurrency=2))
     rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _: None))
     assert sorted((r.cell.rate, r.cell.concurrency) for r in rows if r.cell.rate is None) == \
         [(None, 2), (None, 4)]
