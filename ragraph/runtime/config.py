@@ -20,7 +20,7 @@ from ragraph.runtime.scheduler.config import EXECUTORS, SchedulerConfig
 from ragraph.runtime.threads import CoreSplit, default_split, usable_cores
 
 __all__ = ["ENGINES", "EXECUTORS", "PARTS", "LlmConfig", "RuntimeConfig", "ScaleConfig",
-           "SchedulerConfig", "SearchConfig", "TOP_LEVEL"]
+           "SchedulerConfig", "SearchConfig", "TOP_LEVEL", "knobs", "part_of", "tree_with"]
 
 
 @dataclass(frozen=True)
@@ -76,14 +76,7 @@ class RuntimeConfig:
     def of(cls, tree: Mapping[str, Any] | None = None, **flat: Any) -> RuntimeConfig:
         """The configuration of `tree` (a config file's tables: {"llm": {...}, ...}) with the
         `flat` knobs (`engine="sim"`, `concurrency=16`: the flags' names) over it."""
-        tree = {part: dict(values) if isinstance(values, Mapping) else values
-                for part, values in (tree or {}).items()}
-        for name, value in flat.items():
-            part = part_of(name)
-            if part is None:
-                tree[name] = value
-            else:
-                tree.setdefault(part, {})[name] = value
+        tree = tree_with(tree or {}, flat)
         parts = {part: PARTS[part](**tree.pop(part)) for part in PARTS if part in tree}
         return cls(**parts, **tree)
 
@@ -127,6 +120,20 @@ def part_of(name: str) -> str | None:
     if name not in _PART_OF:
         raise ConfigError(name, "not a runtime option")
     return _PART_OF[name]
+
+
+def tree_with(tree: Mapping[str, Any], flat: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `tree` (a config file's tables) with the `flat` knobs set, each in its table
+    (the top-level ones at the top); an unknown knob is an error naming it."""
+    out = {part: dict(values) if isinstance(values, Mapping) else values
+           for part, values in tree.items()}
+    for name, value in flat.items():
+        part = part_of(name)
+        if part is None:
+            out[name] = value
+        else:
+            out.setdefault(part, {})[name] = value
+    return out
 
 
 def knobs() -> list[str]:

@@ -62,3 +62,13 @@ def test_thread_defaults_follow_the_engine_of_the_tree() -> None:
     config = RuntimeConfig.of(engine="sim")
     assert config.split == default_split("sim")
     assert RuntimeConfig.of(engine="sim", search_threads=3).search.search_threads == 3
+
+
+def test_knobs_set_into_a_file_tree_land_in_their_tables() -> None:
+    from ragraph.runtime.config import tree_with
+
+    base = {"llm": {"engine": "sim"}, "scheduler": {"concurrency": 4}}
+    tree = tree_with(base, {"concurrency": 16, "nprobe": 64, "otlp": "http://127.0.0.1:4318"})
+    assert tree == {"llm": {"engine": "sim"}, "scheduler": {"concurrency": 16},
+                    "search": {"nprobe": 64}, "otlp": "http://127.0.0.1:4318"}
+    assert base["scheduler"] == {"concurrency": 4}  # a copy: the file's tree is left as read
