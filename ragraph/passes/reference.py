@@ -1,12 +1,11 @@
-"""A pure reference interpreter for compiled graphs, with every speculative edge declined.
+"""The reference walk: the base interpreter (`passes.interpret`) with fake engines and every
+speculative edge declined, a pass-level oracle for compiled graphs.
 
-`walk(graph, inputs)` runs one request through any graph (-O0 or optimized) with fake engines
-(generation output = f(rendered prompt), one to four lines; retrieval = f(rendered query, topk))
-and returns the effects on request variables, in order. A map renders one prompt or query per
-branch and assigns the list of results; a merge combines a list (`ir.fanout`). Sub-stages do what the runtime does minus the engines:
-embed-query renders the query, prefill renders the prompt, the chain's last step assigns the
-output; probe, cache-lookup, search-steps, decode, spec-verify (no speculative instance), fork and
-join change nothing visible. Side nodes (prefetch) are never visited.
+`walk(graph, inputs)` runs one request through the program of any graph (-O0 or optimized) with
+fake engines (generation output = f(rendered prompt), one to four lines; retrieval =
+f(rendered query, topk)) and returns the effects on request variables, in order. What each unit
+kind does is the base interpreter's (its docstring lists them); this module only supplies the
+engines and records every assignment.
 
 `schedule="control"` follows control edges (the -O0 order). `schedule="eager"` runs each rewired
 region in the order its DATA edges allow that differs most from the control order (latest node
@@ -22,15 +21,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ragraph.errors import WorkflowError
-from ragraph.ir.control import choose_edge
-from ragraph.ir.edges import EdgeKind
-from ragraph.ir.fanout import Binding, branch_states, merge, split_items
 from ragraph.ir.graph import RAGraph
-from ragraph.ir.nodes import END, START, Node
-from ragraph.ir.stages import slot
-from ragraph.ir.template import Template
-from ragraph.ir.values import Items, Passage, Passages, Value
-from ragraph.passes.analysis import straight_next
+from ragraph.ir.nodes import START, Merge, Node
+from ragraph.ir.values import GeneratedText, Passage, Passages, Value
+from ragraph.passes.interpret import Interpreter, run_sync
+from ragraph.passes.lower import GenerationChain, Program, RetrievalChain, lower
 
 
 def fake_generate(prompt: str) -> str:
@@ -64,72 +59,75 @@ class Effect:
 
 @dataclass
 class _Request:
-    graph: RAGraph
-    engines: FakeEngines
-    state: dict[str, Value]
-    scratch: dict[str, object] = field(default_factory=dict)
+    """One request's walk state (`interpret.WalkState`) and its effects."""
+
+    variables: dict[str, Value]
+    node: str = START
+    loop_counts: Counter[int] = field(default_factory=Counter)
     effects: list[Effect] = field(default_factory=list)
-
-    def assign(self, node: str, var: str, value: Value, source: str, append: bool) -> None:
-        # Same meaning as the runtime's apply_generation: append adds a line to non-empty text.
-        if append and isinstance(value, str) and str(self.state.get(var, "")).strip():
-            value = f"{str(self.state[var]).rstrip()}\n{value}"
-        self.state[var] = value
-        self.effects.append(Effect(node, var, value, source))
-
-    def render(self, template: Template, each: tuple[Binding, ...], node: str,
-               strip: bool) -> str | tuple[str, ...]:
-        """The rendered text, or one per branch for a map."""
-        def one(state: dict[str, Value]) -> str:
-            text = template.render(state)
-            return text.strip() if strip else text
-        if not each:
-            return one(self.state)
-        return tuple(one(s) for s in branch_states(each, self.state, node))
-
-    def generated(self, node: Node, prompt: str | tuple[str, ...]) -> Value:
-        if isinstance(prompt, tuple):
-            return Items(tuple(self.engines.generate(p) for p in prompt))
-        text = self.engines.generate(prompt)
-        items = getattr(node, "items", None)
-        return split_items(text, items) if items else text
-
-    def retrieved(self, query: str | tuple[str, ...], topk: int) -> Value:
-        if isinstance(query, tuple):
-            return Items(tuple(self.engines.retrieve(q, topk) for q in query))
-        return self.engines.retrieve(query, topk)
-
-    def run(self, node: Node) -> None:
-        kind, n = node.kind, node  # `n` read through the fields its kind has
-        origin = getattr(node, "origin", node.id)
-        if kind == "generate":
-            prompt = self.render(n.flat_prompt, n.each, node.id, strip=False)  # type: ignore[attr-defined]
-            self.assign(origin, n.output, self.generated(node, prompt), str(prompt),  # type: ignore[attr-defined]
-                        n.append)  # type: ignore[attr-defined]
-        elif kind == "retrieve":
-            query = self.render(n.query, n.each, node.id, strip=True)  # type: ignore[attr-defined]
-            self.assign(origin, n.output, self.retrieved(query, n.topk), str(query), False)  # type: ignore[attr-defined]
-        elif kind == "merge":
-            value = merge(n.method, self.state[n.input], n.k, n.topk)  # type: ignore[attr-defined]
-            self.assign(origin, n.output, value, repr(self.state[n.input]), False)  # type: ignore[attr-defined]
-        elif kind == "embed-query":
-            self.scratch[slot(origin, "qtext")] = self.render(n.query, n.each, origin, strip=True)  # type: ignore[attr-defined]
-        elif kind == "prefill":
-            self.scratch[slot(origin, "prompt")] = self.render(n.flat_prompt, n.each, origin,  # type: ignore[attr-defined]
-                                                               strip=False)
-        elif kind == "retrieve-commit":
-            query = self.scratch[slot(origin, "qtext")]
-            self.assign(origin, n.output, self.retrieved(query, n.topk), str(query), False)  # type: ignore[attr-defined, arg-type]
-        elif kind == "finish":
-            prompt = self.scratch[slot(origin, "prompt")]
-            self.assign(origin, n.output, self.generated(node, prompt), str(prompt), n.append)  # type: ignore[attr-defined, arg-type]
-        elif kind not in _NO_VISIBLE_EFFECT:
-            raise WorkflowError(f"the reference walker does not know node kind {kind!r}",
-                                node=node.id)
+    steps: int = 0
 
 
-_NO_VISIBLE_EFFECT = frozenset({"start", "end", "probe", "cache-lookup", "search-steps", "decode",
-                                "spec-verify", "fork", "join"})
+class _Reference(Interpreter[_Request, str]):
+    """The base interpreter with fake engines; every assignment recorded as an Effect."""
+
+    def __init__(self, program: Program, engines: FakeEngines, eager: bool,
+                 max_steps: int) -> None:
+        super().__init__(program)
+        self.engines, self.eager, self.max_steps = engines, eager, max_steps
+
+    def entered(self, req: _Request, uid: str) -> None:
+        req.steps += 1
+        if req.steps >= self.max_steps:
+            raise WorkflowError(f"request did not reach END within {self.max_steps} steps")
+
+    async def complete(self, chain: GenerationChain, req: _Request, prompt: str,
+                       branch: int | None) -> GeneratedText:
+        return GeneratedText(self.engines.generate(prompt), 1.0)
+
+    async def search(self, chain: RetrievalChain, req: _Request, query: str,
+                     branch: int | None) -> Passages:
+        return self.engines.retrieve(query, chain.topk)
+
+    def assign_generation(self, chain: GenerationChain, req: _Request, text: GeneratedText,
+                          prompt: object) -> None:
+        super().assign_generation(chain, req, text, prompt)
+        _record(req, chain.origin, chain.output, str(prompt))
+
+    def assign_items(self, origin: str, output: str, req: _Request, values: list[Value],
+                     inputs: object) -> None:
+        super().assign_items(origin, output, req, values, inputs)
+        _record(req, origin, output, str(inputs))
+
+    def assign_passages(self, chain: RetrievalChain, req: _Request, passages: Passages,
+                        query: str) -> None:
+        super().assign_passages(chain, req, passages, query)
+        _record(req, chain.origin, chain.output, query)
+
+    async def merge(self, unit: Merge, req: _Request) -> None:
+        given = repr(req.variables[unit.input])
+        await super().merge(unit, req)
+        _record(req, unit.id, unit.output, given)
+
+    async def fork(self, unit: Node, req: _Request) -> None:
+        """Eager: run the region latest-ready-first along its DATA edges, then leave the walk
+        at its join."""
+        if not self.eager:
+            return
+        region = self.program.regions[unit.id]
+        done = {unit.id}
+        while len(done) <= len(region.members):
+            ready = [m for m in region.members
+                     if m not in done and region.data_preds[m] <= done]
+            if not ready:
+                raise WorkflowError(f"region after {unit.id!r} has a DATA cycle", node=unit.id)
+            await self.run_unit(self.program.unit(ready[-1]), req)
+            done.add(ready[-1])
+        req.node = region.join
+
+
+def _record(req: _Request, origin: str, var: str, source: str) -> None:
+    req.effects.append(Effect(origin, var, req.variables[var], source))
 
 
 def walk(graph: RAGraph, inputs: Mapping[str, Value], engines: FakeEngines = FakeEngines(), *,
@@ -137,40 +135,10 @@ def walk(graph: RAGraph, inputs: Mapping[str, Value], engines: FakeEngines = Fak
     """The effects of one request on `graph`, speculation declined."""
     if schedule not in ("control", "eager"):
         raise ValueError(f"schedule must be 'control' or 'eager', got {schedule!r}")
-    state = {i.name: i.default for i in graph.inputs.values() if i.default is not None}
-    req = _Request(graph, engines, {**state, **inputs})
-    loops: Counter[int] = Counter()
-    cur = START
-    for _ in range(max_steps):
-        node = graph.node(cur)
-        if node.kind == "fork" and schedule == "eager":
-            cur = _run_region(req, cur)
-        else:
-            req.run(node)
-        if cur == END:
-            return tuple(req.effects)
-        cur = choose_edge(graph, cur, req.state, loops).dst
-    raise WorkflowError(f"request did not reach END within {max_steps} steps")
-
-
-def _run_region(req: _Request, fork: str) -> str:
-    """Run a rewired region latest-ready-first along DATA edges; return its join's id."""
-    chain = [fork]
-    while req.graph.node(chain[-1]).kind != "join":
-        nxt = straight_next(req.graph, chain[-1])
-        if nxt is None:
-            raise WorkflowError(f"fork {fork!r} does not reach its join", node=fork)
-        chain.append(nxt)
-    members = chain[1:-1]
-    done = {fork}
-    while len(done) <= len(members):
-        ready = [m for m in members if m not in done and all(
-            e.src in done for e in req.graph.in_edges(m) if e.kind == EdgeKind.DATA)]
-        if not ready:
-            raise WorkflowError(f"region after {fork!r} has a DATA cycle", node=fork)
-        req.run(req.graph.node(ready[-1]))
-        done.add(ready[-1])
-    return chain[-1]
+    defaults = {i.name: i.default for i in graph.inputs.values() if i.default is not None}
+    req = _Request({**defaults, **inputs})
+    run_sync(_Reference(lower(graph), engines, schedule == "eager", max_steps).run(req))
+    return tuple(req.effects)
 
 
 def by_variable(effects: tuple[Effect, ...]) -> dict[str, tuple[Effect, ...]]:

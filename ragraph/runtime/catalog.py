@@ -58,8 +58,12 @@ class Catalog:
         return self.workflow_for(request).source
 
     def workflow_for(self, request: Request) -> CompiledWorkflow:
+        return self.workflows[self.name_of(request)]
+
+    def name_of(self, request: Request) -> str:
+        """The name of the workflow `request` runs (the default unless it names one)."""
         name = request.workflow or self.default
         if name not in self.workflows:
             known = ", ".join(sorted(self.workflows))
             raise ConfigError("workflow", f"unknown workflow {name!r} (this run has {known})")
-        return self.workflows[name]
+        return name

@@ -1,20 +1,31 @@
-"""What a Generate, Retrieve or Merge node does to a request's variables: the one definition every
-executor uses, so the baselines and the wavefront scheduler cannot compute different answers.
-The `_of`/`_to` forms take the template or output of a compiled chain; the node forms are the
-same functions applied to an original node. A map's branches render from `branches` and their
-results land as one list (`apply_branches_to`), in branch order whatever order they finished in."""
+"""What a generation, retrieval or merge does to a request's variables: `ir.effects`, the one
+definition every executor uses (re-exported here for the wavefront's modules), plus what only
+the runtime computes about it: a chat turn's prompt, a prompt's prefix layout, and a request's
+record of retrieved passages."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from ragraph.ir.fanout import Binding, branch_states, merge, split_items
-from ragraph.ir.nodes import Generate, Merge, Retrieve
+from ragraph.ir.effects import (
+    apply_branches_to,
+    apply_generation_to,
+    apply_merge,
+    apply_retrieval_to,
+    branches,
+    generated_value,
+    retrieval_query_of,
+)
+from ragraph.ir.fanout import merge
 from ragraph.ir.stages import PromptLayout
 from ragraph.ir.template import Template
-from ragraph.ir.values import GeneratedText, Items, Passages, Value, render_value
+from ragraph.ir.values import Items, Passages, Value, render_value
 from ragraph.runtime.llm.chat import Prompt, chat_turn
 from ragraph.runtime.llm.protocol import PromptSegments
+
+__all__ = [
+    "apply_branches_to", "apply_generation_to", "apply_merge", "apply_retrieval_to", "branches",
+    "generated_value", "generation_prompt_of", "prompt_segments", "retrieval_query_of",
+    "retrieved",
+]
 
 
 def generation_prompt_of(prompt: Template, variables: dict[str, Value],
@@ -24,39 +35,6 @@ def generation_prompt_of(prompt: Template, variables: dict[str, Value],
     if not chat:
         return user
     return chat_turn(user, None if system is None else system.render(variables))
-
-
-def apply_generation_to(output: str, append: bool, variables: dict[str, Value], text: str,
-                        min_prob: float, items: int | None = None) -> None:
-    """Assign the generated text (stripped of surrounding whitespace), append it as a line, or
-    split it into a list of at most `items` items."""
-    if items:
-        variables[output] = split_items(text, items, min_prob)
-        return
-    value = text.strip()
-    if append and str(variables.get(output, "")).strip():
-        value = f"{str(variables[output]).rstrip()}\n{value}"
-    variables[output] = GeneratedText(value, min_prob)
-
-
-def branches(each: tuple[Binding, ...], variables: dict[str, Value],
-             node: str) -> list[dict[str, Value]]:
-    """A map's variables, one map per branch (the item names bound); empty for an empty list."""
-    return branch_states(each, variables, node)
-
-
-def generated_value(text: GeneratedText) -> GeneratedText:
-    """One branch's generation as its list item (stripped, as a plain output would be)."""
-    return GeneratedText(text.strip(), text.min_prob)
-
-
-def apply_branches_to(output: str, variables: dict[str, Value], values: Sequence[Value]) -> None:
-    """Assign a map's results, in branch order."""
-    variables[output] = Items(tuple(values))
-
-
-def apply_merge(node: Merge, variables: dict[str, Value]) -> None:
-    variables[node.output] = merge(node.method, variables[node.input], node.k, node.topk)
 
 
 def retrieved(value: Value) -> list[Passages]:
@@ -80,27 +58,3 @@ def prompt_segments(prompt: Template, layout: PromptLayout, variables: dict[str,
         if not isinstance(seg, str) and seg.name in layout.docs:
             docs_end = offset
     return PromptSegments(min(len(layout.static), docs_end), docs_end)
-
-
-def retrieval_query_of(query: Template, variables: dict[str, Value]) -> str:
-    return query.render(variables).strip()
-
-
-def generation_prompt(node: Generate, variables: dict[str, Value]) -> Prompt:
-    return generation_prompt_of(node.prompt, variables, node.system, node.chat)
-
-
-def apply_generation(node: Generate, variables: dict[str, Value], text: str, min_prob: float) -> None:
-    apply_generation_to(node.output, node.append, variables, text, min_prob, node.items)
-
-
-def retrieval_query(node: Retrieve, variables: dict[str, Value]) -> str:
-    return retrieval_query_of(node.query, variables)
-
-
-def apply_retrieval_to(output: str, variables: dict[str, Value], passages: Passages) -> None:
-    variables[output] = passages
-
-
-def apply_retrieval(node: Retrieve, variables: dict[str, Value], passages: Passages) -> None:
-    apply_retrieval_to(node.output, variables, passages)

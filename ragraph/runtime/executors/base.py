@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 from ragraph.errors import RagraphError, failure_kind
-from ragraph.ir.control import choose_edge
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.events import RunHooks
 from ragraph.runtime.executors.app_clients import AppLLM
@@ -72,14 +71,6 @@ def admit(catalog: Catalog, request: Request, arrived: float) -> RequestState:
         return new_state(graph, request, arrived)
     except Exception as err:  # a bad request is its own outcome
         return failed_state(request, graph, describe_failure(err), arrived, failure_kind(err))
-
-
-def advance(state: RequestState) -> str:
-    """Move a request along its control edge; returns the new node id (END when finished)."""
-    edge = choose_edge(state.graph, state.node, state.variables, state.loop_counts)
-    state.node = edge.dst
-    state.path.append(edge.dst)
-    return edge.dst
 
 
 def finish(state: RequestState, on_done: OnDone, now: float, hooks: RunHooks) -> None:

@@ -47,26 +47,30 @@ class LangGraphExecutor:
         retriever = AppRetriever(self.services.search)
         reports = NodeReports(self.services.hooks, self.services.tracer,
                               asyncio.get_running_loop())
-        apps: dict[int, object] = {}  # by graph, built on first use (a long-lived run's grows)
+        apps: dict[str, object] = {}  # by workflow, built on first use (a long-lived run's grows)
 
-        def app_for(graph):
-            if id(graph) not in apps:
-                apps[id(graph)] = build_app(graph, llm, retriever, reports)
-            return apps[id(graph)]
+        def app_for(request: Request):
+            # A catalog entry is never replaced, so its name keys its app for the whole run.
+            name = catalog.name_of(request)
+            if name not in apps:
+                apps[name] = build_app(catalog.workflows[name].source_program, llm, retriever,
+                                       reports)
+            return apps[name]
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="langgraph") as pool:
             tasks = []
             async for request in arrivals:
                 state = admit(catalog, request, clock())
-                tasks.append(asyncio.create_task(self._one(app_for, reports, state, pool,
-                                                           on_done)))
+                tasks.append(asyncio.create_task(self._one(catalog, app_for, reports, state,
+                                                           pool, on_done)))
             await asyncio.gather(*tasks)
         return RunStats()
 
-    async def _one(self, app_for, reports: NodeReports, state: RequestState,
+    async def _one(self, catalog: Catalog, app_for, reports: NodeReports, state: RequestState,
                    pool: ThreadPoolExecutor, on_done: OnDone) -> None:
         if state.error is None:
-            app = app_for(state.graph)
-            start = initial_state(state.graph, state.rid, state.variables)
+            app = app_for(state.request)
+            start = initial_state(catalog.workflow_for(state.request).source_program, state.rid,
+                                  state.variables)
             config = {"recursion_limit": RECURSION_LIMIT}
             loop = asyncio.get_running_loop()
             reports.follow(state)

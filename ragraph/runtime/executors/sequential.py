@@ -9,18 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ragraph.ir.nodes import END
 from ragraph.runtime.catalog import Catalog
-from ragraph.runtime.executors.base import (
-    OnDone,
-    Services,
-    admit,
-    advance,
-    clock,
-    fail,
-    finish,
-)
-from ragraph.runtime.executors.nodes import run_node
+from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail, finish
+from ragraph.runtime.executors.nodes import Baseline
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request
 
@@ -44,9 +35,9 @@ class SequentialExecutor:
         state = admit(catalog, request, clock())
         if state.error is None:
             async with slots:
+                program = catalog.workflow_for(request).source_program
                 try:
-                    while advance(state) != END:
-                        await run_node(state.graph.node(state.node), state, self.services, pool)
+                    await Baseline(program, self.services, pool).run(state)
                 except Exception as err:  # attributed to this request; the others go on
                     fail(state, err)
         finish(state, on_done, clock(), self.services.hooks)

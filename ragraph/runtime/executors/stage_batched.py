@@ -15,29 +15,40 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ragraph.ir.nodes import END, Generate, Merge, Retrieve
+from ragraph.ir.nodes import END, Generate, Merge, Node, Retrieve
 from ragraph.ir.values import Passages
-from ragraph.runtime import effects
+from ragraph.passes.lower import Program, RetrievalChain
 from ragraph.runtime.catalog import Catalog
-from ragraph.runtime.executors.base import (
-    OnDone,
-    Services,
-    admit,
-    advance,
-    clock,
-    fail,
-    finish,
-)
-from ragraph.runtime.executors.nodes import (
-    all_at_once,
-    run_generation,
-    run_merge,
-    whole_search,
-)
+from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail, finish
+from ragraph.runtime.executors.nodes import Baseline, all_at_once
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.retrieval.protocol import SearchTask
 from ragraph.runtime.search_service import attempt
+
+
+class _Batched(Baseline):
+    """The baseline interpreter whose searches were made beforehand, in one batch for every
+    request of the stage (`found`: by request, a result or its error per query)."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 -- Baseline's
+        super().__init__(*args, **kwargs)
+        self.found: list[Passages | BaseException] = []
+        self.batch_start: float | None = None
+
+    def unit_start(self, req: RequestState) -> float:
+        start, self.batch_start = self.batch_start, None
+        return clock() if start is None else start
+
+    async def search(self, chain: RetrievalChain, req: RequestState, query: str,
+                     branch: int | None) -> Passages:
+        got = self.found.pop(0)
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+
+_Active = tuple[RequestState, _Batched]
 
 
 @dataclass
@@ -59,99 +70,98 @@ class StageBatchedExecutor:
         return RunStats()
 
     async def _run_batch(self, catalog: Catalog, batch, pool, on_done: OnDone) -> None:
-        active = [_started(catalog, r, t) for r, t in batch]
-        while active:
-            _merges(active, self.services)
-            await self._stage(active, Generate, pool)
-            _merges(active, self.services)
-            await self._stage(active, Retrieve, pool)
-            _merges(active, self.services)
-            for state in [s for s in active if s.error or s.node == END]:
-                active.remove(state)
+        active: list[_Active] = []
+        for request, arrived in batch:
+            state = admit(catalog, request, arrived)
+            if state.error is None:
+                active.append(self._started(catalog.workflow_for(request).source_program, state))
+            else:
                 finish(state, on_done, clock(), self.services.hooks)
+        while active:
+            await _merges(active)
+            await self._stage(active, Generate, pool)
+            await _merges(active)
+            await self._stage(active, Retrieve, pool)
+            await _merges(active)
+            for one in [a for a in active if a[0].error or a[0].node == END]:
+                active.remove(one)
+                finish(one[0], on_done, clock(), self.services.hooks)
 
-    async def _stage(self, active: list[RequestState], kind, pool) -> None:
-        ready = [s for s in active if not s.error and s.node != END
-                 and isinstance(s.graph.node(s.node), kind)]
+    def _started(self, program: Program, state: RequestState) -> _Active:
+        runner = _Batched(program, self.services, fan=all_at_once)
+        try:
+            runner.advance(state)
+        except Exception as err:  # attributed to this request
+            fail(state, err)
+        return state, runner
+
+    async def _stage(self, active: list[_Active], kind: type[Node], pool) -> None:
+        ready = [(s, r) for s, r in active if not s.error and s.node != END
+                 and isinstance(r.program.unit(s.node), kind)]
         if not ready:
             return
-        if kind is Generate:
-            results = await asyncio.gather(
-                *(run_generation(s.graph.node(s.node), s, self.services, all_at_once)
-                  for s in ready),
-                return_exceptions=True,
-            )
-        else:
+        if kind is Retrieve:
             loop = asyncio.get_running_loop()
-            results = await loop.run_in_executor(pool, search_batch, self.services, ready)
-        for state, result in zip(ready, results, strict=True):
+            failed = await loop.run_in_executor(pool, search_batch, self.services, ready)
+            ready = [(s, r) for (s, r), error in zip(ready, failed, strict=True)
+                     if not _failed(s, error)]
+        results = await asyncio.gather(*(r.run_unit(r.program.unit(s.node), s) for s, r in ready),
+                                       return_exceptions=True)
+        for (state, runner), result in zip(ready, results, strict=True):
             try:
                 if isinstance(result, BaseException):
                     raise result
-                advance(state)
+                runner.advance(state)
             except Exception as err:  # attributed to this request
                 fail(state, err)
 
 
-def _started(catalog: Catalog, request: Request, arrived: float) -> RequestState:
-    state = admit(catalog, request, arrived)
-    if state.error is None:
-        try:
-            advance(state)
-        except Exception as err:  # attributed to this request
-            fail(state, err)
-    return state
+def _failed(state: RequestState, error: BaseException | None) -> bool:
+    if error is not None:
+        fail(state, error)
+    return error is not None
 
 
-def _merges(active: list[RequestState], services: Services) -> None:
+async def _merges(active: list[_Active]) -> None:
     """Run every merge the requests have reached (no engine work: they complete at once)."""
-    for state in active:
+    for state, runner in active:
         try:
-            while not state.error and isinstance(node := state.graph.node(state.node), Merge):
-                run_merge(node, state, services)
-                advance(state)
+            while not state.error and isinstance(node := runner.program.unit(state.node), Merge):
+                await runner.run_unit(node, state)
+                runner.advance(state)
         except Exception as err:  # attributed to this request
             fail(state, err)
 
 
-def search_batch(services: Services, states: list[RequestState]) -> list:
+def search_batch(services: Services, ready: list[_Active]) -> list[BaseException | None]:
     """One batched search for all waiting retrievals (every branch of a map among them), as
     FlashRAG's `batch_search`: the queries embedded in one batch, each probed alone (see
-    search_service), then searched together in one multi-threaded faiss call."""
+    search_service), then searched together in one multi-threaded faiss call. Each request's
+    results wait in its runner (`_Batched.found`); returned: the error of a request whose
+    queries could not be rendered, else None."""
     start = clock()
-    results: list = [attempt(_queries_of, state) for state in states]
-    asks = [(i, q) for i, qs in enumerate(results) if isinstance(qs, list) for q in qs]
-    found = _search_all(services, [q for _, q in asks], [_node(states[i]) for i, _ in asks])
-    for i, state in enumerate(states):
-        if isinstance(results[i], BaseException):
-            continue
-        got = [f for (j, _), f in zip(asks, found, strict=True) if j == i]
-        error = next((g for g in got if isinstance(g, BaseException)), None)
-        results[i] = error or attempt(_apply, services, state, got, start)
+    chains = [r.program.retrievals[s.node] for s, r in ready]
+    queries: list = [attempt(_queries_of, r, c, s) for (s, r), c in zip(ready, chains, strict=True)]
+    asks = [(i, q) for i, qs in enumerate(queries) if isinstance(qs, list) for q in qs]
+    found = _search_all(services, [q for _, q in asks], [chains[i] for i, _ in asks])
+    for i, (_, runner) in enumerate(ready):
+        runner.found = [f for (j, _), f in zip(asks, found, strict=True) if j == i]
+        runner.batch_start = start
     services.tracer.add_span("search", f"batch x{len(asks)}", start, clock())
-    return results
+    return [q if isinstance(q, BaseException) else None for q in queries]
 
 
-def _apply(services: Services, state: RequestState, found: list[Passages],
-           start: float) -> Passages:
-    node = _node(state)
-    if node.each:
-        effects.apply_branches_to(node.output, state.variables, found)
-    else:
-        services.hooks.retrieved(state.rid, node.id, lambda: whole_search(
-            services, node, effects.retrieval_query(node, state.variables), found[0]))
-        effects.apply_retrieval(node, state.variables, found[0])
-    state.retrievals.extend(effects.retrieved(state.variables[node.output]))
-    services.hooks.unit_completed(state, node, start, clock())
-    return found[-1] if found else Passages()
+def _queries_of(runner: _Batched, chain: RetrievalChain, state: RequestState) -> list[str]:
+    queries = runner.retrieval_queries(chain, state.variables)
+    return [queries] if isinstance(queries, str) else queries
 
 
-def _search_all(services: Services, queries: list[str], nodes: list[Retrieve]) -> list:
+def _search_all(services: Services, queries: list[str], chains: list[RetrievalChain]) -> list:
     """Passages (or the error) for each query, searched as one batch per top-k."""
     search = services.search
     out: list = [None] * len(queries)
     # The search stage has the search cores to itself: its embedding uses them all.
-    probed = (search.embed_and_probe(queries, [n.nprobe for n in nodes], services.search_threads)
+    probed = (search.embed_and_probe(queries, [c.nprobe for c in chains], services.search_threads)
               if queries else [])
     tasks, owners = [], []
     for i, got in enumerate(probed):
@@ -160,7 +170,7 @@ def _search_all(services: Services, queries: list[str], nodes: list[Retrieve]) -
         else:
             tasks.append(SearchTask.of(*got))
             owners.append(i)
-    for k, group in _by_k(nodes, owners).items():
+    for k, group in _by_k(chains, owners).items():
         step = search.step([tasks[j] for j in group], k)
         for j, partial in zip(group, step.partials, strict=True):
             out[owners[j]] = attempt(_passages, search, tasks[j], partial, k)
@@ -171,22 +181,10 @@ def _passages(search, task: SearchTask, partial, k: int) -> Passages:  # noqa: A
     return search.passages(search.finish(task.query, task.clusters, [partial], k))
 
 
-def _node(state: RequestState) -> Retrieve:
-    return state.graph.node(state.node)  # type: ignore[return-value]  # at its retrieval stage
-
-
-def _queries_of(state: RequestState) -> list[str]:
-    node = _node(state)
-    if not node.each:
-        return [effects.retrieval_query(node, state.variables)]
-    return [effects.retrieval_query(node, v)
-            for v in effects.branches(node.each, state.variables, node.id)]
-
-
-def _by_k(nodes: list[Retrieve], owners: list[int]) -> dict[int, list[int]]:
+def _by_k(chains: list[RetrievalChain], owners: list[int]) -> dict[int, list[int]]:
     groups: dict[int, list[int]] = {}
     for j, i in enumerate(owners):
-        groups.setdefault(nodes[i].topk, []).append(j)
+        groups.setdefault(chains[i].topk, []).append(j)
     return groups
 
 

@@ -1,0 +1,81 @@
+"""The one interpreter: every unit kind a request can enter has its handler, and an executor
+that overrides only its engine calls computes what the reference computes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+
+from ragraph.ir import nodes, overlap, stages
+from ragraph.ir.nodes import START
+from ragraph.ir.values import GeneratedText
+from ragraph.passes import compile
+from ragraph.passes.interpret import HANDLERS, Interpreter, run_sync
+from ragraph.passes.reference import FakeEngines, walk
+from tests.passes.graphs import BUILDERS
+
+
+def _walked_kinds() -> set[str]:
+    """Every node class a workflow's walk can enter (side nodes, like prefetch, never are)."""
+    classes = [c for m in (nodes, overlap, stages) for c in vars(m).values()
+               if isinstance(c, type) and issubclass(c, nodes.Node) and c is not nodes.Node]
+    return {c.kind for c in classes if c.in_control_flow} - {"node"}  # "node": abstract
+
+
+def test_every_unit_kind_has_one_handler_method():
+    assert _walked_kinds() <= set(HANDLERS)
+    for method in HANDLERS.values():
+        assert callable(getattr(Interpreter, method))
+
+
+class _Counting(Interpreter):
+    """Engines that count their calls, searching and generating as the reference does."""
+
+    def __init__(self, program, engines: FakeEngines) -> None:  # noqa: ANN001
+        super().__init__(program)
+        self.engines, self.calls = engines, 0
+
+    async def complete(self, chain, req, prompt, branch):  # noqa: ANN001
+        self.calls += 1
+        return GeneratedText(self.engines.generate(prompt), 1.0)
+
+    async def search(self, chain, req, query, branch):  # noqa: ANN001
+        self.calls += 1
+        return self.engines.retrieve(query, chain.topk)
+
+
+@dataclass
+class _Request:
+    variables: dict
+    node: str = START
+    loop_counts: Counter[int] = field(default_factory=Counter)
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+@pytest.mark.parametrize("passes", ["-O0", "-O2"])
+def test_a_subclass_overriding_only_its_engines_assigns_what_the_reference_does(name, passes):
+    compiled = compile(BUILDERS[name](), passes)
+    question = {"question": "Who wrote the first compiler?"}
+    expected = {e.var: e.value for e in walk(compiled.graph, question)}
+    inputs = {i.name: i.default for i in compiled.graph.inputs.values() if i.default is not None}
+    req = _Request({**inputs, **question})
+    counting = _Counting(compiled.program, FakeEngines())
+    run_sync(counting.run(req))
+    assert {k: req.variables[k] for k in expected} == expected
+    assert counting.calls > 0
+
+
+class _Pending:
+    def __await__(self):  # noqa: ANN204 -- what an engine's future does: suspend
+        yield
+
+
+async def _waits() -> None:
+    await _Pending()
+
+
+def test_run_sync_refuses_a_coroutine_that_really_waits():
+    with pytest.raises(RuntimeError, match="awaited real work"):
+        run_sync(_waits())
