@@ -58,6 +58,12 @@ def test_the_bench_measures_both_clients_and_the_server_alone_on_a_llama_server(
 
     assert prompt_tokens(alone) == prompt_tokens(app)
     assert ours.agree is None and app.agree is not None and alone.agree is None
+    # Bounds (issue 31): the server's work by its counters, priced at its rates probed on the
+    # wall clock (a server keeps no timers a client reads); on this host it shares the cores.
+    priced = [r.bound for r in rows]
+    assert all(b is not None and b.llm_s > 0 and b.total_s > 0 for b in priced)
+    assert priced[0].rates.llm.timed_by == "wall clock" and priced[0].rates.shares_cores
+    assert ours.queries_embedded > 0 and alone.queries_embedded == 0
 
 
 def test_a_llama_server_with_a_ram_prompt_cache_is_refused(tmp_path: Path) -> None:
