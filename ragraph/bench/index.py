@@ -81,7 +81,7 @@ def ensure_bench_index(cache: Path, base: RealBase, spec: IndexSpec,
 
 
 # Disk a padded index takes per vector: its float32 row and id in the lists, and its row in the
-# passage store (measured: 8.8M vectors, 13.6 GB of index and 0.44 GB of store).
+# passage store (measured on the seeds index: docs/benchmarks/code-figures.md).
 STORE_BYTES_PER_VECTOR = 64
 
 

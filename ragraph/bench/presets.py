@@ -46,9 +46,9 @@ SEEDS_WORKFLOWS = ("oneshot", "hyde", "multistep", "irg", "recomp")
 SEEDS_RATES = (4.0, 8.0, 12.0, 16.0, 20.0, 24.0, 28.0)
 QUICK_RATES = (8.0, 16.0)
 # The offline protocol puts every question in at t=0: how many an executor keeps in flight is its
-# own setting, so each runs offline at both and its best counts (online runs at the first). At
-# 128 the wavefront's batches grew (oneshot 53 -> 60 req/s at nprobe 256 on 2 cores) while the
-# thread pool lost 3-10%.
+# own setting, so each runs offline at both and its best counts (online runs at the first): at
+# 128 the wavefront's batches grow while the thread pool loses some (figures:
+# docs/benchmarks/code-figures.md#the-benchs-own-settings).
 SEEDS_CONCURRENCIES = (64, 128)
 SEEDS_MAX_VECTORS = 38_000_000
 BYTES_PER_VECTOR = 384 * 4  # MiniLM, float32 in the IVF-Flat lists
