@@ -1,0 +1,97 @@
+"""One point measured: its answers scored as `ragraph eval` scores a predictions file, its speed
+by the bench's offline protocol (`bench.cells.run_cell`: every dev question at once, at the
+point's concurrency, on the shared index; throughput and p95 as the bench reports them)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragraph.eval.predictions import Prediction, parse_prediction
+from ragraph.eval.records import Record
+from ragraph.eval.report import summarize_group
+from ragraph.ir.graph import RAGraph
+from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.outcome import Outcome
+from ragraph.runtime.request import Request
+from ragraph.runtime.search_service import SearchService
+from ragraph.tune.space import Point, with_quality
+
+Answers = tuple[tuple[str, str | None], ...]  # (question id, answer), in id order
+
+
+@dataclass(frozen=True)
+class Measurement:
+    point: Point
+    em: float
+    f1: float
+    recall: float | None  # a golden answer among the retrieved passages (None: none recorded)
+    throughput_rps: float
+    p95_s: float
+    errors: int
+    answers: Answers
+
+    @property
+    def quality(self) -> tuple[float, float, float]:
+        """What the front ranks answers by: EM, then F1, then retrieval recall."""
+        return (self.em, self.f1, self.recall or 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"point": self.point.to_json(), "em": self.em, "f1": self.f1,
+                "recall": self.recall, "throughput_rps": self.throughput_rps,
+                "p95_s": self.p95_s, "errors": self.errors,
+                "answers": {qid: answer for qid, answer in self.answers}}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Measurement:
+        return cls(Point.from_json(raw["point"]), float(raw["em"]), float(raw["f1"]),
+                   None if raw["recall"] is None else float(raw["recall"]),
+                   float(raw["throughput_rps"]), float(raw["p95_s"]), int(raw["errors"]),
+                   tuple(sorted(raw["answers"].items())))
+
+
+Measure = Callable[[Point], Awaitable[Measurement]]
+
+
+def scored(point: Point, outcomes: Sequence[Outcome], throughput_rps: float,
+           p95_s: float) -> Measurement:
+    """The outcomes read as the prediction lines `ragraph run --output` writes, and scored by
+    `ragraph eval`'s summary."""
+    predictions = [_prediction(o, i) for i, o in enumerate(outcomes, 1)]
+    summary = summarize_group("tune", predictions)
+    return Measurement(point, summary.em or 0.0, summary.f1 or 0.0, summary.answer_recall,
+                       throughput_rps, p95_s, summary.errors,
+                       tuple(sorted((o.rid, o.answer) for o in outcomes)))
+
+
+def _prediction(outcome: Outcome, line: int) -> Prediction:
+    return parse_prediction(Record("tune", line, outcome.to_json()))
+
+
+@dataclass(frozen=True)
+class BenchMeasure:
+    """Measures points of one workflow on the dev questions with the run's engines and index."""
+
+    graph: RAGraph
+    requests: tuple[Request, ...]
+    runtime: RuntimeConfig
+    search: SearchService
+
+    async def __call__(self, point: Point) -> Measurement:
+        from ragraph.bench.cells import Cell, Job, Variant, run_cell
+
+        outcomes: list[Outcome] = []
+        cell = Cell(self.graph.name, point.nprobe, None, point.concurrency)
+        job = Job(with_quality(self.graph, point), self.requests,
+                  tuple(0.0 for _ in self.requests))
+        executor = self.runtime.scheduler.executor
+        [row] = await run_cell(cell, [job], self.runtime, self.search,
+                               [Variant(executor, executor, point.passes)], outcomes.append)
+        return scored(point, outcomes, row.throughput_rps, row.p95_s)
+
+    async def warm_up(self, point: Point) -> None:
+        """An untimed run of a few questions before the first point: a process's first run
+        pays for first use (the embedder's first passes, the index's pages), as the bench's
+        warm-up says, and the first point measured would carry it alone."""
+        await BenchMeasure(self.graph, self.requests[:2], self.runtime, self.search)(point)

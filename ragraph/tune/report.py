@@ -1,0 +1,82 @@
+"""What tune prints: a progress line per point, the fronts as a table, the recommendation with
+what it gives up against the best-quality point, and the exactness check's verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from ragraph.tune.front import Mismatch, Recommendation
+from ragraph.tune.measure import Measurement
+from ragraph.tune.search import Step
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def describe(m: Measurement) -> str:
+    errors = f", {m.errors} errors" if m.errors else ""
+    return (f"EM {_pct(m.em)} F1 {_pct(m.f1)} recall {_pct(m.recall)}, "
+            f"{m.throughput_rps:.2f} req/s, p95 {m.p95_s:.2f}s{errors}")
+
+
+def progress_line(step: Step) -> str:
+    how = "from the results file" if step.resumed else "measured"
+    return f"[{step.index}/{step.planned}] {step.measurement.point.key}: " \
+           f"{describe(step.measurement)} ({how})"
+
+
+def front_table(title: str, points: Sequence[Measurement],
+                chosen: Measurement | None) -> Table:
+    table = Table(title=title, caption="* the recommended configuration")
+    for name in ("nprobe", "topk", "rounds", "passes", "conc"):
+        table.add_column(name, justify="right")
+    for name in ("EM", "F1", "recall", "req/s", "p95 s"):
+        table.add_column(name, justify="right")
+    for m in points:
+        p = m.point
+        mark = "*" if m is chosen else ""
+        table.add_row(f"{mark}{p.nprobe}", str(p.topk), "–" if p.rounds is None else str(p.rounds),
+                      p.passes, str(p.concurrency), _pct(m.em), _pct(m.f1), _pct(m.recall),
+                      f"{m.throughput_rps:.2f}", f"{m.p95_s:.2f}")
+    return table
+
+
+def recommendation_lines(rec: Recommendation) -> list[str]:
+    target = rec.constraint.describe()
+    if rec.point is None:
+        return [f"no measured configuration meets {target}; the best quality measured: "
+                f"{rec.best.point.key}: {describe(rec.best)}"]
+    rule = "the fastest within 1 EM point of the best" + (
+        "" if target == "no target" else " that meets it")
+    lines = [f"recommended ({target}, {rule}): {rec.point.point.key}", f"  {describe(rec.point)}"]
+    if rec.point is rec.best:
+        return [*lines, "  it is the best-quality configuration measured: it gives up nothing"]
+    best, chosen = rec.best, rec.point
+    speedup = chosen.throughput_rps / best.throughput_rps if best.throughput_rps else float("inf")
+    lines += [f"  against the best quality ({best.point.key}): EM {_delta(chosen.em, best.em)}, "
+              f"F1 {_delta(chosen.f1, best.f1)} points; {speedup:.2f}x its throughput, "
+              f"p95 {chosen.p95_s:.2f}s against {best.p95_s:.2f}s"]
+    return lines
+
+
+def _delta(mine: float, best: float) -> str:
+    return f"{100 * (mine - best):+.1f}"
+
+
+def exactness_lines(compared: int, mismatches: Sequence[Mismatch]) -> list[str]:
+    """Loud on a mismatch: every question answered differently is listed."""
+    if compared == 0:
+        return ["exactness: no quality setting was measured at two speed settings; not checked"]
+    if not mismatches:
+        return [f"exactness: OK, the speed knobs changed no answer ({compared} quality settings "
+                "compared, each across its speed settings)"]
+    lines = [f"EXACTNESS VIOLATED: {len(mismatches)} answers differ between configurations that "
+             "differ only in speed knobs (passes, concurrency); their quality figures are not "
+             "comparable. On llama.cpp, --exact makes answers independent of batching."]
+    for m in mismatches:
+        lines.append(f"  question {m.question}: {m.a.point.key} -> {dict(m.a.answers)[m.question]!r}"
+                     f" but {m.b.point.key} -> {dict(m.b.answers)[m.question]!r}")
+    return lines

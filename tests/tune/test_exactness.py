@@ -1,0 +1,35 @@
+"""The exactness check: points of one quality setting (differing only in speed knobs) must give
+each question the same answer; a mismatch is found and reported loudly."""
+
+from __future__ import annotations
+
+from ragraph.tune.front import exactness
+from ragraph.tune.report import exactness_lines
+from ragraph.tune.space import Point
+
+from .surface import every_point, surface
+
+
+def test_equal_answers_pass():
+    compared, mismatches = exactness(every_point())
+    assert compared == 36 and mismatches == []
+    assert exactness_lines(compared, mismatches)[0].startswith("exactness: OK")
+
+
+def test_an_answer_changed_by_concurrency_is_flagged():
+    base = Point(8, 5, 2, "-O2", 4)
+    fast = Point(8, 5, 2, "-O2", 16)
+    a = surface(base, {"q1": "Paris", "q2": "1969"})
+    b = surface(fast, {"q1": "Paris", "q2": "1970"})
+    other = surface(Point(16, 5, 2, "-O2", 4), {"q1": "Lyon", "q2": "1969"})
+    compared, mismatches = exactness([a, b, other])
+    assert compared == 1
+    assert [(m.question, m.a.point, m.b.point) for m in mismatches] == [("q2", base, fast)]
+    lines = exactness_lines(compared, mismatches)
+    assert lines[0].startswith("EXACTNESS VIOLATED: 1 answers differ")
+    assert "question q2" in lines[1] and "'1969'" in lines[1] and "'1970'" in lines[1]
+
+
+def test_nothing_to_compare_says_so():
+    compared, mismatches = exactness([surface(Point(8, 5, 2, "-O2", 4))])
+    assert compared == 0 and "not checked" in exactness_lines(compared, mismatches)[0]
