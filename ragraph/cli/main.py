@@ -17,7 +17,7 @@ from ragraph.errors import RagraphError
 
 # Order is the order of `ragraph --help`.
 COMMANDS: tuple[str, ...] = ("run", "serve", "check", "compile", "show", "index", "eval", "bench",
-                             "calibrate")
+                             "calibrate", "tune")
 
 
 def build_parser() -> argparse.ArgumentParser:
