@@ -120,7 +120,7 @@ def test_an_empty_list_fuses_to_no_documents(search):
 
 
 def test_a_fan_completes_a_stage_when_every_branch_has():
-    jobs = [Job(key=i, state=None, started=0.0) for i in range(3)]  # type: ignore[arg-type]
+    jobs = [Job(key=i, req=None, started=0.0) for i in range(3)]  # type: ignore[arg-type]
     fan = Fan(jobs)
     assert not fan.wait("x.search", Stage.SEARCHED)
     assert jobs[0].reach(Stage.SEARCHED) is None and jobs[2].reach(Stage.SEARCHED) is None

@@ -20,6 +20,7 @@ import pytest
 from ragraph.runtime.hub import Ticket
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler.jobs import GenJob, RetJob
+from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.serve import ServeSettings
 from tests.serve.conftest import NAMES, SIM, graphs, question, reference
 from tests.serve.servers import serving, until
@@ -117,7 +118,8 @@ def rss_mb() -> float:
 def held() -> int:
     """Objects a request holds while it runs, still alive."""
     gc.collect()
-    return sum(isinstance(o, Ticket | RequestState | GenJob | RetJob) for o in gc.get_objects())
+    live = Ticket | RequestState | LiveRequest | GenJob | RetJob
+    return sum(isinstance(o, live) for o in gc.get_objects())
 
 
 @pytest.mark.timeout(900)

@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ragraph.ir.values import Items, Passages, Value
+from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
 from ragraph.runtime import effects
 from ragraph.runtime.generate import generated_text
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob, Stage, StageWaiter
-from ragraph.runtime.scheduler.program import GenerationChain, Program, RetrievalChain
 
-if TYPE_CHECKING:  # the sides import this module (count_shared)
+if TYPE_CHECKING:  # the sides import this module (count_shared), the request its Fan
     from ragraph.runtime.scheduler.generation_side import Counters, GenerationSide
+    from ragraph.runtime.scheduler.live import LiveRequest
     from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 
 
@@ -54,33 +55,33 @@ class Fan(StageWaiter):
         return None if any(p is None for p in found) else Items(tuple(found))
 
 
-def start_retrievals(ret: RetrievalSide, state: RequestState, chain: RetrievalChain) -> Fan:
+def start_retrievals(ret: RetrievalSide, req: LiveRequest, chain: RetrievalChain) -> Fan:
     """One retrieval job per item; the search side batches them like any other request's."""
     jobs = []
-    for i, variables in enumerate(effects.branches(chain.each, state.variables, chain.origin)):
-        job = ret.start(state, chain, effects.retrieval_query_of(chain.query, variables))
+    for i, variables in enumerate(effects.branches(chain.each, req.state.variables,
+                                                   chain.origin)):
+        job = ret.start(req, chain, effects.retrieval_query_of(chain.query, variables))
         job.branch = i
         jobs.append(job)
     return Fan(jobs)
 
 
-def start_generations(gen: GenerationSide, state: RequestState, chain: GenerationChain) -> Fan:
+def start_generations(gen: GenerationSide, req: LiveRequest, chain: GenerationChain) -> Fan:
     """One generation job per item, queued for the engine together."""
     jobs = []
-    for i, variables in enumerate(effects.branches(chain.each, state.variables, chain.origin)):
+    for i, variables in enumerate(effects.branches(chain.each, req.state.variables,
+                                                   chain.origin)):
         prompt = effects.generation_prompt_of(chain.prompt, variables, chain.system, chain.chat)
         segments = effects.prompt_segments(chain.flat_prompt, chain.layout, variables)
-        jobs.append(gen.start(state, chain, prompt, segments, branch=i))
+        jobs.append(gen.start(req, chain, prompt, segments, branch=i))
     return Fan(jobs)
 
 
-def finish_generations(gen: GenerationSide, fan: Fan, state: RequestState,
-                       chain: GenerationChain) -> list[GenJob]:
+def finish_generations(fan: Fan, state: RequestState, chain: GenerationChain) -> list[GenJob]:
     """Assign a map's generated texts in item order; the jobs it is done with."""
     jobs: list[GenJob] = fan.jobs  # type: ignore[assignment]
     values: list[Value] = []
     for job in jobs:
-        gen.finished(job)
         error = job.failure()
         if error is not None:
             raise error
@@ -117,11 +118,10 @@ def speculative_values(program: Program, job: RetJob,
 def count_shared(counters: Counters, jobs: list[RetJob | None]) -> None:
     """Account one search cycle: whether it carried branches of a map, and whether two or more
     branches of one map shared it (the searches a plain loop would have made one by one)."""
-    maps: dict[tuple[str, str], int] = {}
+    maps: dict[int, int] = {}  # branches carried, by map (its Fan's id)
     for job in jobs:
         if job is not None and job.fan is not None and not job.warm_only:
-            key = (job.state.rid, job.origin)
-            maps[key] = maps.get(key, 0) + 1
+            maps[id(job.fan)] = maps.get(id(job.fan), 0) + 1
     if maps:
         counters.fan_steps += 1
         counters.shared_steps += int(max(maps.values()) > 1)

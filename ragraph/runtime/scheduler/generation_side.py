@@ -7,22 +7,22 @@ from __future__ import annotations
 import asyncio
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ragraph.passes.lower import GenerationChain
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.generate import engine_request
 from ragraph.runtime.llm.chat import Prompt, prompt_text
 from ragraph.runtime.llm.protocol import PromptSegments
-from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
 from ragraph.runtime.scheduler.jobs import GenJob
-from ragraph.runtime.scheduler.program import GenerationChain
 from ragraph.runtime.scheduler.recent import RecentPrompts
 
+if TYPE_CHECKING:  # the request holds jobs of this side
+    from ragraph.runtime.scheduler.live import LiveRequest
+
 RECENT_PROMPTS = 64
-
-Key = tuple[str, str, int]  # (request id, generation origin, map branch; 0 outside maps)
-
 
 @dataclass
 class Counters:
@@ -41,15 +41,17 @@ class Counters:
 
 
 class GenerationSide:
-    def __init__(self, services: Services, capacity: int, counters: Counters,
+    """The queue of generations waiting for room in the engine, and every stream running in it
+    (by key, for the engine's reports); each job's request holds the rest."""
+
+    def __init__(self, services: Services, capacity: int, tau: float, counters: Counters,
                  inbox: Inbox) -> None:
-        self.s, self.capacity, self.n, self.inbox = services, capacity, counters, inbox
+        self.s, self.capacity, self.tau, self.n, self.inbox = services, capacity, tau, counters, inbox
         self.jobs: dict[int, GenJob] = {}  # every job with a stream, by key
-        self.real: dict[Key, GenJob] = {}
-        self.speculative: dict[Key, GenJob] = {}
         self.ready: list[GenJob] = []  # real jobs waiting for room in the engine
         self.waited: dict[int, int] = {}
         self.seconds = policies.RunningMean()
+        self.busy = policies.BusyMeter()
         # Prompts recently sent to the engine, for estimating prefix-cache hits (RAGCache).
         self.recent = RecentPrompts(RECENT_PROMPTS)
         self._keys = itertools.count()
@@ -58,66 +60,65 @@ class GenerationSide:
     def load(self) -> int:
         return len(self.jobs)
 
-    def verify(self, state: RequestState, chain: GenerationChain, prompt: Prompt) -> bool:
+    def has_room(self) -> bool:
+        """Room for speculation: the engine is not the bottleneck and its generation stage is
+        under-utilized (T_curr/T_max < tau)."""
+        share = self.busy.sample(self.s.llm.counters().busy_s, clock())
+        if policies.engine_is_bottleneck(share, self.tau):
+            return False
+        return policies.has_spare_capacity(self.load, self.capacity, self.tau)
+
+    def verify(self, req: LiveRequest, chain: GenerationChain, prompt: Prompt) -> GenJob | None:
         """Speculation's commit point: adopt `chain`'s speculative instance when it started on
         the prompt the committed values render (equal prompts give equal greedy outputs), else
-        roll it back. True when adopted."""
-        spec = self.speculative.pop((state.rid, chain.origin, 0), None)
+        roll it back. The instance adopted, if any."""
+        rid, spec = req.rid, req.speculative.pop(chain.origin, None)
         if spec is None:
-            return False
+            return None
         if spec.prompt != prompt or spec.failed:
             self._abort(spec)
             self.n.rollbacks += 1
-            self.s.hooks.speculation(state.rid, chain.origin, adopted=False)
-            return False
+            self.s.hooks.speculation(rid, chain.origin, adopted=False)
+            return None
         self.n.hits += 1
         spec.speculative = False
-        self.s.hooks.speculation(state.rid, chain.origin, adopted=True)
-        self.s.hooks.text(state.rid, chain.origin, chain.output, spec.text)  # its text so far
-        self.real[(state.rid, chain.origin, 0)] = spec
-        if spec.tokens and state.first_token_at is None:
-            state.first_token_at = clock()
-        return True
+        self.s.hooks.speculation(rid, chain.origin, adopted=True)
+        self.s.hooks.text(rid, chain.origin, chain.output, spec.text)  # its text so far
+        if spec.tokens and req.state.first_token_at is None:
+            req.state.first_token_at = clock()
+        return spec
 
-    def start(self, state: RequestState, chain: GenerationChain, prompt: Prompt,
+    def start(self, req: LiveRequest, chain: GenerationChain, prompt: Prompt,
               layout: PromptSegments | None = None, branch: int = 0) -> GenJob:
-        """The real generation of `chain` (of one branch of a map): the instance its verify
-        point adopted, else a new one queued for the engine."""
-        adopted = self.real.get((state.rid, chain.origin, branch))
-        if adopted is not None:
-            return adopted
-        job = GenJob(next(self._keys), state, clock(), chain=chain, prompt=prompt, layout=layout,
+        """A new real generation of `chain` (of one branch of a map), queued for the engine."""
+        job = GenJob(next(self._keys), req, clock(), chain=chain, prompt=prompt, layout=layout,
                      branch=branch)
-        self.real[(state.rid, chain.origin, branch)] = job
         self.ready.append(job)
         self.waited[job.key] = 0
         return job
 
-    def speculate(self, state: RequestState, chain: GenerationChain, prompt: Prompt,
+    def speculate(self, req: LiveRequest, chain: GenerationChain, prompt: Prompt,
                   layout: PromptSegments | None = None) -> None:
-        """Start `chain` early on a partial value; it stays speculative until `start` adopts it."""
-        key = (state.rid, chain.origin, 0)
-        if key in self.real:
+        """Start `chain` early on a partial value; it stays speculative until verified."""
+        if chain.origin in req.jobs:
             return
-        old = self.speculative.pop(key, None)
+        old = req.speculative.pop(chain.origin, None)
         if old is not None:
             self._abort(old)
             self.n.rollbacks += 1
-        job = GenJob(next(self._keys), state, clock(), chain=chain, prompt=prompt, layout=layout,
+        job = GenJob(next(self._keys), req, clock(), chain=chain, prompt=prompt, layout=layout,
                      speculative=True)
         self._submit(job)
-        self.speculative[key] = job
+        req.speculative[chain.origin] = job
         self.n.speculations += 1
-        self.s.hooks.speculated(state.rid, chain.origin)
+        self.s.hooks.speculated(req.rid, chain.origin)
 
-    def drop_speculation(self, rid: str, origin: str, branch: int = 0,
-                         rolled_back: bool = True) -> None:
-        spec = self.speculative.pop((rid, origin, branch), None)
+    def drop_speculation(self, req: LiveRequest, origin: str) -> None:
+        spec = req.speculative.pop(origin, None)
         if spec is not None:
             self._abort(spec)
-            self.n.rollbacks += int(rolled_back)
-            if rolled_back:
-                self.s.hooks.speculation(rid, origin, adopted=False)
+            self.n.rollbacks += 1
+            self.s.hooks.speculation(req.rid, origin, adopted=False)
 
     def start_ready(self) -> list[GenJob]:
         """Submit waiting generations in cache-aware order while the engine has room; the jobs
@@ -153,7 +154,7 @@ class GenerationSide:
         assert chain is not None  # every job has its chain
         self.jobs[job.key] = job
         try:
-            request = engine_request(f"{job.state.rid}/{chain.origin}/{job.key}", job.prompt,
+            request = engine_request(f"{job.req.rid}/{chain.origin}/{job.key}", job.prompt,
                                      chain.sampling, job.layout)
             job.stream = self.s.llm.submit(request)
         except Exception as err:  # an invalid request, or the engine refused it: this one only
@@ -184,7 +185,7 @@ class GenerationSide:
             job.state.first_token_at = clock()
         # A map's branch writes one item of a list, not its output's text: not streamed.
         if not job.speculative and job.chain is not None and job.fan is None:
-            self.s.hooks.text(job.state.rid, job.origin, job.chain.output, event.event.text)
+            self.s.hooks.text(job.req.rid, job.origin, job.chain.output, event.event.text)
         return job
 
     def ended(self, event: Generated) -> GenJob | None:
@@ -207,18 +208,13 @@ class GenerationSide:
 
     def _forget(self, spec: GenJob) -> None:
         """A speculative instance that ended unusable leaves `speculative` (if it still is)."""
-        key = (spec.state.rid, spec.origin, spec.branch)
-        if self.speculative.get(key) is spec:
-            del self.speculative[key]
+        if spec.req.speculative.get(spec.origin) is spec:
+            del spec.req.speculative[spec.origin]
             self.n.rollbacks += 1
-            self.s.hooks.speculation(spec.state.rid, spec.origin, adopted=False)
-
-    def finished(self, job: GenJob) -> None:
-        """The job's output was applied: forget it."""
-        self.real.pop((job.state.rid, job.origin, job.branch), None)
+            self.s.hooks.speculation(spec.req.rid, spec.origin, adopted=False)
 
     def _trace(self, job: GenJob) -> None:
-        end, name = clock(), job.state.name  # the caller's id, where it gave one
+        end, name = clock(), job.req.name  # the caller's id, where it gave one
         self.s.tracer.add_span(name, f"generate {job.origin}", job.started, end, engine=False)
         self.s.tracer.add_span("llm", f"{name} {job.origin}", job.started, end)
 
@@ -231,13 +227,10 @@ class GenerationSide:
         for job in list(self.jobs.values()):
             self._abort(job)
 
-    def release(self, rid: str) -> None:
-        for key in [k for k in self.speculative if k[0] == rid]:
-            self.drop_speculation(*key, rolled_back=False)
-        for key in [k for k in self.real if k[0] == rid]:
-            job = self.real.pop(key)
-            if job in self.ready:
+    def release(self, held: list[GenJob]) -> None:
+        """A request retired (its streams are aborted): drop its jobs from the queues."""
+        for job in held:
+            if self.waited.pop(job.key, None) is not None:
                 self.ready.remove(job)
                 self.recent.forget(job.key)
-            self._abort(job)
             self.jobs.pop(job.key, None)

@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragraph.errors import EngineError
 from ragraph.ir.values import Passages
+from ragraph.passes.lower import GenerationChain, RetrievalChain
 from ragraph.runtime.events import Searched
 from ragraph.runtime.llm.chat import Prompt
 from ragraph.runtime.llm.failure import error_of
@@ -21,8 +22,10 @@ from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.protocol import TopK
 from ragraph.runtime.scheduler.policies import topk_drift
-from ragraph.runtime.scheduler.program import GenerationChain, RetrievalChain
 from ragraph.runtime.scheduler.search_worker import Prepared, ScanItem, ScanResult
+
+if TYPE_CHECKING:  # a request holds its jobs and each job its request
+    from ragraph.runtime.scheduler.live import LiveRequest
 
 
 class Stage(Enum):
@@ -59,13 +62,17 @@ class StageWaiter:
 @dataclass
 class Job(StageWaiter):
     key: int
-    state: RequestState
+    req: LiveRequest
     started: float
     reached: set[Stage] = field(default_factory=set)
     awaiting: tuple[str, Stage] | None = None  # the unit waiting for a stage of this job
     # A map's branch: units wait on its fanout.Fan (every branch), never on the branch alone.
     fan: Any = None
     branch: int = 0
+
+    @property
+    def state(self) -> RequestState:
+        return self.req.state
 
     def reach(self, stage: Stage) -> str | None:
         """Record `stage`; the unit that was waiting for it, if any (it completes now)."""

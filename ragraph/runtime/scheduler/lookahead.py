@@ -7,94 +7,88 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
 
 from ragraph.errors import WorkflowError
 from ragraph.ir.control import choose_edge
+from ragraph.passes.lower import GenerationChain
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock
-from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import fanout, policies
 from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.inbox import Inbox, PrefetchDone
 from ragraph.runtime.scheduler.jobs import GenJob, RetJob
-from ragraph.runtime.scheduler.program import GenerationChain
+from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
-from ragraph.runtime.scheduler.walk import Walk
 
 
 class Lookahead:
-    """`walks`: the running requests (the units' own dict); `cache`: the search engine's
-    accelerator tier, None without one."""
+    """`cache`: the search engine's accelerator tier, None without one."""
 
     def __init__(self, services: Services, config, gen: GenerationSide,  # noqa: ANN001
-                 ret: RetrievalSide, inbox: Inbox, has_room: Callable[[], bool],
-                 walks: dict[str, Walk], cache) -> None:  # noqa: ANN001 - HotClusterCache
+                 ret: RetrievalSide, inbox: Inbox, cache) -> None:  # noqa: ANN001 - HotClusterCache
         self.s, self.cfg, self.gen, self.ret, self.inbox = services, config, gen, ret, inbox
-        self._has_room, self.walks, self.cache = has_room, walks, cache
+        self.cache = cache
 
     def speculate(self, job: RetJob) -> None:
         """Start the next generation on this retrieval's partial top-k, when the engine has room
         and the request would go there next."""
-        walk = self.walks.get(job.state.rid)
-        chain = job.chain
-        if walk is None or chain is None or chain.speculate_into is None:
+        req, chain = job.req, job.chain
+        if req.closed or chain is None or chain.speculate_into is None:
             return
-        target = walk.program.generations[chain.speculate_into]
-        key = (job.state.rid, target.origin, 0)
-        if key in self.gen.speculative and job.drift == 0.0:
+        program, state = req.program, req.state
+        target = program.generations[chain.speculate_into]
+        if target.origin in req.speculative and job.drift == 0.0:
             return  # the partial top-k did not change: keep the running speculation
-        self.gen.drop_speculation(*key)
-        if job.drift > self.cfg.spec_max_drift or not self._has_room():
+        self.gen.drop_speculation(req, target.origin)
+        if job.drift > self.cfg.spec_max_drift or not self.gen.has_room():
             return
-        state = job.state
         try:
-            partial = fanout.speculative_values(walk.program, job, state.variables)
+            partial = fanout.speculative_values(program, job, state.variables)
             if partial is None:
                 return  # a branch of the map has no partial top-k yet
             variables, after = partial
-            edge = choose_edge(walk.program.graph, after, variables, Counter(state.loop_counts))
-            if walk.program.origin(edge.dst) != target.origin:
+            edge = choose_edge(program.graph, after, variables, Counter(state.loop_counts))
+            if program.origin(edge.dst) != target.origin:
                 return
             prompt = effects.generation_prompt_of(target.prompt, variables, target.system,
                                                   target.chat)
             segments = effects.prompt_segments(target.flat_prompt, target.layout, variables)
         except (KeyError, WorkflowError):
             return  # the prediction needs values not known yet: no speculation
-        self.gen.speculate(state, target, prompt, segments)
+        self.gen.speculate(req, target, prompt, segments)
 
     def warm(self, job: GenJob) -> None:
         """Speculative retrieval: search with the partial text to order the real search's
         clusters (it only feeds the locality history; the real search stays exact)."""
-        walk = self.walks.get(job.state.rid)
-        chain = job.chain
-        if walk is None or chain is None or job.warmed or job.speculative:
+        req, chain = job.req, job.chain
+        if req.closed or chain is None or job.warmed or job.speculative:
             return
         job.warmed = True
-        if self.ret.busy_with_real_work or not self._has_room():
+        if self.ret.busy_with_real_work or not self.gen.has_room():
             return  # warming would only delay real retrievals or the engine's real work
-        target = walk.program.retrievals[chain.warm]  # type: ignore[index]
+        target = req.program.retrievals[chain.warm]  # type: ignore[index]
         variables = {**job.state.variables, chain.output: job.text}
         try:
             query = effects.retrieval_query_of(target.query, variables)
         except (KeyError, WorkflowError):
             return  # the warm query needs values not known yet: nothing to warm
         if query:
-            self.ret.start(job.state, target, query, warm_only=True)
+            self.ret.start(req, target, query, warm_only=True)
 
-    def prefetch(self, state: RequestState, chain: GenerationChain) -> None:
+    def prefetch(self, req: LiveRequest, chain: GenerationChain) -> None:
         """TeleRAG lookahead: while a generation that produces a retrieval query runs, load the
         clusters nearest to the text already known, within what the link moves meanwhile."""
         plan = chain.prefetch
         if self.cache is None or plan is None or self.cache.prefetch_room() == 0:
             return  # a full prefetch room would load nothing: do not embed for it
-        known = "\n".join(str(state.variables[v]) for v in plan.known if v in state.variables)
+        variables = req.state.variables
+        known = "\n".join(str(variables[v]) for v in plan.known if v in variables)
         if not known.strip():
             return
         budget = policies.prefetch_budget_bytes(self.cfg.link_gb_per_s * 1e9,
                                                 self.gen.seconds.value or 0.5)
-        search, cache, owner, tracer, start = self.s.search, self.cache, state.rid, self.s.tracer, clock()
-        track = state.name
+        search, cache, owner, tracer, start = self.s.search, self.cache, req.rid, self.s.tracer, clock()
+        track = req.name
 
         def load() -> None:
             cache.prefetch(search.embed(known), budget, owner)

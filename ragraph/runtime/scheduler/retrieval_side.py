@@ -10,19 +10,18 @@ import asyncio
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragraph.passes.lower import RetrievalChain
 from ragraph.runtime.executors.base import Services, clock
-from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.cost import CostModel
-from ragraph.runtime.retrieval.locality import History
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.fanout import count_shared
 from ragraph.runtime.scheduler.generation_side import Counters
 from ragraph.runtime.scheduler.inbox import Inbox, Prepared, StepDone
 from ragraph.runtime.scheduler.jobs import RetJob
-from ragraph.runtime.scheduler.program import RetrievalChain
 from ragraph.runtime.scheduler.search_worker import (
     CycleResult,
     Query,
@@ -32,6 +31,9 @@ from ragraph.runtime.scheduler.search_worker import (
     run_cycle,
 )
 from ragraph.runtime.scheduler.search_worker import Prepared as Prepared_
+
+if TYPE_CHECKING:  # the request holds jobs of this side
+    from ragraph.runtime.scheduler.live import LiveRequest
 
 # New queries gather until this many wait (or the search is down to its last step) before they are
 # embedded: where a CPU embedder's cost per query stops falling with the batch (figures:
@@ -62,7 +64,6 @@ class RetrievalSide:
         # Embedding batches and search cycles take turns on one thread, each on every search
         # core: side by side they slowed each other (docs/benchmarks/code-figures.md).
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="ragraph-search")
-        self.history: dict[str, History] = {}
         self.future: asyncio.Future | None = None
         self.beta = policies.RunningMean(value=initial_beta_ms)
         self.t_r = policies.RunningMean()
@@ -80,10 +81,10 @@ class RetrievalSide:
     def busy_with_real_work(self) -> bool:
         return any(not j.warm_only for j in self.jobs.values())
 
-    def start(self, state: RequestState, chain: RetrievalChain, query: str,
+    def start(self, req: LiveRequest, chain: RetrievalChain, query: str,
               warm_only: bool = False) -> RetJob:
         self._next_key += 1
-        job = RetJob(key=self._next_key, state=state, started=clock(), chain=chain, query=query,
+        job = RetJob(key=self._next_key, req=req, started=clock(), chain=chain, query=query,
                      warm_only=warm_only)
         self.jobs[job.key] = job
         self.to_prepare.append(job)
@@ -104,7 +105,7 @@ class RetrievalSide:
             size = self._batch_size()
         jobs, self.to_prepare = self.to_prepare[:size], self.to_prepare[size:]
         queries = [Query(j.query, j.chain.nprobe, j.chain.order,  # type: ignore[union-attr]
-                         self.history.get(j.state.rid, History())) for j in jobs]
+                         j.req.history) for j in jobs]
         self.preparing = asyncio.get_running_loop().run_in_executor(
             self.worker, timed, prepare, self.s.search, queries, self.s.search_threads)
         keys = tuple(j.key for j in jobs)
@@ -160,12 +161,12 @@ class RetrievalSide:
     def close(self) -> None:
         self.worker.shutdown(wait=True, cancel_futures=True)
 
-    def release(self, state: RequestState) -> None:
-        """Forget a finished request (its jobs' results are dropped when they come back)."""
-        for key in [k for k, j in self.jobs.items() if j.state is state]:
+    def release(self, req: LiveRequest) -> None:
+        """A request retired: drop its queued jobs (results of jobs in flight are dropped when
+        they come back)."""
+        for key in [k for k, j in self.jobs.items() if j.req is req]:
             self.jobs.pop(key)
-        self.to_prepare = [j for j in self.to_prepare if j.state is not state]
-        self.history.pop(state.rid, None)
+        self.to_prepare = [j for j in self.to_prepare if j.req is not req]
 
     def dispatch(self) -> None:
         """Give the search thread its next piece of work when it has none: embedding batches
@@ -255,12 +256,11 @@ class RetrievalSide:
 
     def _complete(self, job: RetJob, result: ScanResult) -> None:
         self.jobs.pop(job.key)
-        rid = job.state.rid
-        self.history[rid] = self.history.get(rid, History()).record(
-            result.final.ids, job.probe, self.s.search.engine.cluster_of)
+        job.req.history = job.req.history.record(result.final.ids, job.probe,
+                                                 self.s.search.engine.cluster_of)
         self.t_r.add(self.cost.clusters_ms(job.probe.tolist()))
         if not job.warm_only:
-            self.s.tracer.add_span(job.state.name, f"retrieve {job.origin}", job.started, clock(),
+            self.s.tracer.add_span(job.req.name, f"retrieve {job.origin}", job.started, clock(),
                                    engine=False)
 
     def _split_check(self) -> SplitCheck | None:

@@ -6,46 +6,59 @@ engine's side and waits for a stage of that work (embed-query starts a retrieval
 cache-lookup and search-steps wait for its stages; prefill starts a generation job and waits
 for its first token; decode waits for its end). Each executed unit is a span on the request's
 trace track, named `unit <id>`.
+
+One method per unit kind, named after it and looked up in one table (the interpreter's shape,
+torch.fx's `Interpreter`); each takes the request's one object (`live.LiveRequest`), and the
+engines' reports reach it through the job they name, never by a lookup of its id. A request
+that ends is closed here and handed back to the run (`take_retired`), which reports it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from ragraph.errors import failure_kind
 from ragraph.ir.nodes import END, START, Generate, Merge, Node, Retrieve
-from ragraph.ir.overlap import Fork, Join, SpecVerify
+from ragraph.ir.overlap import SpecVerify
 from ragraph.ir.stages import (
-    CacheLookup,
-    DecodeChunk,
     EmbedQuery,
     Finish,
     Prefill,
-    Probe,
     RetrieveCommit,
-    SearchSteps,
+    SubStage,
 )
+from ragraph.passes.lower import Program
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock, fail
-from ragraph.runtime.generate import generated_text
 from ragraph.runtime.llm.failure import EngineBug
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import fanout
 from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
-from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob, Stage
+from ragraph.runtime.scheduler.jobs import Job, RetJob, Stage
+from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.runtime.scheduler.lookahead import Lookahead
-from ragraph.runtime.scheduler.program import GenerationChain, Program, RetrievalChain
 from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 from ragraph.runtime.scheduler.search_worker import ScanResult
-from ragraph.runtime.scheduler.walk import Walk
 
-# The stage of its chain's job a waiting unit completes on.
-WAITS_FOR: dict[type, Stage] = {Probe: Stage.PROBED, CacheLookup: Stage.ORDERED,
-                                SearchSteps: Stage.SEARCHED, Retrieve: Stage.SEARCHED,
-                                DecodeChunk: Stage.DECODED, Generate: Stage.DECODED}
-INSTANT = (Fork, Join)
+KINDS = ("start", "end", "generate", "retrieve", "merge", "embed-query", "probe", "cache-lookup",
+         "search-steps", "retrieve-commit", "prefill", "decode", "finish", "spec-verify", "fork",
+         "join")
+
+
+WHOLE = frozenset({"retrieve", "generate"})  # unsplit nodes: a whole chain in one unit
+
+
+def _waits_for(stage: Stage) -> Callable[..., bool]:
+    """A sub-stage that completes when its chain's job reaches `stage`."""
+
+    def wait(self: Units, req: LiveRequest, uid: str, node: SubStage) -> bool:
+        return req.jobs[node.origin].wait(uid, stage)
+
+    return wait
+
 
 log = logging.getLogger(__name__)
 
@@ -57,221 +70,184 @@ def is_bug(err: BaseException) -> bool:
 
 
 class Units:
-    def __init__(self, services: Services, config, gen: GenerationSide, ret: RetrievalSide,
-                 inbox: Inbox, retire: Callable[[RequestState], None],
-                 has_room: Callable[[], bool]) -> None:
+    """Runs every admitted request's units; a request that ends (answered or failed) is
+    retired here and handed back through `take_retired`, for the run to report."""
+
+    def __init__(self, services: Services, config, gen: GenerationSide,  # noqa: ANN001
+                 ret: RetrievalSide, inbox: Inbox) -> None:
         self.s, self.cfg, self.gen, self.ret, self.inbox = services, config, gen, ret, inbox
-        self._retire, self._has_room = retire, has_room
-        self.walks: dict[str, Walk] = {}
-        self.rjobs: dict[tuple[str, str], RetJob | fanout.Fan] = {}  # each chain's retrieval
-        self.gjobs: dict[int, GenJob] = {}  # generation jobs units wait on, by key
-        self.gfans: dict[tuple[str, str], fanout.Fan] = {}  # a mapped generation's branches
-        self.entered: dict[tuple[str, str], float] = {}
+        self.live: dict[str, LiveRequest] = {}  # the admitted requests, by id
+        self.retired: list[RequestState] = []  # ended since the run last took them
         self.executed = 0
         self.cache = getattr(services.search.engine, "cache", None)
-        self.ahead = Lookahead(services, config, gen, ret, inbox, has_room, self.walks,
-                               self.cache)
+        self.ahead = Lookahead(services, config, gen, ret, inbox, self.cache)
+        # What each unit kind does when a request reaches it: the method of the kind's name.
+        self._handlers: dict[str, Callable[[LiveRequest, str, Any], bool]] = {
+            kind: getattr(self, kind.replace("-", "_")) for kind in KINDS}
 
     # -- walking ---------------------------------------------------------------------------------
 
     def begin(self, program: Program, state: RequestState) -> None:
-        walk = Walk(program, state)
-        self.walks[state.rid] = walk
-        self._guard(state, self._enter, walk, START)
+        req = LiveRequest.admit(program, state)
+        self.live[state.rid] = req
+        self._guard(req, self._enter, req, START)
 
-    def _enter(self, walk: Walk, uid: str) -> None:
-        if walk.state.rid not in self.walks:
+    def take_retired(self) -> list[RequestState]:
+        retired, self.retired = self.retired, []
+        return retired
+
+    def _enter(self, req: LiveRequest, uid: str) -> None:
+        if req.closed:
             return  # the request failed meanwhile
         if uid == END:
-            self._close(walk)
+            self._close(req)
             return
-        self.entered[(walk.state.rid, uid)] = clock()
-        node = walk.program.unit(uid)
+        req.entered[uid] = clock()
+        node = req.program.unit(uid)
         try:
-            done = self._start(walk, uid, node)
+            done = self._handlers[node.kind](req, uid, node)
         except Exception as err:  # this request's error; the others go on
-            self._fail(walk.state, err)
+            self._fail(req, err)
             return
         if done:
-            self._complete(walk, uid)
+            self._complete(req, uid)
 
-    def _complete(self, walk: Walk, uid: str) -> None:
-        rid = walk.state.rid
-        if rid not in self.walks:
+    def _complete(self, req: LiveRequest, uid: str) -> None:
+        if req.closed:
             return
-        start, end, node = self.entered.pop((rid, uid), clock()), clock(), walk.program.unit(uid)
-        self.s.tracer.add_span(walk.state.name, f"unit {uid}", start, end, engine=False,
-                               kind=node.kind)
-        self.s.hooks.unit_completed(walk.state, node, start, end)
+        start, end, node = req.entered.pop(uid, clock()), clock(), req.program.unit(uid)
+        self.s.tracer.add_span(req.name, f"unit {uid}", start, end, engine=False, kind=node.kind)
+        self.s.hooks.unit_completed(req.state, node, start, end)
         self.executed += 1
         try:
-            nxt = walk.completed(uid)
+            nxt = req.walk.completed(uid)
         except Exception as err:
-            self._fail(walk.state, err)
+            self._fail(req, err)
             return
         for u in nxt:
-            self._enter(walk, u)
+            self._enter(req, u)
 
-    def _close(self, walk: Walk) -> None:
-        self.walks.pop(walk.state.rid, None)
-        self._forget(walk.state.rid)
-        self._retire(walk.state)
+    def _close(self, req: LiveRequest) -> None:
+        """Retire: the request's streams are aborted, the sides drop its queued jobs, the
+        accelerator tier unpins its clusters, and the object is dropped."""
+        del self.live[req.rid]
+        self.gen.release(req.close())
+        self.ret.release(req)
+        if self.cache is not None:
+            self.cache.release(req.rid)
+        self.retired.append(req.state)
 
     def cancel(self, rid: str, err: BaseException, logged: bool = False) -> bool:
         """End a running request as failed with `err`; False when it is not running.
         `logged`: the caller has logged `err` already (a bug that touched several requests)."""
-        walk = self.walks.get(rid)
-        if walk is not None:
-            self._fail(walk.state, err, logged)
-        return walk is not None
+        req = self.live.get(rid)
+        if req is not None:
+            self._fail(req, err, logged)
+        return req is not None
 
-    def _fail(self, state: RequestState, err: BaseException, logged: bool = False) -> None:
-        if state.rid in self.walks:
+    def _fail(self, req: LiveRequest, err: BaseException, logged: bool = False) -> None:
+        if not req.closed:
             if not logged and is_bug(err):
-                log.error("request %s failed on a bug", state.rid, exc_info=err)
-            fail(state, err)
-            self._close(self.walks[state.rid])
+                log.error("request %s failed on a bug", req.rid, exc_info=err)
+            fail(req.state, err)
+            self._close(req)
 
-    def _guard(self, state: RequestState, step: Callable[..., object], *args: object) -> None:
+    def _guard(self, req: LiveRequest, step: Callable[..., object], *args: object) -> None:
         """One request's part of an event: whatever it raises fails that request only."""
         try:
             step(*args)
         except Exception as err:
-            self._fail(state, err)
+            self._fail(req, err)
 
-    def _forget(self, rid: str) -> None:
-        for key in [k for k in self.rjobs if k[0] == rid]:
-            del self.rjobs[key]
-        for key in [k for k, j in self.gjobs.items() if j.state.rid == rid]:
-            del self.gjobs[key]
-        for fan in [k for k in self.gfans if k[0] == rid]:
-            del self.gfans[fan]
-        self.entered = {k: v for k, v in self.entered.items() if k[0] != rid}
-        if self.cache is not None:
-            self.cache.release(rid)
+    # -- starting a unit: one method per unit kind, True when it completed at once -------------
 
-    # -- starting a unit -------------------------------------------------------------------------
+    def start(self, req: LiveRequest, uid: str, node: Node) -> bool:
+        return True  # start, fork, join: nothing to run
 
-    def _start(self, walk: Walk, uid: str, node: Node) -> bool:
-        """Start `node`; True when it completed at once."""
-        state, program = walk.state, walk.program
-        if isinstance(node, INSTANT) or node.kind == "start":
-            return True
-        if isinstance(node, Merge):
-            effects.apply_merge(node, state.variables)
-            state.retrievals.extend(effects.retrieved(state.variables[node.output]))
-            return True
-        if isinstance(node, SpecVerify):
-            return self._verify(walk, node)
-        if isinstance(node, EmbedQuery | Retrieve):
-            chain = program.retrievals[program.origin(uid)]
-            job = fanout.start_retrievals(self.ret, state, chain) if chain.each else \
-                self.ret.start(state, chain, effects.retrieval_query_of(chain.query,
-                                                                        state.variables))
-            self.rjobs[(state.rid, chain.origin)] = job
-            if isinstance(node, Retrieve) and job.wait(uid, Stage.SEARCHED):
-                self._commit(state, chain)  # a map over an empty list: nothing to search
-                return True
-            return job.wait(uid, WAITS_FOR.get(type(node), Stage.EMBEDDED))
-        if isinstance(node, Prefill | Generate):
-            return self._start_generation(walk, uid, node)
-        if isinstance(node, RetrieveCommit):
-            self._commit(state, program.retrievals[node.origin])
-            return True
-        if isinstance(node, Finish):
-            self._finish(state, program.generations[node.origin])
-            return True
-        job = self._job_of(walk, uid)
-        return job.wait(uid, WAITS_FOR[type(node)])
+    fork = join = end = start
+    probe, cache_lookup = _waits_for(Stage.PROBED), _waits_for(Stage.ORDERED)
+    search_steps, decode = _waits_for(Stage.SEARCHED), _waits_for(Stage.DECODED)
 
-    def _job_of(self, walk: Walk, uid: str) -> Job:
-        origin, rid = walk.program.origin(uid), walk.state.rid
-        if origin in walk.program.retrievals:
-            return self.rjobs[(rid, origin)]
-        return self.gfans.get((rid, origin)) or self.gen.real[(rid, origin, 0)]
+    def merge(self, req: LiveRequest, uid: str, node: Merge) -> bool:
+        effects.apply_merge(node, req.state.variables)
+        req.state.retrievals.extend(effects.retrieved(req.state.variables[node.output]))
+        return True
 
-    def _start_generation(self, walk: Walk, uid: str, node: Prefill | Generate) -> bool:
-        state, program = walk.state, walk.program
-        chain = program.generations[program.origin(uid)]
+    def embed_query(self, req: LiveRequest, uid: str, node: EmbedQuery) -> bool:
+        return self._retrieval(req, node.origin).wait(uid, Stage.EMBEDDED)
+
+    def retrieve(self, req: LiveRequest, uid: str, node: Retrieve) -> bool:
+        return self._whole(req, uid, self._retrieval(req, uid), Stage.SEARCHED)
+
+    def _whole(self, req: LiveRequest, uid: str, job: Job | fanout.Fan, stage: Stage) -> bool:
+        """An unsplit node waits for its whole chain, then assigns the output itself (at once
+        for a map over an empty list)."""
+        if not job.wait(uid, stage):
+            return False
+        req.assign(uid, self.s.hooks)
+        return True
+
+    def assign(self, req: LiveRequest, uid: str, node: RetrieveCommit | Finish) -> bool:
+        req.assign(node.origin, self.s.hooks)
+        return True
+
+    retrieve_commit = finish = assign
+
+    def _retrieval(self, req: LiveRequest, origin: str) -> Job | fanout.Fan:
+        chain = req.program.retrievals[origin]
+        job = fanout.start_retrievals(self.ret, req, chain) if chain.each else \
+            self.ret.start(req, chain, effects.retrieval_query_of(chain.query, req.state.variables))
+        req.jobs[origin] = job
+        return job
+
+    def prefill(self, req: LiveRequest, uid: str, node: Prefill) -> bool:
+        return self._generation(req, node.origin).wait(uid, Stage.PREFILLED)
+
+    def generate(self, req: LiveRequest, uid: str, node: Generate) -> bool:
+        return self._whole(req, uid, self._generation(req, uid), Stage.DECODED)
+
+    def _generation(self, req: LiveRequest, origin: str) -> Job | fanout.Fan:
+        state, chain = req.state, req.program.generations[origin]
         if chain.each:
-            job: GenJob | fanout.Fan = fanout.start_generations(self.gen, state, chain)
-            self.gfans[(state.rid, chain.origin)] = job
-            self.gjobs.update((j.key, j) for j in job.jobs)  # type: ignore[misc]
-        else:
-            prompt = effects.generation_prompt_of(chain.prompt, state.variables, chain.system,
-                                                  chain.chat)
-            segments = effects.prompt_segments(chain.flat_prompt, chain.layout, state.variables)
-            job = self.gen.start(state, chain, prompt, segments)
-            self.gjobs[job.key] = job
+            job: Job | fanout.Fan = fanout.start_generations(self.gen, req, chain)
+        else:  # the instance its verify point adopted, else a new one
+            job = req.jobs.get(origin) or self.gen.start(
+                req, chain, effects.generation_prompt_of(chain.prompt, state.variables,
+                                                         chain.system, chain.chat),
+                effects.prompt_segments(chain.flat_prompt, chain.layout, state.variables))
+        req.jobs[origin] = job
         if chain.prefetch is not None:
-            self.ahead.prefetch(state, chain)
-        if isinstance(node, Generate) and job.wait(uid, Stage.DECODED):
-            self._finish(state, chain)  # a map over an empty list: nothing to generate
-            return True
-        return job.wait(uid, Stage.DECODED if isinstance(node, Generate) else Stage.PREFILLED)
+            self.ahead.prefetch(req, chain)
+        return job
 
-    def _verify(self, walk: Walk, node: SpecVerify) -> bool:
+    def spec_verify(self, req: LiveRequest, uid: str, node: SpecVerify) -> bool:
         """Speculation's commit point. A generation's instance is adopted when the committed
         prompt equals the one it started with, else rolled back (the prefill that follows then
         starts it afresh); a speculative retrieval only warmed the cluster order, so its
         retrieval always runs from its first step."""
-        chain = walk.program.generations.get(node.origin)
+        chain = req.program.generations.get(node.origin)
         if chain is not None:
-            prompt = effects.generation_prompt_of(chain.prompt, walk.state.variables,
+            prompt = effects.generation_prompt_of(chain.prompt, req.state.variables,
                                                   chain.system, chain.chat)
-            self.gen.verify(walk.state, chain, prompt)
+            adopted = self.gen.verify(req, chain, prompt)
+            if adopted is not None:
+                req.jobs[chain.origin] = adopted
         return True
-
-    def _commit(self, state: RequestState, chain: RetrievalChain) -> None:
-        self._apply_retrieval(state, chain, self.rjobs.pop((state.rid, chain.origin)))
-
-    def _apply_retrieval(self, state: RequestState, chain: RetrievalChain,
-                         job: RetJob | fanout.Fan) -> None:
-        passages = job.passages
-        assert passages is not None  # the search-steps unit completed
-        if isinstance(job, RetJob):
-            self.s.hooks.retrieved(state.rid, chain.origin, job.searched)
-        effects.apply_retrieval_to(chain.output, state.variables, passages)
-        state.retrievals.extend(effects.retrieved(passages))
-
-    def _finish(self, state: RequestState, chain: GenerationChain) -> None:
-        fan = self.gfans.pop((state.rid, chain.origin), None)
-        if fan is not None:
-            for done in fanout.finish_generations(self.gen, fan, state, chain):
-                self.gjobs.pop(done.key, None)
-                self.s.hooks.generated(state.rid, chain.origin, done.result, done.prompt)
-            return
-        job = self.gen.real[(state.rid, chain.origin, 0)]
-        self.gjobs.pop(job.key, None)
-        self.gen.finished(job)
-        error = job.failure()
-        if error is not None:
-            raise error
-        assert job.result is not None  # the decode unit completed
-        text = generated_text(job.result)  # raises the engine's error for this request
-        self.s.hooks.generated(state.rid, chain.origin, job.result, job.prompt)
-        effects.apply_generation_to(chain.output, chain.append, state.variables, text,
-                                    text.min_prob, chain.items)
 
     # -- engine reports --------------------------------------------------------------------------
 
     def _reached(self, job: Job, stage: Stage) -> None:
         uid = job.reach(stage)
-        walk = self.walks.get(job.state.rid)
-        if uid is None or walk is None:
+        req = job.req
+        if uid is None or req.closed:
             return
-        node = walk.program.unit(uid)
-        try:
-            if isinstance(node, Retrieve):
-                done = self.rjobs.pop((job.state.rid, node.id), job)
-                self._apply_retrieval(job.state, walk.program.retrievals[node.id],
-                                      done)  # type: ignore[arg-type]
-            elif isinstance(node, Generate):
-                self._finish(job.state, walk.program.generations[node.id])
+        try:  # an unsplit node is its chain's last unit too: it assigns the output
+            if req.program.unit(uid).kind in WHOLE:
+                req.assign(uid, self.s.hooks)
         except Exception as err:
-            self._fail(job.state, err)
+            self._fail(req, err)
             return
-        self._complete(walk, uid)
+        self._complete(req, uid)
 
     def token(self, event: Token) -> None:
         job = self.gen.token(event)
@@ -289,31 +265,31 @@ class Units:
             return
         error = job.failure()  # a speculative job that failed never gets here (ended)
         if error is not None:
-            self._fail(job.state, error)
+            self._fail(job.req, error)
             return
         self._reached(job, Stage.PREFILLED)
         self._reached(job, Stage.DECODED)
 
     def prepared(self, outcomes) -> None:  # noqa: ANN001 - (RetJob, Prepared | error) pairs
         for job, outcome in outcomes:
-            self._guard(job.state, self._prepared, job, outcome)
+            self._guard(job.req, self._prepared, job, outcome)
 
     def _prepared(self, job: RetJob, outcome: object) -> None:
         if isinstance(outcome, BaseException):
             if not job.warm_only:
-                self._fail(job.state, outcome)
+                self._fail(job.req, outcome)
             return
         for stage in (Stage.EMBEDDED, Stage.PROBED, Stage.ORDERED):
             self._reached(job, stage)
 
     def searched(self, results: list[tuple[RetJob, ScanResult | BaseException]]) -> None:
         for job, result in results:
-            self._guard(job.state, self._searched, job, result)
+            self._guard(job.req, self._searched, job, result)
 
     def _searched(self, job: RetJob, result: ScanResult | BaseException) -> None:
         if isinstance(result, BaseException):
             if not job.warm_only:
-                self._fail(job.state, result)
+                self._fail(job.req, result)
         elif result.passages is not None and not job.warm_only:
             self._reached(job, Stage.SEARCHED)
         elif result.partial_passages is not None and not job.warm_only:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from ragraph.ir.control import choose_edge
 from ragraph.ir.nodes import END
 from ragraph.ir.overlap import Fork
+from ragraph.passes.lower import Program, Region
 from ragraph.runtime.request import RequestState
-from ragraph.runtime.scheduler.program import Program, Region
 
 
 @dataclass

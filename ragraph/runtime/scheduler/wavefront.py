@@ -25,9 +25,8 @@ from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.events import CancelRequest, RequestCancelled
 from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail, finish
 from ragraph.runtime.outcome import RunStats
-from ragraph.runtime.request import Request, RequestState
+from ragraph.runtime.request import Request
 from ragraph.runtime.retrieval.cost import calibrated
-from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.config import SchedulerConfig
 from ragraph.runtime.scheduler.generation_side import Counters, GenerationSide
 from ragraph.runtime.scheduler.inbox import (
@@ -73,24 +72,23 @@ class _Run:
         self.waiting: deque[tuple[Request, float]] = deque()
         self.arrivals_done = False
         self.n = Counters()
-        self.gen = GenerationSide(services, config.concurrency, self.n, self.inbox)
+        self.gen = GenerationSide(services, config.concurrency, config.tau, self.n, self.inbox)
         self.ret = RetrievalSide(services, cost, self.n, self.inbox, config.initial_beta_ms,
-                                 config.budget_ms, self._engine_has_room)
-        self.units = Units(services, config, self.gen, self.ret, self.inbox, self._retire,
-                           self._engine_has_room)
-        self.engine_busy = policies.BusyMeter()
+                                 config.budget_ms, self.gen.has_room)
+        self.units = Units(services, config, self.gen, self.ret, self.inbox)
         services.hooks.accept_cancel(self.inbox.put)  # a CancelRequest, in the loop's own turn
 
     async def main(self, arrivals: AsyncIterator[Request]) -> RunStats:
         feeder = asyncio.create_task(self._feed(arrivals))
         try:
-            while not (self.arrivals_done and not self.waiting and not self.units.walks):
+            while not (self.arrivals_done and not self.waiting and not self.units.live):
                 self._phase("admission", self._admit)
                 self._phase("starting generations", self.gen.start_ready)
                 self._phase("dispatching a search step", self.ret.dispatch)
                 await self.inbox.wait()
                 for event in self.inbox.drain():
                     self._take(event)
+                self._report()
             await feeder  # the arrivals' own error, if they failed
         finally:
             feeder.cancel()
@@ -162,13 +160,14 @@ class _Run:
             self._cancel(event)
 
     def _admit(self) -> None:
-        while self.waiting and len(self.units.walks) < self.cfg.concurrency:
+        while self.waiting and len(self.units.live) < self.cfg.concurrency:
             request, arrived = self.waiting.popleft()
             state = admit(self.catalog, request, arrived)
             if state.error is not None:
                 finish(state, self.on_done, clock(), self.s.hooks)
                 continue
             self.units.begin(self.catalog.workflow_for(request).program, state)
+        self._report()
 
     def _cancel(self, event: CancelRequest) -> None:
         """Stop one request, running (its streams are aborted as it retires) or still waiting."""
@@ -181,19 +180,10 @@ class _Run:
                 fail(state, RequestCancelled(event.reason))
             finish(state, self.on_done, clock(), self.s.hooks)
 
-    def _retire(self, state: RequestState) -> None:
-        """The request is done (answered or failed): release everything it holds."""
-        self.gen.release(state.rid)
-        self.ret.release(state)
-        finish(state, self.on_done, clock(), self.s.hooks)
-
-    def _engine_has_room(self) -> bool:
-        """Room for speculation: the engine is not the bottleneck and its generation stage is
-        under-utilized (T_curr/T_max < τ)."""
-        share = self.engine_busy.sample(self.s.llm.counters().busy_s, clock())
-        if policies.engine_is_bottleneck(share, self.cfg.tau):
-            return False
-        return policies.has_spare_capacity(self.gen.load, self.cfg.concurrency, self.cfg.tau)
+    def _report(self) -> None:
+        """Report the requests that ended (the units retired them: nothing of theirs is left)."""
+        for state in self.units.take_retired():
+            finish(state, self.on_done, clock(), self.s.hooks)
 
     def _stats(self) -> RunStats:
         n = self.n

@@ -1,0 +1,105 @@
+"""One admitted request as the wavefront runs it, in one object (nano-vllm's `Sequence`): its walk
+through the program, the job (or a map's branches) each of its chains waits on, its speculative
+generation instances, when each running unit started, and its locality history.
+
+The engines' sides keep only queues of jobs, and every job points back at its request, so
+nothing is looked up by request id. Retiring a request is `close()` (its streams are aborted)
+and the sides dropping its queued jobs; then the object is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
+from ragraph.runtime import effects
+from ragraph.runtime.events import RunHooks
+from ragraph.runtime.generate import generated_text
+from ragraph.runtime.request import RequestState
+from ragraph.runtime.retrieval.locality import History
+from ragraph.runtime.scheduler.fanout import Fan, finish_generations
+from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob
+from ragraph.runtime.scheduler.walk import Walk
+
+
+@dataclass(eq=False)
+class LiveRequest:
+    state: RequestState
+    program: Program
+    walk: Walk
+    # By chain origin: the job (a map's `Fan`) the chain's units wait on, from the chain's first
+    # unit until its output is assigned. A generation's adopted speculation is put here.
+    jobs: dict[str, Job | Fan] = field(default_factory=dict)
+    speculative: dict[str, GenJob] = field(default_factory=dict)  # by the generation's origin
+    entered: dict[str, float] = field(default_factory=dict)  # running unit -> when it started
+    history: History = field(default_factory=History)  # its searches, for the cluster order
+    closed: bool = False
+
+    @classmethod
+    def admit(cls, program: Program, state: RequestState) -> LiveRequest:
+        return cls(state, program, Walk(program, state))
+
+    @property
+    def rid(self) -> str:
+        return self.state.rid
+
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+    def generations(self) -> Iterator[GenJob]:
+        """Every generation instance it holds: speculative, then the real ones (map branches)."""
+        yield from self.speculative.values()
+        for waiter in self.jobs.values():
+            for job in waiter.jobs if isinstance(waiter, Fan) else (waiter,):
+                if isinstance(job, GenJob):
+                    yield job
+
+    def assign(self, origin: str, hooks: RunHooks) -> None:
+        """The chain `origin` finished: assign its output (passages or text), forget its job."""
+        chain = self.program.retrievals.get(origin)
+        if chain is not None:
+            self.commit(chain, hooks)
+        else:
+            self.finish(self.program.generations[origin], hooks)
+
+    def commit(self, chain: RetrievalChain, hooks: RunHooks) -> None:
+        """Assign the chain's passages (its search finished) and forget its job."""
+        job = self.jobs.pop(chain.origin)
+        passages = job.passages  # type: ignore[union-attr]
+        assert passages is not None  # the search-steps unit completed
+        if isinstance(job, RetJob):
+            hooks.retrieved(self.rid, chain.origin, job.searched)
+        effects.apply_retrieval_to(chain.output, self.state.variables, passages)
+        self.state.retrievals.extend(effects.retrieved(passages))
+
+    def finish(self, chain: GenerationChain, hooks: RunHooks) -> None:
+        """Assign the chain's generated text (its decode ended) and forget its job; raises
+        the generation's error, which fails this request."""
+        job = self.jobs.pop(chain.origin)
+        if isinstance(job, Fan):
+            for done in finish_generations(job, self.state, chain):
+                hooks.generated(self.rid, chain.origin, done.result, done.prompt)
+            return
+        assert isinstance(job, GenJob)  # a generation chain's job
+        error = job.failure()
+        if error is not None:
+            raise error
+        assert job.result is not None  # the decode unit completed
+        text = generated_text(job.result)  # raises the engine's error for this request
+        hooks.generated(self.rid, chain.origin, job.result, job.prompt)
+        effects.apply_generation_to(chain.output, chain.append, self.state.variables, text,
+                                    text.min_prob, chain.items)
+
+    def close(self) -> list[GenJob]:
+        """Retire: abort every stream it has in the engine; the generation jobs it held (the
+        generation side drops them from its queues)."""
+        self.closed = True
+        held = list(self.generations())
+        for job in held:
+            if job.stream is not None:
+                job.stream.abort()
+        self.jobs.clear()
+        self.speculative.clear()
+        return held

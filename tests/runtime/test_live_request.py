@@ -1,0 +1,50 @@
+"""One request object in the wavefront: it holds every generation instance of its request (the
+real ones, a map's branches, speculative ones), and retiring it aborts their streams and leaves
+nothing of it in the generation side's queues."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ragraph.runtime.request import Request, RequestState
+from ragraph.runtime.scheduler.fanout import Fan
+from ragraph.runtime.scheduler.generation_side import Counters, GenerationSide
+from ragraph.runtime.scheduler.jobs import GenJob
+from ragraph.runtime.scheduler.live import LiveRequest
+
+
+class Stream:
+    def __init__(self) -> None:
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def live() -> LiveRequest:
+    state = RequestState(Request("q0", "why?"), graph=None, variables={})  # type: ignore[arg-type]
+    return LiveRequest.admit(program=None, state=state)  # type: ignore[arg-type]
+
+
+def running(gen: GenerationSide, req: LiveRequest, key: int, speculative: bool = False) -> GenJob:
+    """A job the engine is generating (what `_submit` leaves)."""
+    job = GenJob(key, req, 0.0, stream=Stream(), speculative=speculative)  # type: ignore[arg-type]
+    gen.jobs[key] = job
+    return job
+
+
+def test_retiring_aborts_every_stream_and_leaves_nothing_queued():
+    gen = GenerationSide(SimpleNamespace(), 4, 0.6, Counters(), inbox=None)  # type: ignore[arg-type]
+    req, other = live(), live()
+    queued = gen.start(req, chain=None, prompt="a")  # type: ignore[arg-type]
+    theirs = gen.start(other, chain=None, prompt="b")  # type: ignore[arg-type]
+    req.jobs["answer"] = running(gen, req, 100)
+    req.jobs["each"] = Fan([running(gen, req, 101), running(gen, req, 102)])
+    req.jobs["queued"] = queued
+    req.speculative["next"] = running(gen, req, 103, speculative=True)
+    held = req.close()
+    gen.release(held)
+    assert sorted(j.key for j in held) == [queued.key, 100, 101, 102, 103]
+    assert all(j.stream.aborted for j in held if j.stream is not None)  # type: ignore[attr-defined]
+    assert req.closed and not req.jobs and not req.speculative
+    assert gen.jobs == {} and gen.ready == [theirs] and list(gen.waited) == [theirs.key]
