@@ -118,11 +118,9 @@ def on_gpu_paths(engine, search: SearchConfig):
     from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
     from ragraph.runtime.retrieval.tiered import TieredEngine
 
-    paths = search.gpu
-    if not paths.hot_cache:
+    if not search.gpu.hot_cache:
         return engine
-    clusters = max(1, int(engine.nlist * search.hot_fraction))
-    cache = HotClusterCache(engine, HotCacheConfig.of_tier(clusters, paths.device))
+    cache = HotClusterCache(engine, HotCacheConfig.of(search, engine.nlist))
     return TieredEngine(engine, cache)
 
 

@@ -12,44 +12,16 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.checks import http_url, positive_int
-from ragraph.runtime.devices import GpuPaths, cuda_available, gpu_paths
+from ragraph.runtime.checks import http_url
+from ragraph.runtime.devices import GpuPaths
 from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.llm.settings import ENGINES, LlmConfig
+from ragraph.runtime.retrieval.settings import SearchConfig
 from ragraph.runtime.scheduler.config import EXECUTORS, SchedulerConfig
 from ragraph.runtime.threads import CoreSplit, default_split, usable_cores
 
 __all__ = ["ENGINES", "EXECUTORS", "PARTS", "LlmConfig", "RuntimeConfig", "ScaleConfig",
            "SchedulerConfig", "SearchConfig", "TOP_LEVEL", "knobs", "part_of", "tree_with"]
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    index: str | None = None  # index directory; None = the embedded default Wikipedia index
-    # Queries embedded by this OpenAI-compatible /v1/embeddings server instead of the index's
-    # model loaded here; it must serve the model the index was built with.
-    embedder_url: str | None = None
-    nprobe: int = 32
-    # faiss/embedding threads; None = this machine's default beside the run's engine
-    # (`threads.default_split`), filled in by `RuntimeConfig`.
-    search_threads: int | None = None
-    # The accelerator tier (hot-cluster cache + TeleRAG prefetch); None: on exactly when a CUDA
-    # device is present (devices.py; on a CPU-only machine its "accelerator" is the same CPU).
-    hot_cache: bool | None = None
-    hot_fraction: float = 0.2  # HedraRAG: the top 20% of clusters carried 69% of the work
-
-    def __post_init__(self) -> None:
-        positive_int("nprobe", self.nprobe)
-        if self.search_threads is not None:
-            positive_int("search_threads", self.search_threads)
-        if not 0 < self.hot_fraction <= 1:
-            raise ConfigError("hot_fraction", f"must be in (0, 1], got {self.hot_fraction}")
-        http_url("embedder_url", self.embedder_url)
-
-    @property
-    def gpu(self) -> GpuPaths:
-        """Which retrieval paths run on the GPU on this machine, and why."""
-        return gpu_paths(self.hot_cache, cuda_available())
 
 
 @dataclass(frozen=True)

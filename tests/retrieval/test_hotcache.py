@@ -9,6 +9,7 @@ from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.runtime.retrieval.hotcache import BYTES_PER_ELEMENT, HotCacheConfig, HotClusterCache
 from ragraph.runtime.retrieval.ivf import FaissIVFEngine
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchEngine, SearchTask
+from ragraph.runtime.retrieval.settings import SearchConfig
 from ragraph.runtime.retrieval.tiered import TieredEngine
 
 from .helpers import make_ivf, queries_from
@@ -157,7 +158,7 @@ def test_hot_set_holds_the_clusters_that_carried_the_most_work(random_engine, ra
 
 
 def test_a_tier_is_its_hot_set_and_its_prefetch_room():
-    config = HotCacheConfig.of_tier(819, device="cpu")  # 20% of IVF4096
+    config = HotCacheConfig.of(SearchConfig(hot_fraction=0.2), nlist=4096)  # 819 clusters
     assert config.capacity + config.prefetch_capacity == 819
     assert config.prefetch_capacity == 102
     with pytest.raises(ConfigError, match="prefetch_capacity"):

@@ -72,3 +72,12 @@ def test_knobs_set_into_a_file_tree_land_in_their_tables() -> None:
     assert tree == {"llm": {"engine": "sim"}, "scheduler": {"concurrency": 16},
                     "search": {"nprobe": 64}, "otlp": "http://127.0.0.1:4318"}
     assert base["scheduler"] == {"concurrency": 4}  # a copy: the file's tree is left as read
+
+
+def test_the_hot_cache_sizes_itself_from_the_search_part() -> None:
+    from ragraph.runtime.retrieval.hotcache import HotCacheConfig
+    from ragraph.runtime.retrieval.settings import SearchConfig
+
+    tier = HotCacheConfig.of(SearchConfig(hot_cache=True, hot_fraction=0.2), nlist=100)
+    assert (tier.capacity, tier.prefetch_capacity) == (18, 2)  # 20 clusters, an eighth to prefetch
+    assert HotCacheConfig.of(SearchConfig(hot_fraction=0.001), nlist=100).capacity == 1

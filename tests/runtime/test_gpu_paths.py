@@ -37,15 +37,15 @@ def test_without_cuda_everything_runs_on_the_cpu_and_says_why() -> None:
 
 def test_run_config_follows_this_machine(monkeypatch) -> None:
     assert RuntimeConfig.of(engine="sim").gpu == gpu_paths(None, cuda_available())
-    monkeypatch.setattr("ragraph.runtime.config.cuda_available", lambda: True)
+    monkeypatch.setattr("ragraph.runtime.retrieval.settings.cuda_available", lambda: True)
     assert RuntimeConfig.of(engine="sim").gpu.hot_cache
     assert not RuntimeConfig.of(engine="sim", hot_cache=False).gpu.hot_cache
-    monkeypatch.setattr("ragraph.runtime.config.cuda_available", lambda: False)
+    monkeypatch.setattr("ragraph.runtime.retrieval.settings.cuda_available", lambda: False)
     assert not RuntimeConfig.of(engine="sim").gpu.hot_cache
 
 
 def test_search_engine_gets_the_hot_cache_only_when_it_is_on(monkeypatch) -> None:
-    monkeypatch.setattr("ragraph.runtime.config.cuda_available", lambda: False)
+    monkeypatch.setattr("ragraph.runtime.retrieval.settings.cuda_available", lambda: False)
     base = fakes.random_search().engine
     assert on_gpu_paths(base, RuntimeConfig.of(engine="sim").search) is base
     tiered = on_gpu_paths(base, RuntimeConfig.of(engine="sim", hot_cache=True).search)

@@ -30,6 +30,7 @@ import numpy as np
 
 from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.runtime.retrieval.lists import Tile, list_view
+from ragraph.runtime.retrieval.settings import SearchConfig
 
 BYTES_PER_ELEMENT = 4  # float32 on the device
 # The tier's share that prefetches may hold: an eighth of 20% of IVF4096 is 102 clusters, about
@@ -57,10 +58,13 @@ class HotCacheConfig:
     device: str | None = None  # None: CUDA when available, else CPU
 
     @classmethod
-    def of_tier(cls, clusters: int, device: str | None = None) -> HotCacheConfig:
-        """A tier of `clusters` resident clusters in all: the hot set and the prefetch room."""
+    def of(cls, search: SearchConfig, nlist: int) -> HotCacheConfig:
+        """The tier the run's search part asks for over an index of `nlist` clusters: its
+        `hot_fraction` of them resident in all (the hot set and the prefetch room), on the
+        device its GPU paths name."""
+        clusters = max(1, int(nlist * search.hot_fraction))
         room = int(clusters * PREFETCH_SHARE)
-        return cls(capacity=clusters - room, prefetch_capacity=room, device=device)
+        return cls(capacity=clusters - room, prefetch_capacity=room, device=search.gpu.device)
 
     def __post_init__(self) -> None:
         if self.capacity < 0:
