@@ -275,9 +275,9 @@ def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: l
         top_docs_share=document_popularity(outcomes),
         search_steps=sum(s.search_steps for s in stats),
         vectors_scanned=sum(s.vectors_scanned for s in stats),
-        fan_steps=int(sum(s.extra.get("fan_steps", 0) for s in stats)),
-        shared_steps=int(sum(s.extra.get("shared_steps", 0) for s in stats)),
-        branch_searches=int(sum(s.extra.get("branch_searches", 0) for s in stats)),
+        fan_steps=sum(s.fan_steps for s in stats),
+        shared_steps=sum(s.shared_steps for s in stats),
+        branch_searches=sum(s.branch_searches for s in stats),
     )
 
 

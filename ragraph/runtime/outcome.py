@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,9 +65,12 @@ def outcome_of(state: RequestState, workflow: str, now: float) -> Outcome:
     )
 
 
-@dataclass(frozen=True)
+@dataclass
 class RunStats:
-    """Counters an executor reports beside its outcomes (speculation, cache, search work)."""
+    """What an executor counted over a run, reported beside its outcomes: speculation, search
+    work, the accelerator tier's share of it, map branches sharing search steps. The wavefront
+    scheduler counts into one in place while it runs and hands it over when the run has
+    drained; the other executors report an empty one."""
 
     speculations: int = 0
     speculation_hits: int = 0
@@ -76,8 +79,16 @@ class RunStats:
     search_steps: int = 0
     vectors_scanned: int = 0
     vectors_on_accelerator: int = 0
-    cache_lookups: int = 0
-    extra: dict[str, float] = field(default_factory=dict)
+    prefetch_errors: int = 0
+    last_prefetch_error: str = ""
+    fan_steps: int = 0  # search steps that carried branches of a map
+    shared_steps: int = 0  # ... two or more branches of one map at once
+    branch_searches: int = 0  # branch retrievals those steps advanced
+    units: int = 0  # units the requests ran
+    # The scheduler's estimates when the run drained: the overhead of one more sub-stage (β)
+    # and the mean retrieval time (t_R), in ms; 0 where never measured.
+    beta_ms: float = 0.0
+    t_r_ms: float = 0.0
 
     @property
     def speculation_hit_rate(self) -> float | None:

@@ -74,8 +74,8 @@ def test_every_pass_combination_gives_the_o0_answers(name, search):
 @pytest.mark.parametrize("name", FANOUT)
 def test_branches_of_a_map_share_search_steps_in_the_wavefront(name, search):
     _, stats, _ = run(name, search, "ragraph", "-O2")
-    assert stats.extra["shared_steps"] > 0
-    assert stats.extra["branch_searches"] > stats.extra["fan_steps"]
+    assert stats.shared_steps > 0
+    assert stats.branch_searches > stats.fan_steps
 
 
 def test_stage_batched_searches_every_branch_of_every_request_in_one_batch(search):

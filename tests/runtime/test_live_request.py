@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.scheduler.fanout import Fan
-from ragraph.runtime.scheduler.generation_side import Counters, GenerationSide
+from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.jobs import GenJob
 from ragraph.runtime.scheduler.live import LiveRequest
 
@@ -34,7 +35,7 @@ def running(gen: GenerationSide, req: LiveRequest, key: int, speculative: bool =
 
 
 def test_retiring_aborts_every_stream_and_leaves_nothing_queued():
-    gen = GenerationSide(SimpleNamespace(), 4, 0.6, Counters(), inbox=None)  # type: ignore[arg-type]
+    gen = GenerationSide(SimpleNamespace(), 4, 0.6, RunStats(), inbox=None)  # type: ignore[arg-type]
     req, other = live(), live()
     queued = gen.start(req, chain=None, prompt="a")  # type: ignore[arg-type]
     theirs = gen.start(other, chain=None, prompt="b")  # type: ignore[arg-type]

@@ -75,7 +75,7 @@ def test_hot_cluster_cache_and_prefetch_keep_answers(search):
     fast = asyncio.run(run_all(graph, cached, "ragraph", "-O2", 20))
     assert {o.rid: o.answer for o in fast.outcomes} == {o.rid: o.answer for o in plain.outcomes}
     assert fast.stats.vectors_on_accelerator > 0
-    assert fast.stats.extra["prefetch_errors"] == 0
+    assert fast.stats.prefetch_errors == 0
     tiered.cache.close()
 
 

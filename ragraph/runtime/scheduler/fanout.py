@@ -20,7 +20,8 @@ from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob, Stage, StageWaiter
 
 if TYPE_CHECKING:  # the sides import this module (count_shared), the request its Fan
-    from ragraph.runtime.scheduler.generation_side import Counters, GenerationSide
+    from ragraph.runtime.outcome import RunStats
+    from ragraph.runtime.scheduler.generation_side import GenerationSide
     from ragraph.runtime.scheduler.live import LiveRequest
     from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 
@@ -115,7 +116,7 @@ def speculative_values(program: Program, job: RetJob,
     return values, chain.via.id
 
 
-def count_shared(counters: Counters, jobs: list[RetJob | None]) -> None:
+def count_shared(counters: RunStats, jobs: list[RetJob | None]) -> None:
     """Account one search cycle: whether it carried branches of a map, and whether two or more
     branches of one map shared it (the searches a plain loop would have made one by one)."""
     maps: dict[int, int] = {}  # branches carried, by map (its Fan's id)

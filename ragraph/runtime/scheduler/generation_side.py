@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ragraph.passes.lower import GenerationChain
@@ -14,6 +13,7 @@ from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.generate import engine_request
 from ragraph.runtime.llm.chat import Prompt, prompt_text
 from ragraph.runtime.llm.protocol import PromptSegments
+from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
 from ragraph.runtime.scheduler.jobs import GenJob
@@ -24,27 +24,12 @@ if TYPE_CHECKING:  # the request holds jobs of this side
 
 RECENT_PROMPTS = 64
 
-@dataclass
-class Counters:
-    speculations: int = 0
-    hits: int = 0
-    rollbacks: int = 0
-    clusters: int = 0
-    steps: int = 0
-    scanned: int = 0
-    on_acc: int = 0
-    prefetch_errors: int = 0
-    last_prefetch_error: str = ""
-    fan_steps: int = 0  # search cycles that carried branches of a map
-    shared_steps: int = 0  # ... two or more branches of one map at once
-    branch_searches: int = 0  # branch retrievals those cycles advanced
-
 
 class GenerationSide:
     """The queue of generations waiting for room in the engine, and every stream running in it
     (by key, for the engine's reports); each job's request holds the rest."""
 
-    def __init__(self, services: Services, capacity: int, tau: float, counters: Counters,
+    def __init__(self, services: Services, capacity: int, tau: float, counters: RunStats,
                  inbox: Inbox) -> None:
         self.s, self.capacity, self.tau, self.n, self.inbox = services, capacity, tau, counters, inbox
         self.jobs: dict[int, GenJob] = {}  # every job with a stream, by key
@@ -80,7 +65,7 @@ class GenerationSide:
             self.n.rollbacks += 1
             self.s.hooks.speculation(rid, chain.origin, adopted=False)
             return None
-        self.n.hits += 1
+        self.n.speculation_hits += 1
         spec.speculative = False
         self.s.hooks.speculation(rid, chain.origin, adopted=True)
         self.s.hooks.text(rid, chain.origin, chain.output, spec.text)  # its text so far

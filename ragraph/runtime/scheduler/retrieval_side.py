@@ -16,10 +16,10 @@ import numpy as np
 
 from ragraph.passes.lower import RetrievalChain
 from ragraph.runtime.executors.base import Services, clock
+from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.retrieval.cost import CostModel
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.fanout import count_shared
-from ragraph.runtime.scheduler.generation_side import Counters
 from ragraph.runtime.scheduler.inbox import Inbox, Prepared, StepDone
 from ragraph.runtime.scheduler.jobs import RetJob
 from ragraph.runtime.scheduler.search_worker import (
@@ -51,7 +51,7 @@ MAX_EMBED_BATCH = 64
 
 
 class RetrievalSide:
-    def __init__(self, services: Services, cost: CostModel, counters: Counters, inbox: Inbox,
+    def __init__(self, services: Services, cost: CostModel, counters: RunStats, inbox: Inbox,
                  initial_beta_ms: float, budget_ms: float | None,
                  may_speculate: Callable[[], bool]) -> None:
         self.s, self.cost, self.n, self.inbox = services, cost, counters, inbox
@@ -279,11 +279,11 @@ class RetrievalSide:
                                        follows)
 
     def _account(self, cycle: CycleResult) -> None:
-        self.n.steps += 1
-        self.n.scanned += cycle.vectors_scanned
-        self.n.on_acc += cycle.vectors_on_accelerator
+        self.n.search_steps += 1
+        self.n.vectors_scanned += cycle.vectors_scanned
+        self.n.vectors_on_accelerator += cycle.vectors_on_accelerator
         clusters = sum(len(r.searched) for r in cycle.results)
-        self.n.clusters += clusters
+        self.n.clusters_searched += clusters
         self.beta.add(max(cycle.wall_s - cycle.scan_s, 0.0) * 1e3)
         if cycle.predicted_ms > 0:
             self.cost = self.cost.observe(cycle.predicted_ms, cycle.scan_s * 1e3)

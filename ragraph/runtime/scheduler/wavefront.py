@@ -28,7 +28,7 @@ from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request
 from ragraph.runtime.retrieval.cost import calibrated
 from ragraph.runtime.scheduler.config import SchedulerConfig
-from ragraph.runtime.scheduler.generation_side import Counters, GenerationSide
+from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.inbox import (
     ArrivalsDone,
     Arrived,
@@ -71,7 +71,7 @@ class _Run:
         self.inbox = Inbox()
         self.waiting: deque[tuple[Request, float]] = deque()
         self.arrivals_done = False
-        self.n = Counters()
+        self.n = RunStats()  # the sides count into it as they go
         self.gen = GenerationSide(services, config.concurrency, config.tau, self.n, self.inbox)
         self.ret = RetrievalSide(services, cost, self.n, self.inbox, config.initial_beta_ms,
                                  config.budget_ms, self.gen.has_room)
@@ -186,14 +186,7 @@ class _Run:
             finish(state, self.on_done, clock(), self.s.hooks)
 
     def _stats(self) -> RunStats:
-        n = self.n
-        return RunStats(
-            speculations=n.speculations, speculation_hits=n.hits, rollbacks=n.rollbacks,
-            clusters_searched=n.clusters, search_steps=n.steps, vectors_scanned=n.scanned,
-            vectors_on_accelerator=n.on_acc,
-            extra={"beta_ms": self.ret.beta.value or 0.0, "t_r_ms": self.ret.t_r.value or 0.0,
-                   "prefetch_errors": float(n.prefetch_errors),
-                   "units": float(self.units.executed), "fan_steps": float(n.fan_steps),
-                   "shared_steps": float(n.shared_steps),
-                   "branch_searches": float(n.branch_searches)},
-        )
+        self.n.units = self.units.executed
+        self.n.beta_ms = self.ret.beta.value or 0.0
+        self.n.t_r_ms = self.ret.t_r.value or 0.0
+        return self.n
