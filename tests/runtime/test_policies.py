@@ -31,11 +31,6 @@ def test_budget_bounds():
 
 
 def test_speculation_only_under_the_utilization_threshold():
-    cands = [p.SpeculationCandidate("a", 0.5), p.SpeculationCandidate("b", 0.0),
-             p.SpeculationCandidate("c", 0.2)]
-    assert p.choose_speculation(cands, load=7, capacity=10, tau=0.6) == []
-    assert p.choose_speculation(cands, load=0, capacity=10, tau=0.6) == ["b", "c", "a"]
-    assert p.choose_speculation(cands, load=4, capacity=10, tau=0.6) == ["b", "c"]
     assert p.has_spare_capacity(5, 10, 0.6) and not p.has_spare_capacity(6, 10, 0.6)
     assert not p.has_spare_capacity(0, 0, 0.6)
 
@@ -55,8 +50,7 @@ def test_prefill_order_prefers_cached_prefixes_but_never_starves():
     assert p.order_prefills(ready, starvation_window=32) == ["old", "warm", "new"]
 
 
-def test_cache_refresh_and_prefetch_budget():
-    assert not p.cache_refresh_due(49) and p.cache_refresh_due(50)
+def test_prefetch_budget():
     assert p.prefetch_budget_bytes(25e9, 0.2) == int(5e9)
     assert p.prefetch_budget_bytes(25e9, -1.0) == 0
 

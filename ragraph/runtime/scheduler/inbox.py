@@ -65,20 +65,17 @@ Event = Arrived | ArrivalsDone | Token | Generated | Prepared | StepDone | Prefe
 
 
 class Inbox:
-    """A FIFO of events with one waiter (the scheduler loop). `put` is for the loop thread;
-    threads hand events over with `put_threadsafe`."""
+    """A FIFO of events with one waiter (the scheduler loop). `put` is for the loop thread only;
+    work done on other threads reports through futures, whose callbacks run on the loop thread
+    (`done_callback`)."""
 
     def __init__(self) -> None:
         self._events: deque[Event] = deque()
         self._wake = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
 
     def put(self, event: Event) -> None:
         self._events.append(event)
         self._wake.set()
-
-    def put_threadsafe(self, event: Event) -> None:
-        self._loop.call_soon_threadsafe(self.put, event)
 
     def done_callback(self, make):  # noqa: ANN001, ANN201 - future -> Event factory
         """A future callback that posts `make(future)`; futures complete on the loop thread."""

@@ -122,15 +122,6 @@ def join_before_step(per_query_ms: float | None, waiting: int, step_ms: float,
     return waiting * per_query_ms <= share * step_ms
 
 
-@dataclass(frozen=True)
-class SpeculationCandidate:
-    """A request whose next stage could start early; `drift` measures how much its partial
-    result changed over the last sub-stage (0 = stable)."""
-
-    rid: str
-    drift: float
-
-
 @dataclass
 class BusyMeter:
     """The share of recent wall time an engine spent computing, from its own timers (seconds
@@ -162,18 +153,6 @@ def engine_is_bottleneck(busy_share: float | None, tau: float) -> bool:
     time is the bottleneck: speculative generations and warm-up searches would take time from
     the real work on the same cores (llama.cpp with a few requests in flight keeps them busy)."""
     return busy_share is not None and busy_share >= tau
-
-
-def choose_speculation(
-    candidates: Sequence[SpeculationCandidate], load: float, capacity: float, tau: float = 0.6
-) -> list[str]:
-    """Speculate only while the next sub-stage is under-utilized (T_curr/T_max < τ), filling the
-    spare capacity with the most stable requests first (smallest semantic drift)."""
-    if not has_spare_capacity(load, capacity, tau):
-        return []
-    room = max(int(capacity * tau - load), 0)
-    ranked = sorted(candidates, key=lambda c: (c.drift, c.rid))
-    return [c.rid for c in ranked[:room]]
 
 
 def topk_drift(previous: Sequence[int], current: Sequence[int]) -> float:
@@ -225,11 +204,6 @@ def _by_ratio(ready: Sequence[PrefillCandidate], starvation_window: int) -> list
 
     rest.sort(key=lambda c: (-ratio(c), c.arrival))
     return [c.rid for c in starving + rest]
-
-
-def cache_refresh_due(substages_since_refresh: int, every: int = 50) -> bool:
-    """The hot-cluster cache is re-ranked every `every` sub-stages (HedraRAG: 50)."""
-    return substages_since_refresh >= every
 
 
 def prefetch_budget_bytes(link_bytes_per_s: float, expected_generation_s: float) -> int:
