@@ -134,7 +134,8 @@ def _report(args, config, graph, searched, constraint, console) -> int:  # noqa:
     if not args.no_plots:
         from ragraph.tune.plot import plot_fronts
 
-        path = plot_fronts(points, rec.point, args.plot or Path(f"{args.workflow.stem}.tune.png"),
+        path = plot_fronts(points, within, rec.point,
+                           args.plot or Path(f"{args.workflow.stem}.tune.png"),
                            f"ragraph tune {graph.name} | engine {config.llm.engine}")
         console.print(f"plot: {path}")
     if args.out is not None and rec.point is not None:

@@ -35,7 +35,7 @@ def front(points: Sequence[Measurement], speed: Speed) -> list[Measurement]:
 
 def cheaper(a: QualityKey, b: QualityKey) -> bool:
     """Every quality knob of `a` asks for no more work than `b`'s (fewer clusters, passages,
-    rounds), so `a` is at least as fast as `b` at any speed setting."""
+    rounds, generated tokens), so `a` is at least as fast as `b` at any speed setting."""
     return all(x is None or y is None or x <= y for x, y in zip(a, b, strict=True))
 
 

@@ -31,15 +31,16 @@ def progress_line(step: Step) -> str:
 def front_table(title: str, points: Sequence[Measurement],
                 chosen: Measurement | None) -> Table:
     table = Table(title=title, caption="* the recommended configuration")
-    for name in ("nprobe", "topk", "rounds", "passes", "conc"):
+    for name in ("nprobe", "topk", "rounds", "gen", "passes", "conc"):
         table.add_column(name, justify="right")
     for name in ("EM", "F1", "recall", "req/s", "p95 s"):
         table.add_column(name, justify="right")
     for m in points:
         p = m.point
         mark = "*" if m is chosen else ""
-        table.add_row(f"{mark}{p.nprobe}", str(p.topk), "–" if p.rounds is None else str(p.rounds),
-                      p.passes, str(p.concurrency), _pct(m.em), _pct(m.f1), _pct(m.recall),
+        rounds = "–" if p.rounds is None else str(p.rounds)
+        table.add_row(f"{mark}{p.nprobe}", str(p.topk), rounds, f"{p.gen_share:g}", p.passes,
+                      str(p.concurrency), _pct(m.em), _pct(m.f1), _pct(m.recall),
                       f"{m.throughput_rps:.2f}", f"{m.p95_s:.2f}")
     return table
 

@@ -1,7 +1,9 @@
 """The knobs `ragraph tune` searches, and a workflow with its quality knobs set.
 
-Quality knobs change the answers: nprobe, top-k (every retrieval of the workflow) and the loop
-rounds (every bounded loop's bound, where the workflow has one). Speed knobs change only how
+Quality knobs change the answers: nprobe, top-k (every retrieval of the workflow), the loop
+rounds (every bounded loop's bound, where the workflow has one) and the share of their
+`max_tokens` the intermediate generations keep (those that do not write the answer: HyDE's
+passage, IRCoT's thoughts; where the workflow has some). Speed knobs change only how
 fast the same answers come (the exactness rule): the pass pipeline and the requests in flight.
 """
 
@@ -14,9 +16,10 @@ from typing import Any
 from ragraph.errors import ConfigError
 from ragraph.ir.edges import EdgeKind
 from ragraph.ir.graph import RAGraph
-from ragraph.ir.nodes import Retrieve
+from ragraph.ir.nodes import Generate, Retrieve
+from ragraph.runtime.request import ANSWER
 
-QualityKey = tuple[int, int, int | None]  # nprobe, topk, rounds
+QualityKey = tuple[int, int, int | None, float]  # nprobe, topk, rounds, gen_share
 
 
 @dataclass(frozen=True)
@@ -28,26 +31,28 @@ class Point:
     rounds: int | None  # None: the workflow has no loop
     passes: str
     concurrency: int
+    gen_share: float = 1.0  # of each intermediate generation's max_tokens
 
     @property
     def quality(self) -> QualityKey:
-        return (self.nprobe, self.topk, self.rounds)
+        return (self.nprobe, self.topk, self.rounds, self.gen_share)
 
     @property
     def key(self) -> str:
         rounds = "-" if self.rounds is None else str(self.rounds)
-        return (f"nprobe={self.nprobe} topk={self.topk} rounds={rounds} passes={self.passes} "
-                f"concurrency={self.concurrency}")
+        return (f"nprobe={self.nprobe} topk={self.topk} rounds={rounds} gen={self.gen_share:g} "
+                f"passes={self.passes} concurrency={self.concurrency}")
 
     def to_json(self) -> dict[str, Any]:
         return {"nprobe": self.nprobe, "topk": self.topk, "rounds": self.rounds,
-                "passes": self.passes, "concurrency": self.concurrency}
+                "gen_share": self.gen_share, "passes": self.passes,
+                "concurrency": self.concurrency}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Point:
         return cls(int(raw["nprobe"]), int(raw["topk"]),
                    None if raw["rounds"] is None else int(raw["rounds"]), str(raw["passes"]),
-                   int(raw["concurrency"]))
+                   int(raw["concurrency"]), float(raw["gen_share"]))
 
 
 @dataclass(frozen=True)
@@ -57,16 +62,17 @@ class Space:
     rounds: tuple[int | None, ...]
     passes: tuple[str, ...]
     concurrency: tuple[int, ...]
+    gen_share: tuple[float, ...] = (1.0,)
 
     def __post_init__(self) -> None:
-        for name in ("nprobe", "topk", "passes", "concurrency", "rounds"):
+        for name in ("nprobe", "topk", "passes", "concurrency", "rounds", "gen_share"):
             if not getattr(self, name):
                 raise ConfigError(name, "the search space needs at least one value")
 
     def quality_settings(self) -> list[QualityKey]:
         """Cheapest first: a setting's dominance check then sees its cheaper neighbours."""
-        settings = itertools.product(self.nprobe, self.topk, self.rounds)
-        return sorted(settings, key=lambda q: (sum(_rank(q, self)), q[0], q[1], q[2] or 0))
+        settings = itertools.product(self.nprobe, self.topk, self.rounds, self.gen_share)
+        return sorted(settings, key=lambda q: (sum(_rank(q, self)), q[0], q[1], q[2] or 0, q[3]))
 
     @property
     def reference(self) -> tuple[str, int]:
@@ -78,21 +84,25 @@ class Space:
         return list(itertools.product(self.passes, self.concurrency))
 
     def point(self, quality: QualityKey, speed: tuple[str, int]) -> Point:
-        return Point(*quality, *speed)
+        nprobe, topk, rounds, gen_share = quality
+        return Point(nprobe, topk, rounds, *speed, gen_share=gen_share)
 
     @property
     def size(self) -> int:
         return len(self.quality_settings()) * len(self.speed_settings())
 
 
-def _rank(q: QualityKey, space: Space) -> tuple[int, int, int]:
-    return (space.nprobe.index(q[0]), space.topk.index(q[1]), space.rounds.index(q[2]))
+def _rank(q: QualityKey, space: Space) -> tuple[int, ...]:
+    return (space.nprobe.index(q[0]), space.topk.index(q[1]), space.rounds.index(q[2]),
+            space.gen_share.index(q[3]))
 
 
 def space_for(graph: RAGraph, quick: bool, nprobe: int = 32) -> Space:
     """The knobs' values around the workflow's own (its top-k, its loop bound) and the run's
-    nprobe; `quick`: two values of each, for trying tune and for tests."""
+    nprobe; `quick`: two values of each (generation lengths as written), for trying tune and
+    for tests."""
     topk, rounds = workflow_topk(graph), workflow_rounds(graph)
+    shares = (0.5, 1.0) if intermediate(graph) else (1.0,)
     if quick:
         return Space(nprobe=_values(nprobe // 4, nprobe), topk=_values(max(1, topk // 2), topk),
                      rounds=(None,) if rounds is None else _values(1, rounds),
@@ -100,7 +110,7 @@ def space_for(graph: RAGraph, quick: bool, nprobe: int = 32) -> Space:
     return Space(nprobe=_values(nprobe // 4, nprobe // 2, nprobe, 2 * nprobe),
                  topk=_values(max(1, topk // 2), topk, 2 * topk),
                  rounds=(None,) if rounds is None else tuple(range(1, rounds + 1)),
-                 passes=("-O0", "-O2"), concurrency=(1, 4, 8, 16))
+                 passes=("-O0", "-O2"), concurrency=(1, 4, 8, 16), gen_share=shares)
 
 
 def _values(*values: int) -> tuple[int, ...]:
@@ -119,12 +129,21 @@ def workflow_rounds(graph: RAGraph) -> int | None:
     return max(bounds) if bounds else None
 
 
+def intermediate(graph: RAGraph) -> list[Generate]:
+    """The generations that do not write the answer: their length is a quality knob."""
+    return [n for n in graph.nodes() if isinstance(n, Generate) and n.output != ANSWER]
+
+
 def with_quality(graph: RAGraph, point: Point) -> RAGraph:
-    """`graph` with every retrieval's top-k and every loop's bound set to `point`'s (a copy)."""
+    """`graph` with every retrieval's top-k, every loop's bound and the intermediate
+    generations' lengths set to `point`'s (a copy)."""
     out = graph.copy()
     for node in list(out.nodes()):
         if isinstance(node, Retrieve):
             out.replace_node(replace(node, topk=point.topk))
+    for node in intermediate(out) if point.gen_share != 1.0 else ():
+        tokens = max(1, round(node.sampling.max_tokens * point.gen_share))
+        out.replace_node(replace(node, sampling=replace(node.sampling, max_tokens=tokens)))
     if point.rounds is None:
         return out
     # A node's conditional edges are tried in declaration order: all of a looping node's edges

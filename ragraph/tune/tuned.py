@@ -1,6 +1,6 @@
 """The tuned configuration: a TOML file in the schema `--config` reads
-(`runtime.config_file`: `[llm]`, `[search]`, `[scheduler]`), and, where the recommended top-k or
-loop bound differs from the workflow's own, the workflow with them set (those are the
+(`runtime.config_file`: `[llm]`, `[search]`, `[scheduler]`), and, where the recommended top-k,
+loop bound or generation lengths differ from the workflow's own, the workflow with them set (those are the
 workflow's, not the runtime's, knobs) written as `.rag` beside it."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.config import PARTS, RuntimeConfig, tree_with
-from ragraph.tune.space import Point, with_quality, workflow_rounds, workflow_topk
+from ragraph.tune.space import Point, with_quality
 
 
 def tuned_knobs(point: Point, executor: str) -> dict[str, Any]:
@@ -57,11 +57,12 @@ class Written:
 def write_tuned(out: Path, tree: Mapping[str, Any], point: Point, graph: RAGraph,
                 workflow: Path) -> Written:
     """The config file at `out`, and the tuned workflow beside it when its knobs moved."""
-    if point.topk != workflow_topk(graph) or point.rounds != workflow_rounds(graph):
+    tuned = with_quality(graph, point)
+    if tuned != graph:
         from ragraph.dsl.printer import to_rag
 
         workflow = out.with_suffix(".rag")
-        workflow.write_text(to_rag(with_quality(graph, point)), encoding="utf-8")
+        workflow.write_text(to_rag(tuned), encoding="utf-8")
     header = (f"ragraph tune: {point.key}\n"
               f"run it: ragraph run {workflow} --config {out} --input QUESTIONS.jsonl")
     out.write_text(to_toml(tree, header), encoding="utf-8")

@@ -1,5 +1,5 @@
-"""A synthetic cost/quality surface: quality rises with nprobe, top-k and rounds and saturates;
-the time a request takes grows with each of them; concurrency and -O2 raise throughput. No
+"""A synthetic cost/quality surface: quality rises with nprobe, top-k, rounds and generation
+length and saturates; the time a request takes grows with each of them; concurrency and -O2 raise throughput. No
 engine: `measure` is the `Measure` tune's search calls, and it counts its calls."""
 
 from __future__ import annotations
@@ -10,16 +10,17 @@ from ragraph.tune.measure import Measurement
 from ragraph.tune.space import Point, Space
 
 SPACE = Space(nprobe=(4, 8, 16, 32), topk=(2, 5, 10), rounds=(1, 2, 3), passes=("-O0", "-O2"),
-              concurrency=(1, 4, 16))
+              concurrency=(1, 4, 16), gen_share=(0.5, 1.0))
 
 
 def quality(p: Point) -> float:
     # Saturates: nprobe past 16 and top-k past 5 add nothing, so their settings are dominated.
-    return min(p.nprobe, 16) / 16 * 0.4 + min(p.topk, 5) / 5 * 0.3 + (p.rounds or 0) / 3 * 0.3
+    return (min(p.nprobe, 16) / 16 * 0.4 + min(p.topk, 5) / 5 * 0.3 + (p.rounds or 0) / 3 * 0.2
+            + p.gen_share * 0.1)
 
 
 def cost_s(p: Point) -> float:
-    return 0.01 * p.nprobe + 0.02 * p.topk + 0.1 * (p.rounds or 0)
+    return 0.01 * p.nprobe + 0.02 * p.topk + 0.1 * (p.rounds or 0) + 0.05 * p.gen_share
 
 
 def surface(p: Point, answers: dict[str, str] | None = None) -> Measurement:

@@ -12,7 +12,7 @@ from .surface import every_point, surface
 
 def test_equal_answers_pass():
     compared, mismatches = exactness(every_point())
-    assert compared == 36 and mismatches == []
+    assert compared == 72 and mismatches == []
     assert exactness_lines(compared, mismatches)[0].startswith("exactness: OK")
 
 

@@ -83,3 +83,17 @@ def test_run_serve_and_the_python_api_read_the_same_knobs(tmp_path: Path):
 def _knobs(config: RuntimeConfig) -> tuple:
     return (config.llm.engine, config.search.nprobe, config.scheduler.passes,
             config.scheduler.concurrency)
+
+
+def test_intermediate_generations_are_shortened_and_the_answer_is_not():
+    graph = load(WORKFLOWS / "hyde.rag")
+    tuned = with_quality(graph, Point(8, 5, None, "-O2", 4, gen_share=0.5))
+    tokens = {n.id: n.sampling.max_tokens for n in tuned.nodes() if hasattr(n, "sampling")}
+    assert tokens == {"hypo": 32, "answer": 24}
+    assert with_quality(graph, Point(8, 5, None, "-O2", 4)) == graph
+
+
+def test_a_shortened_generation_comes_as_a_workflow(tmp_path: Path):
+    written = _written(tmp_path, Point(8, 5, None, "-O2", 4, gen_share=0.5), "hyde.rag")
+    assert written.workflow == tmp_path / "tuned.rag"
+    assert load(written.workflow).node("hypo").sampling.max_tokens == 32
