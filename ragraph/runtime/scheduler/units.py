@@ -7,10 +7,14 @@ cache-lookup and search-steps wait for its stages; prefill starts a generation j
 for its first token; decode waits for its end). Each executed unit is a span on the request's
 trace track, named `unit <id>`.
 
-One method per unit kind, named after it and looked up in one table (the interpreter's shape,
-torch.fx's `Interpreter`); each takes the request's one object (`live.LiveRequest`), and the
-engines' reports reach it through the job they name, never by a lookup of its id. A request
-that ends is closed here and handed back to the run (`take_retired`), which reports it.
+One method per unit kind, looked up in the table every executor uses (`passes.interpret`'s
+`HANDLERS`: kind -> method name, torch.fx's `Interpreter` shape). The wavefront does not
+subclass that interpreter: its units do not run one after another to completion, they hand work
+to the engines' sides and complete when a report arrives, across all requests; so each method
+here is synchronous and says whether its unit completed at once. Each takes the request's one
+object (`live.LiveRequest`), and the engines' reports reach it through the job they name, never
+by a lookup of its id. A request that ends is closed here and handed back to the run
+(`take_retired`), which reports it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from ragraph.ir.stages import (
     RetrieveCommit,
     SubStage,
 )
+from ragraph.passes.interpret import HANDLERS
 from ragraph.passes.lower import Program
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock, fail
@@ -42,11 +47,6 @@ from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.runtime.scheduler.lookahead import Lookahead
 from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 from ragraph.runtime.scheduler.search_worker import ScanResult
-
-KINDS = ("start", "end", "generate", "retrieve", "merge", "embed-query", "probe", "cache-lookup",
-         "search-steps", "retrieve-commit", "prefill", "decode", "finish", "spec-verify", "fork",
-         "join")
-
 
 WHOLE = frozenset({"retrieve", "generate"})  # unsplit nodes: a whole chain in one unit
 
@@ -81,9 +81,10 @@ class Units:
         self.executed = 0
         self.cache = getattr(services.search.engine, "cache", None)
         self.ahead = Lookahead(services, config, gen, ret, inbox, self.cache)
-        # What each unit kind does when a request reaches it: the method of the kind's name.
+        # What each unit kind does when a request reaches it: the interpreter's table of unit
+        # kinds, each to the method of its name here (synchronous: True when it completed).
         self._handlers: dict[str, Callable[[LiveRequest, str, Any], bool]] = {
-            kind: getattr(self, kind.replace("-", "_")) for kind in KINDS}
+            kind: getattr(self, name) for kind, name in HANDLERS.items()}
 
     # -- walking ---------------------------------------------------------------------------------
 
