@@ -5,6 +5,7 @@ random ones written in a second (tiny_models.py): the same loading code as a rea
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -61,7 +62,8 @@ def test_query_vectors_do_not_depend_on_the_batch_for_any_model(models, kind):
 def test_packed_and_padded_queries_are_the_same_vectors(models):
     """The packed path runs only where it reproduces the model (a BERT encoder): there its
     vectors are sentence-transformers' padded float64 ones, bit for bit."""
-    packed = query_embedder(Embedder(EmbedderConfig(model=str(models["bert"]))).spec, threads=1)
+    spec = Embedder(EmbedderConfig(model=str(models["bert"]), query_precision="float64")).spec
+    packed = query_embedder(spec, threads=1)
     padded = Embedder(EmbedderConfig(model=str(models["bert"]), role="query", threads=1,
                                      precision="float64"))
     assert packed._packed and not padded._packed
@@ -78,10 +80,12 @@ def test_prompts_come_from_the_model_or_the_flags(models):
     assert (flagged.query_prompt, flagged.passage_prompt) == ("Q ", "")
     # The prompt is really in front of the text: a query equals the passage side's embedding of
     # the prompted text.
-    query = query_embedder(from_config, threads=1).embed(["lava"])
-    bare = Embedder(EmbedderConfig(model=str(models["bert"]), passage_prompt="",
-                                   precision="float64")).embed(["query: lava"])
-    assert (query == bare).all()
+    for precision in ("float64", "int8"):
+        spec = dataclasses.replace(from_config, query_precision=precision)
+        query = query_embedder(spec, threads=1).embed(["lava"])
+        bare = Embedder(EmbedderConfig(model=str(models["bert"]), passage_prompt="",
+                                       precision=precision)).embed(["query: lava"])
+        assert (query == bare).all(), precision
 
 
 def test_model_card_prompts_for_e5_and_bge_when_the_config_has_none():

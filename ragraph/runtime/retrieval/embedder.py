@@ -6,18 +6,17 @@ embedder puts its role's prompt in front of every text (an index build embeds pa
 embeds queries: e5's `query: `/`passage: `, bge's query instruction), and its `spec` is what the
 index's manifest records about it (embedder_spec.py).
 
-Query embedders compute in float64 and round to float32 (`query_embedder`): float32 kernels give a
-text slightly different bits depending on which other texts share its batch (measured on MiniLM:
-149 of 160 questions differ by up to 2e-7), and a different bit can flip a near-tie in the top-k.
-In float64 those differences are ~1e-16 and vanish in the rounding, so a query's vector is the
-same whether it is embedded alone or batched with other requests' queries (320 of 320 measured,
-any batch split). Nothing in this depends on the model: it holds for every embedder. That is what
-lets the wavefront batch queries across requests without changing an answer; passages (index
-builds) stay in float32. A BERT encoder's queries are also packed, not padded (packed.py): the
-same vectors, without the work on padding tokens. Cost per query, one thread on this 2-core
-machine, batches of 16 NQ questions, float32 -> float64 (two runs, other jobs on the machine):
-MiniLM-L6 packed 7.7-10.3 -> 14.4-15.4 ms (1.5-1.9x); a model of bge-small-en-v1.5's shape
-(12 layers, 384 wide, CLS pooling, 33.4M parameters, padded) 17.3-21.6 -> 44.2-44.7 ms (2.0-2.6x).
+Query vectors are batch-invariant (`query_embedder`): a query's vector is the same, bit for bit,
+whether it is embedded alone or batched with other requests' queries, which is what lets the
+wavefront batch queries across requests without changing an answer. Float32 kernels do not give
+that: a text gets slightly different bits depending on which other texts share its batch, and a
+different bit can flip a near-tie in the top-k. An index records one of two ways
+(`EmbedderSpec.query_precision`): `int8`, where the model is a BERT encoder with mean pooling
+(int8.py: exact integer products, the default of new builds, several times cheaper), or
+`float64`, for every other model and every index built before int8: differences of ~1e-16 that
+vanish in the rounding to float32, for any model. Passages (index builds) stay in float32. A BERT
+encoder's queries are also packed, not padded (packed.py): the same vectors, without the work on
+padding tokens. Costs and accuracy: docs/benchmarks/embedders.md.
 """
 
 from __future__ import annotations
@@ -33,9 +32,11 @@ from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.runtime.retrieval.embedder_spec import (
     MINILM_DIM,
     MINILM_NAME,
+    QUERY_PRECISIONS,
     EmbedderSpec,
     check_compatible,
 )
+from ragraph.runtime.retrieval.int8 import int8_layers
 from ragraph.runtime.retrieval.model_files import go_offline, resolve_model
 from ragraph.runtime.retrieval.packed import encode_packed, packable
 from ragraph.runtime.retrieval.prompts import model_prompts
@@ -43,6 +44,7 @@ from ragraph.runtime.retrieval.prompts import model_prompts
 EMBEDDER_NAME = MINILM_NAME
 EMBEDDER_DIM = MINILM_DIM
 ROLES = ("passage", "query")
+PRECISIONS = ("float32", *QUERY_PRECISIONS)
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,11 @@ class EmbedderConfig:
     batch_size: int = 64
     threads: int | None = None
     device: str = "cpu"
-    precision: str = "float32"  # "float64": batch-invariant query vectors (see the module doc)
+    # "float64", "int8": batch-invariant query vectors (the module doc; int8.py)
+    precision: str = "float32"
+    # What the index's manifest records for its queries (a passage embedder's build): None, int8
+    # where the model can run it (a BERT encoder with mean pooling), float64 elsewhere.
+    query_precision: str | None = None
     # Batches without padding where the model allows it (packed.py: a BERT encoder with mean
     # pooling and normalization); other models run padded, as batch-invariant in float64.
     packed: bool = False
@@ -66,8 +72,11 @@ class EmbedderConfig:
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ConfigError("role", f"must be one of {ROLES}, got {self.role!r}")
-        if self.precision not in ("float32", "float64"):
-            raise ConfigError("precision", f"must be float32 or float64, got {self.precision!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError("precision", f"must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.query_precision not in (None, *QUERY_PRECISIONS):
+            raise ConfigError("query_precision", f"must be one of {QUERY_PRECISIONS}, got "
+                              f"{self.query_precision!r}")
         if self.batch_size < 1:
             raise ConfigError("batch_size", f"must be at least 1, got {self.batch_size}")
         if self.threads is not None and self.threads < 1:
@@ -78,7 +87,10 @@ class Embedder:
     """Text -> float32 vectors of the model's dimension (L2-normalized unless its similarity is
     an unnormalized one, such as a dot-product model's)."""
 
-    def __init__(self, config: EmbedderConfig | None = None) -> None:
+    def __init__(self, config: EmbedderConfig | None = None,
+                 index: EmbedderSpec | None = None) -> None:
+        """`index`: the record of the index this embedder will search, checked against the
+        model as soon as it is loaded (embedder_spec.check_compatible)."""
         self._config = config or EmbedderConfig()
         path = resolve_model(self._config.model)
         self._model = _load_model(path, self._config)
@@ -88,9 +100,13 @@ class Embedder:
                              self._config)
         self.name = self.spec.name
         self.dim = self.spec.dim
+        if index is not None:
+            check_compatible(index, self.spec, "the index")
         self._prompt = (self.spec.query_prompt if self._config.role == "query"
                         else self.spec.passage_prompt)
-        self._packed = self._config.packed and packable(self._model) is None
+        self._layers = int8_layers(self._model) if self._config.precision == "int8" else None
+        self._packed = self._layers is not None or (
+            self._config.packed and packable(self._model) is None)
 
     def embed(
         self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
@@ -118,7 +134,7 @@ class Embedder:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self._packed:
-            return encode_packed(self._model, [self._prompt + t for t in texts])
+            return encode_packed(self._model, [self._prompt + t for t in texts], self._layers)
         return self._model.encode(texts, prompt=self._prompt or None, batch_size=len(texts),
                                   convert_to_numpy=True, normalize_embeddings=self.spec.normalize,
                                   show_progress_bar=False)
@@ -150,20 +166,19 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
 def query_embedder(spec: EmbedderSpec | None = None, threads: int | None = None,
                    device: str = "cpu") -> Embedder:
     """The embedder for search queries of an index built with `spec` (default MiniLM):
-    batch-invariant, so batching never changes a result. On a GPU as on the CPU it computes in
-    float64 (the module doc): GPU float64 is fast enough for queries (measured on an H100, MiniLM:
-    0.22 ms a query batched vs 0.15 ms in float32)."""
+    batch-invariant, so batching never changes a result. It computes in the precision the index
+    records (`spec.query_precision`: int8 products, or float64 as every index built before int8
+    and every model int8 cannot run), on a GPU as on the CPU (GPU float64 is fast enough for
+    queries: docs/benchmarks/embedders.md)."""
     spec = spec or EmbedderSpec(MINILM_NAME, MINILM_DIM)
     if spec.source != "sentence-transformers":
         raise SearchIndexError(
             f"the index's embedder {spec.name!r} was served over HTTP when the index was built; "
             "pass --embedder-url with a server of that model")
-    embedder = Embedder(EmbedderConfig(
+    return Embedder(EmbedderConfig(
         model=spec.name, role="query", query_prompt=spec.query_prompt,
-        passage_prompt=spec.passage_prompt, threads=threads, device=device, precision="float64",
-        packed=True))
-    check_compatible(spec, embedder.spec, "the index")
-    return embedder
+        passage_prompt=spec.passage_prompt, threads=threads, device=device,
+        precision=spec.query_precision, packed=True), index=spec)
 
 
 def check_embedder(index_embedder: str, index_dim: int, embedder_name: str, dim: int) -> None:
@@ -188,7 +203,17 @@ def _spec_of(model, name: str, config: EmbedderConfig) -> EmbedderSpec:
         query_prompt=prompts.query if config.query_prompt is None else config.query_prompt,
         passage_prompt=(prompts.passage if config.passage_prompt is None
                         else config.passage_prompt),
-        normalize=has_normalize or similarity == "cosine", similarity=similarity)
+        normalize=has_normalize or similarity == "cosine", similarity=similarity,
+        query_precision=_query_precision(model, config))
+
+
+def _query_precision(model, config: EmbedderConfig) -> str:
+    """A query embedder's own precision; for a build, what its queries will use."""
+    if config.role == "query":
+        return config.precision
+    if config.query_precision is not None:
+        return config.query_precision
+    return "int8" if packable(model) is None else "float64"
 
 
 def _dimension(model) -> int:

@@ -21,6 +21,9 @@ MINILM_DIM = 384
 # OpenAI-compatible /v1/embeddings server.
 SOURCES = ("sentence-transformers", "openai-http")
 SIMILARITIES = ("cosine", "dot", "euclidean", "manhattan")
+# How a local model embeds queries, batch-invariant either way (embedder.py, int8.py); float32 is
+# a query embedder that is not (it never searches an index: query_embedder picks one of these).
+QUERY_PRECISIONS = ("float64", "int8")
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class EmbedderSpec:
     normalize: bool = True  # vectors are L2-normalized (so inner product is cosine)
     similarity: str = "cosine"  # the model's own similarity (sentence-transformers' config)
     source: str = "sentence-transformers"
+    # float64 for every index built before int8 queries existed: they keep their exact answers.
+    query_precision: str = "float64"
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -40,6 +45,9 @@ class EmbedderSpec:
             raise ConfigError("embedder.dim", f"must be a positive integer, got {self.dim!r}")
         if self.source not in SOURCES:
             raise ConfigError("embedder.source", f"must be one of {SOURCES}, got {self.source!r}")
+        if self.query_precision not in ("float32", *QUERY_PRECISIONS):
+            raise ConfigError("embedder.query_precision", f"must be one of {QUERY_PRECISIONS}, "
+                              f"got {self.query_precision!r}")
         if self.similarity not in SIMILARITIES:
             raise ConfigError("embedder.similarity",
                               f"must be one of {SIMILARITIES}, got {self.similarity!r}")
@@ -110,6 +118,12 @@ def check_compatible(index: EmbedderSpec, query: EmbedderSpec, index_where: str)
         raise SearchIndexError(
             f"{index_where} holds {index.dim}-dimensional vectors of {index.name!r}, but "
             f"{query.name!r} answers {query.dim}-dimensional ones" + _hint(query))
+    local = index.source == query.source == "sentence-transformers"
+    if local and index.query_precision != query.query_precision:
+        raise SearchIndexError(
+            f"{index_where} embeds its queries in {index.query_precision}, but this embedder "
+            f"computes {query.query_precision}: the vectors would differ from the ones the "
+            "index was built for")
 
 
 def _hint(query: EmbedderSpec) -> str:

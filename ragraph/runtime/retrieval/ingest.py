@@ -59,14 +59,17 @@ class IndexReport:
 
 
 def passage_embedder(model: str | None = None, url: str | None = None,
-                     query_prompt: str | None = None, passage_prompt: str | None = None):
+                     query_prompt: str | None = None, passage_prompt: str | None = None,
+                     query_precision: str | None = None):
     """The embedder an index is built with: a local sentence-transformers model (`model`: a
-    directory or a cached name; default all-MiniLM-L6-v2), or the `url` embeddings server."""
+    directory or a cached name; default all-MiniLM-L6-v2), or the `url` embeddings server.
+    `query_precision`: what the index records for its queries (None: the model's default)."""
     if url is None:
         from ragraph.runtime.retrieval.embedder import EMBEDDER_NAME, Embedder, EmbedderConfig
 
         return Embedder(EmbedderConfig(model=model or EMBEDDER_NAME, role="passage",
-                                       query_prompt=query_prompt, passage_prompt=passage_prompt))
+                                       query_prompt=query_prompt, passage_prompt=passage_prompt,
+                                       query_precision=query_precision))
     from ragraph.runtime.retrieval.http_embedder import HttpEmbedder, HttpEmbedderConfig
 
     return HttpEmbedder(HttpEmbedderConfig(url, model=model, role="passage",
@@ -170,6 +173,6 @@ def _embedder_of(spec: EmbedderSpec, url: str | None):
         raise SearchIndexError(f"the index's embedder {spec.name!r} was served over HTTP; pass "
                                "--embedder-url with a server of that model")
     embedder = passage_embedder(spec.name if url is None else None, url, spec.query_prompt,
-                                spec.passage_prompt)
+                                spec.passage_prompt, spec.query_precision)
     check_compatible(spec, embedder.spec, "the index")
     return embedder

@@ -10,11 +10,15 @@ vectors are bit-identical to sentence-transformers' padded ones after the roundi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ragraph.errors import SearchIndexError
+
+# An encoder layer over packed texts: (hidden states [tokens, width], the texts' lengths) -> out.
+Layer = Callable[..., object]
 
 
 def packable(model) -> str | None:
@@ -44,9 +48,11 @@ def check_packable(model) -> None:
         raise SearchIndexError("query embedder: the packed forward needs a BERT encoder")
 
 
-def encode_packed(model, texts: Sequence[str]) -> np.ndarray:
+def encode_packed(model, texts: Sequence[str], layers: Sequence[Layer] | None = None
+                  ) -> np.ndarray:
     """Normalized embeddings of `texts` (float32 rows) from a sentence-transformers BERT model
-    in the model's own precision."""
+    in the model's own precision, or through `layers` (one per encoder layer: packed hidden
+    states and the texts' lengths in, the layer's output out) where given (int8.py)."""
     import torch
 
     transformer = model[0]
@@ -57,25 +63,34 @@ def encode_packed(model, texts: Sequence[str]) -> np.ndarray:
         return np.empty((0, bert.config.hidden_size), dtype=np.float32)
     lengths = [len(row) for row in ids]
     device = bert.device
+    heads = bert.config.num_attention_heads
+    if layers is None:
+        layers = [functools.partial(_layer, layer, heads) for layer in bert.encoder.layer]
     with torch.inference_mode():
         tokens = torch.tensor([t for row in ids for t in row], device=device).unsqueeze(0)
         positions = torch.cat([torch.arange(n, device=device) for n in lengths]).unsqueeze(0)
         x = bert.embeddings(input_ids=tokens, position_ids=positions,
                             token_type_ids=torch.zeros_like(tokens))[0]
-        for layer in bert.encoder.layer:
-            attended = _attention(layer.attention.self, x, lengths, bert.config.num_attention_heads)
-            x_mid = layer.attention.output(attended, x)
-            x = layer.output(layer.intermediate(x_mid), x_mid)
+        for layer in layers:
+            x = layer(x, lengths)
         pooled = torch.stack([rows.mean(0) for rows in torch.split(x, lengths)])
         return torch.nn.functional.normalize(pooled, dim=1).to(torch.float32).cpu().numpy()
 
 
-def _attention(self_attention, x, lengths: list[int], heads: int):
-    """Multi-head self-attention of each text over its own tokens (no mask: nothing is padded)."""
+def _layer(layer, heads: int, x, lengths: list[int]):
+    """One BERT encoder layer over packed texts, with the model's own modules."""
+    attention = layer.attention.self
+    q, k, v = attention.query(x), attention.key(x), attention.value(x)
+    x_mid = layer.attention.output(attend(q, k, v, lengths, heads), x)
+    return layer.output(layer.intermediate(x_mid), x_mid)
+
+
+def attend(q, k, v, lengths: list[int], heads: int):
+    """Multi-head self-attention of each text over its own tokens (no mask: nothing is padded),
+    from the packed queries, keys and values."""
     import torch
 
-    width = x.shape[-1] // heads
-    q, k, v = self_attention.query(x), self_attention.key(x), self_attention.value(x)
+    width = q.shape[-1] // heads
     out = []
     start = 0
     for n in lengths:
