@@ -56,6 +56,7 @@ def retrieval_only(nprobe: int) -> RAGraph:
 
 
 async def wavefront_rate(engine, queries: np.ndarray, nprobe: int, batch: int, passes: str) -> float:
+    from ragraph.passes import compile
     from ragraph.runtime.app import execute
     from ragraph.runtime.config import RuntimeConfig
     from ragraph.runtime.executors.base import Services
@@ -68,7 +69,8 @@ async def wavefront_rate(engine, queries: np.ndarray, nprobe: int, batch: int, p
     config = RuntimeConfig.of(engine="sim", concurrency=batch, passes=passes)
     async with SimEngine() as llm:
         start = time.perf_counter()
-        result = await execute(retrieval_only(nprobe), requests, config, Services(llm, search))
+        result = await execute(compile(retrieval_only(nprobe), passes), requests, config,
+                               Services(llm, search))
         wall = time.perf_counter() - start
     assert not any(o.error for o in result.outcomes), [o.error for o in result.outcomes][:3]
     return len(queries) / wall

@@ -113,6 +113,7 @@ def _sharded(config: ScaleConfig, directory: Path, single: SearchService,
 def _workflow_row(config: ScaleConfig, search: SearchService, questions, shards: int,
                   replicas: int, qps: float) -> tuple[dict[str, str | None], ScaleRow]:
     from ragraph import dsl
+    from ragraph.passes import compile
     from ragraph.runtime.app import execute
     from ragraph.runtime.config import RuntimeConfig
     from ragraph.runtime.executors.base import Services
@@ -122,8 +123,8 @@ def _workflow_row(config: ScaleConfig, search: SearchService, questions, shards:
 
     async def go():
         async with router:
-            return await execute(dsl.load(config.workflow), questions, runtime,
-                                 Services(llm=router, search=search))
+            return await execute(compile(dsl.load(config.workflow), runtime.scheduler.passes),
+                                 questions, runtime, Services(llm=router, search=search))
 
     result = asyncio.run(go())
     answers = {o.rid: o.answer for o in result.outcomes}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragraph.runtime.catalog import Catalog, Workflows
+from ragraph.runtime.catalog import Catalog, Compiled
 from ragraph.runtime.config import RuntimeConfig, SchedulerConfig, SearchConfig
 from ragraph.runtime.distributed.faults import Fault, faults_of
 from ragraph.runtime.executors.app_clients import open_app_llm, uses_own_client
@@ -184,7 +184,7 @@ class RunResult:
 
 
 async def execute(
-    workflow: Workflows | Catalog,
+    workflow: Compiled | Catalog,
     requests: Iterable[Request] | AsyncIterator[Request],
     config: RuntimeConfig,
     services: Services,
@@ -193,8 +193,8 @@ async def execute(
     """Run `requests` through `workflow` with the executor of `config` on shared `services`.
 
     `workflow` may be several workflows by name; each request then names its own
-    (`Request.workflow`), and all of them share the engines and the scheduler. A workflow not
-    compiled yet is compiled here with `config.scheduler.passes`, once."""
+    (`Request.workflow`), and all of them share the engines and the scheduler. Workflows come
+    compiled (`ragraph.compile(graph, config.scheduler.passes)`): what runs is their program."""
     outcomes: list[Outcome] = []
 
     def done(outcome: Outcome) -> None:
@@ -202,8 +202,7 @@ async def execute(
         if on_done is not None:
             on_done(outcome)
 
-    catalog = (workflow if isinstance(workflow, Catalog)
-               else Catalog.compile(workflow, config.scheduler.passes))
+    catalog = workflow if isinstance(workflow, Catalog) else Catalog.of(workflow)
     executor = make_executor(config.scheduler, services)
     arrivals = requests if hasattr(requests, "__aiter__") else arrive_all(requests)
     start = time.perf_counter()

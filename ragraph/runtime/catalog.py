@@ -1,6 +1,7 @@
 """The workflows of one run, by name, each compiled once: a run may mix workflows (each request
-names its own). The wavefront scheduler runs the compiled graphs; the baselines run the graphs
-as written (`graphs`).
+names its own). The wavefront scheduler runs each workflow's compiled program; the baselines run
+the program of the workflow as written (`source_program`). Workflows are compiled at the edge
+(`Catalog.compile`, the CLI and serve); `execute` takes only compiled ones (`Catalog.of`).
 
 A long-lived run (the Python API's `Runtime`) learns its workflows as callers bring them
 (`add`; `Catalog({}, "")` starts empty and the first added is the default): executors look a
@@ -18,6 +19,7 @@ from ragraph.passes.compiled import CompiledWorkflow
 from ragraph.runtime.request import Request
 
 Workflows = RAGraph | CompiledWorkflow | Mapping[str, RAGraph | CompiledWorkflow]
+Compiled = CompiledWorkflow | Mapping[str, CompiledWorkflow]
 
 
 @dataclass
@@ -32,11 +34,27 @@ class Catalog:
 
         if isinstance(workflows, RAGraph | CompiledWorkflow):
             workflows = {workflows.name: workflows}
+        return cls.of({name: w if isinstance(w, CompiledWorkflow) else compile_workflow(w, passes)
+                       for name, w in workflows.items()})
+
+    @classmethod
+    def of(cls, workflows: Compiled) -> Catalog:
+        """The catalog of workflows compiled already; a graph is refused (compile it once, where
+        the run is set up: `ragraph.compile(graph, passes)` or `Catalog.compile`)."""
+        if isinstance(workflows, CompiledWorkflow):
+            workflows = {workflows.name: workflows}
+        if not isinstance(workflows, Mapping):
+            raise ConfigError("workflow", f"a compiled workflow is needed, got a "
+                              f"{type(workflows).__name__}: compile it first "
+                              "(ragraph.compile(graph, passes))")
         if not workflows:
             raise ConfigError("workflows", "at least one workflow is needed")
-        compiled = {name: w if isinstance(w, CompiledWorkflow) else compile_workflow(w, passes)
-                    for name, w in workflows.items()}
-        return cls(compiled, next(iter(compiled)))
+        for name, w in workflows.items():
+            if not isinstance(w, CompiledWorkflow):
+                raise ConfigError(f"workflows.{name}", f"a compiled workflow is needed, got a "
+                                  f"{type(w).__name__}: compile it first "
+                                  "(ragraph.compile(graph, passes))")
+        return cls(dict(workflows), next(iter(workflows)))
 
     def add(self, workflow: CompiledWorkflow) -> str:
         """Add `workflow` under its name (numbered when another holds that name); returns the

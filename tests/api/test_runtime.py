@@ -13,6 +13,7 @@ import pytest
 import ragraph
 from ragraph.errors import ConfigError, RequestFailed, RuntimeClosed, WorkflowError
 from ragraph.runtime.app import execute, open_services
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.request import Request
 from tests.runtime.fakes import random_search
@@ -35,7 +36,8 @@ def expected(hyde) -> dict[str, str]:
     async def run():
         async with open_services(config, random_search()) as services:
             requests = [Request(id=f"r{i}", question=q) for i, q in enumerate(QUESTIONS)]
-            return await execute(hyde, requests, config, services)
+            return await execute(Catalog.compile(hyde, config.scheduler.passes),
+                                 requests, config, services)
 
     return {o.question: o.answer for o in asyncio.run(run()).outcomes}
 

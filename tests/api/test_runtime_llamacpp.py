@@ -12,6 +12,7 @@ import pytest
 
 import ragraph
 from ragraph.runtime.app import execute, open_search, open_services
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.request import Request
 
@@ -29,7 +30,8 @@ def test_batch_threads_and_execute_agree_on_llamacpp():
     async def direct():
         async with open_services(config, search) as services:
             requests = [Request(id=str(i), question=q) for i, q in enumerate(QUESTIONS)]
-            result = await execute(wf, requests, config, services)
+            result = await execute(Catalog.compile(wf, config.scheduler.passes),
+                                   requests, config, services)
         return {o.question: o.answer for o in result.outcomes}
 
     expected = asyncio.run(direct())

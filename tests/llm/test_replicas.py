@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.distributed.replicas import ReplicaRouter
 from ragraph.runtime.executors.base import Services
@@ -27,7 +28,8 @@ def answer_all(urls: list[str], on_done=None) -> tuple[dict[str, str], ReplicaRo
         async with router:
             services = Services(llm=router, search=fakes.random_search())
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS)]
-            return await execute(load("oneshot"), requests, config, services, on_done)
+            return await execute(Catalog.compile(load("oneshot"), config.scheduler.passes),
+                                 requests, config, services, on_done)
 
     result = asyncio.run(go())
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]

@@ -10,6 +10,7 @@ from collections import defaultdict
 import pytest
 
 from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.events import (
     GenerationUsage,
@@ -41,7 +42,8 @@ async def observed(graph, executor: str, passes: str, n: int = 6):
     recorder = Recorder()
     async with SimEngine(FAST) as engine:
         services = Services(llm=engine, search=fakes.random_search(), hooks=RunHooks(recorder))
-        result = await execute(graph, questions(n), config, services)
+        result = await execute(Catalog.compile(graph, config.scheduler.passes),
+                               questions(n), config, services)
     return result, recorder
 
 
@@ -91,7 +93,8 @@ async def cancel_one(graph, victim: str):
 
     async with SimEngine(FAST) as engine:
         services = Services(llm=engine, search=fakes.random_search(), hooks=hooks)
-        result = await execute(graph, arrivals(), config, services)
+        result = await execute(Catalog.compile(graph, config.scheduler.passes),
+                               arrivals(), config, services)
         in_flight = engine.in_flight
         aborted = engine.counters().aborted
     return result, in_flight, aborted
@@ -121,7 +124,8 @@ def test_cancel_of_a_waiting_request_reports_it_once():
 
         async with SimEngine(FAST) as engine:
             services = Services(llm=engine, search=fakes.random_search(), hooks=hooks)
-            result = await execute(workflows.irg(), arrivals(), config, services,
+            result = await execute(Catalog.compile(workflows.irg(), config.scheduler.passes),
+                                   arrivals(), config, services,
                                    on_done=lambda o: counts.__setitem__(o.rid, counts[o.rid] + 1))
         return result, counts
 

@@ -10,6 +10,7 @@ import asyncio
 import pytest
 
 from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
@@ -45,7 +46,8 @@ def run(engine, search, executor: str = "ragraph", passes: str = "-O2", asked=No
         async with engine:
             services = Services(llm=engine, search=search)
             return await asyncio.wait_for(
-                execute(workflows.hyde(), asked or requests(), config, services), 120)
+                execute(Catalog.compile(workflows.hyde(), config.scheduler.passes),
+                        asked or requests(), config, services), 120)
 
     return {o.rid: o for o in asyncio.run(go()).outcomes}
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragraph import dsl
+from ragraph.passes import compile
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.app_clients import EngineApp
@@ -51,8 +52,8 @@ def run(name: str, search, executor: str = "ragraph", passes: str = "-O0", engin
             if executor == "langgraph":
                 services.app_llm = EngineApp(engine, asyncio.get_running_loop())
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(questions)]
-            return await execute(dsl.load(ROOT / "workflows" / f"{name}.rag"), requests, config,
-                                 services)
+            workflow = compile(dsl.load(ROOT / "workflows" / f"{name}.rag"), passes)
+            return await execute(workflow, requests, config, services)
 
     result = asyncio.run(go())
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]

@@ -24,6 +24,7 @@ import pytest
 
 from ragraph.dsl import load
 from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.protocol import GenerationRequest
@@ -63,7 +64,7 @@ class Capped:
 
     def submit(self, request: GenerationRequest):
         params = replace(request.params,
-                         max_new_tokens=min(request.params.max_tokens, self._cap))
+                         max_tokens=min(request.params.max_tokens, self._cap))
         return self._engine.submit(replace(request, params=params))
 
     def counters(self):
@@ -107,7 +108,8 @@ def _answers(loop, engine, search, graph, executor: str, passes: str, n: int):
     config = RuntimeConfig.of(engine="llamacpp", executor=executor, passes=passes, concurrency=8)
     requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS[:n])]
     result = loop.run_until_complete(
-        execute(graph, requests, config, Services(llm=engine, search=search)))
+        execute(Catalog.compile(graph, config.scheduler.passes),
+                requests, config, Services(llm=engine, search=search)))
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]
     return {o.rid: (o.answer, o.path) for o in result.outcomes}
 
@@ -181,7 +183,8 @@ def test_the_langgraph_app_runs_every_workflow_on_llamacpp(path, loop, invariant
     config = RuntimeConfig.of(engine="llamacpp", executor="langgraph", concurrency=4)
     requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS[:n])]
     services = Services(llm=invariant_engine, search=search, app_llm=app_llm)
-    result = loop.run_until_complete(execute(graph, requests, config, services))
+    result = loop.run_until_complete(execute(Catalog.compile(graph, config.scheduler.passes),
+                                             requests, config, services))
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]
     got = {o.rid: (o.answer, o.path) for o in result.outcomes}
     same = sum(got[r] == reference[r] for r in reference) / n

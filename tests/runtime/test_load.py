@@ -11,6 +11,7 @@ import resource
 import pytest
 
 from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.costmodel import GpuCostModel
@@ -49,7 +50,8 @@ async def _run(search, requests, executor="ragraph", tracer=None, cost=FAST, con
     async with RefusingEngine(SimEngine(cost), refuse=refuse) as engine:
         services = Services(llm=engine, search=search, tracer=tracer or Tracer())
         graphs = {name: make() for name, make in workflows.ALL.items()}
-        return await execute(graphs, requests, config, services)
+        return await execute(Catalog.compile(graphs, config.scheduler.passes),
+                             requests, config, services)
 
 
 def test_a_thousand_mixed_requests_none_lost_errors_attributed(search):

@@ -12,6 +12,7 @@ import pytest
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START
 from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim import SimEngine
@@ -61,7 +62,8 @@ def run(search, requests, executor):
     async def go():
         config = RuntimeConfig.of(engine="sim", executor=executor, passes="-O2", concurrency=32)
         async with SimEngine(FAST) as engine:
-            return await execute(workflows.irg(), requests, config,
+            return await execute(Catalog.compile(workflows.irg(), config.scheduler.passes),
+                                 requests, config,
                                  Services(llm=engine, search=search))
     return asyncio.run(go())
 
@@ -116,7 +118,8 @@ def test_a_step_carries_every_query_embedded_before_it():
     async def go():
         config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=48)
         async with SimEngine(FAST) as engine:
-            return await execute(search_only(), requests, config,
+            return await execute(Catalog.compile(search_only(), config.scheduler.passes),
+                                 requests, config,
                                  Services(llm=engine, search=search))
 
     result = asyncio.run(go())
@@ -205,7 +208,8 @@ def test_waiting_queries_that_embed_cheaply_join_the_first_step(monkeypatch, che
     async def go():
         config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=64)
         async with SimEngine(FAST) as engine:
-            return await execute(search_only(), requests, config,
+            return await execute(Catalog.compile(search_only(), config.scheduler.passes),
+                                 requests, config,
                                  Services(llm=engine, search=search))
 
     assert not any(o.error for o in asyncio.run(go()).outcomes)
@@ -242,7 +246,8 @@ def steps_after_batches(graph: RAGraph) -> list[tuple[int, int]]:
     async def go():
         config = RuntimeConfig.of(engine="sim", passes="-O2", concurrency=48)
         async with SimEngine(FAST) as engine:
-            return await execute(graph, requests, config, Services(llm=engine, search=search))
+            return await execute(Catalog.compile(graph, config.scheduler.passes),
+                                 requests, config, Services(llm=engine, search=search))
 
     result = asyncio.run(go())
     assert not any(o.error for o in result.outcomes)

@@ -12,6 +12,7 @@ import logging
 import pytest
 
 from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.events import GenerationUsage, RunHooks, TextProduced, UnitCompleted
 from ragraph.runtime.executors.base import Services
@@ -38,8 +39,9 @@ def run(search, graph=None, observer=None, engine=None, arrivals=None,  # noqa: 
                                   budget_ms=0.05, tau=1.0)
         async with engine or SimEngine(FAST) as llm:
             services = Services(llm=llm, search=search, hooks=RunHooks(observer))
-            return await asyncio.wait_for(execute(graph or workflows.hyde(),
-                                                  arrivals or questions(n), config, services), 120)
+            workflow = Catalog.compile(graph or workflows.hyde(), config.scheduler.passes)
+            return await asyncio.wait_for(execute(workflow, arrivals or questions(n), config,
+                                                  services), 120)
 
     return asyncio.run(go())
 

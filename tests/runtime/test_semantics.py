@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.costmodel import GpuCostModel
@@ -37,7 +38,8 @@ async def run_all(graph, search, executor: str, passes: str, n: int):
     engine = SimEngine(FAST)
     async with engine:
         services = Services(llm=engine, search=search)
-        result = await execute(graph, questions(n), config, services)
+        result = await execute(Catalog.compile(graph, config.scheduler.passes),
+                               questions(n), config, services)
     return result
 
 

@@ -13,6 +13,7 @@ from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START
 from ragraph.passes import compile
 from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.costmodel import GpuCostModel
@@ -46,7 +47,8 @@ def run(workflow, engine, search, passes: str, questions: list[str], tau: float 
         async with engine:
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(questions)]
             services = Services(llm=engine, search=services_search or search, tracer=tracer)
-            return await execute(workflow, requests, config, services)
+            return await execute(Catalog.compile(workflow, config.scheduler.passes),
+                                 requests, config, services)
 
     result = asyncio.run(go())
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]

@@ -13,6 +13,7 @@ import pytest
 from ragraph.dsl import load
 from ragraph.errors import EngineError, SearchIndexError
 from ragraph.runtime.app import execute, open_search, open_services
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.request import Request
 from tests.workflows.test_workflows import NAMES
@@ -33,7 +34,8 @@ def run_default(graphs, requests, config: RuntimeConfig):
 
     async def go():
         async with open_services(config, search) as services:
-            return await execute(graphs, requests, config, services)
+            return await execute(Catalog.compile(graphs, config.scheduler.passes),
+                                 requests, config, services)
 
     try:
         return asyncio.run(go())

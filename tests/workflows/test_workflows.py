@@ -14,6 +14,7 @@ from ragraph import dsl
 from ragraph.ir.nodes import Generate
 from ragraph.passes import compile
 from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.app_clients import EngineApp
 from ragraph.runtime.executors.base import Services
@@ -47,7 +48,8 @@ def run(graph, engine, search, executor: str, passes: str, questions: list[str])
             services = Services(llm=engine, search=search)
             if executor == "langgraph":
                 services.app_llm = EngineApp(engine, asyncio.get_running_loop())
-            return await execute(graph, requests, config, services)
+            return await execute(Catalog.compile(graph, config.scheduler.passes),
+                                 requests, config, services)
 
     result = asyncio.run(go())
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]
