@@ -68,7 +68,7 @@ class BenchConfig:
     quick: bool = False
     # Each pass's worth instead of the executors side by side (`bench.ablation`).
     ablation: bool = False
-    hot_cache: bool | None = None  # None: on exactly when a CUDA device is present
+    hot_cache: bool | None = None  # None: off (runtime/devices.py says why)
     profile: str | None = None  # sim: None = the shipped H100 profile (RuntimeConfig.profile)
 
     def __post_init__(self) -> None:

@@ -113,11 +113,11 @@ def add_gpu_flags(p: argparse.ArgumentParser) -> None:
     """`--hot-cache/--no-hot-cache` and `--profile`, as `run` and `bench` take them."""
     p.add_argument("--hot-cache", action=argparse.BooleanOptionalAction, default=None,
                    help="keep the hottest 20%% of clusters on the GPU and prefetch into it "
-                   "(default: on when a CUDA device is present; off on a CPU-only machine)")
+                   "(default: off; measured not faster end to end yet, docs/benchmarks/gpu.md)")
     p.add_argument("--profile", metavar="FILE",
                    help="--engine sim: step times from this GPU profile (`ragraph calibrate`); "
-                   "default: the shipped H100 / Llama-3.1-8B profile; 'roofline': the datasheet "
-                   "model alone")
+                   "default: the shipped H100 / Llama-3.1-8B profile; h200-llama-3.1-8b: the "
+                   "shipped H200 one; 'roofline': the datasheet model alone")
 
 
 def numbers(text: str | None, flag: str, cast: Callable[[str], object]) -> tuple | None:

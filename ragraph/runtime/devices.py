@@ -1,10 +1,12 @@
 """Which retrieval paths run on the GPU, decided once per run from the machine and the flags.
 
 With a CUDA device the query embedder runs there (float64, so batching still never changes a
-query's vector: embedder.py) and the hot-cluster cache with TeleRAG prefetch is on (HedraRAG
-technique 3). Without one everything runs on the CPU and the cache is off: its "accelerator" would
-be torch on the same cores, with nothing to gain. `--hot-cache` forces it on there (for tests and
-comparisons), `--no-hot-cache` off anywhere. Output says which paths are on and why.
+query's vector: embedder.py). The hot-cluster cache with TeleRAG prefetch (HedraRAG technique 3)
+is off unless `--hot-cache` asks for it, on a GPU machine too: measured end to end on an H200 it
+never made a run faster and cost up to 15% where retrieval was half the work, its scans sharing the
+GPU with the query embedder (docs/benchmarks/gpu.md). Without CUDA its "accelerator" would be torch
+on the same cores; `--hot-cache` still turns it on there (for tests and comparisons). Output says
+which paths are on and why.
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ class GpuPaths:
 
 
 def gpu_paths(hot_cache: bool | None, cuda: bool) -> GpuPaths:
-    """`hot_cache`: the flag (None: not given, on exactly when `cuda`)."""
+    """`hot_cache`: the flag (None: not given, off)."""
     device = "cuda" if cuda else "cpu"
     if hot_cache is None:
-        why = "default with a CUDA device" if cuda else "no CUDA device; --hot-cache forces it"
-        return GpuPaths(cuda, device, cuda, why)
+        why = ("default: not faster end to end on a GPU yet; --hot-cache turns it on" if cuda
+               else "no CUDA device; --hot-cache forces it")
+        return GpuPaths(cuda, device, False, why)
     if hot_cache:
         why = "--hot-cache" if cuda else "--hot-cache: torch on the CPU, nothing to gain"
         return GpuPaths(cuda, device, True, why)

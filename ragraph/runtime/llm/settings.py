@@ -32,7 +32,7 @@ class LlmConfig:
     # filled in at construction.
     gen_threads: int | None = None
     # The simulated engine's timing: None = the shipped H100 / Llama-3.1-8B profile, "roofline"
-    # = the datasheet model alone, else a profile file (llm/profiled.py).
+    # = the datasheet model alone, else a shipped profile's name or a profile file (llm/profiled.py).
     profile: str | None = None
     # llama.cpp: keep finished sequences' KV to reuse shared prompt prefixes (documents, the
     # instruction, an earlier round's prompt); off only to measure what it is worth.

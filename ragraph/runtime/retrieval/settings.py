@@ -21,8 +21,8 @@ class SearchConfig:
     # faiss/embedding threads; None = this machine's default beside the run's engine
     # (`threads.default_split`), filled in by `RuntimeConfig`.
     search_threads: int | None = None
-    # The accelerator tier (hot-cluster cache + TeleRAG prefetch); None: on exactly when a CUDA
-    # device is present (devices.py; on a CPU-only machine its "accelerator" is the same CPU).
+    # The accelerator tier (hot-cluster cache + TeleRAG prefetch); None: off, on a GPU too
+    # (devices.py says why; on a CPU-only machine its "accelerator" is the same CPU).
     hot_cache: bool | None = None
     hot_fraction: float = 0.2  # HedraRAG: the top 20% of clusters carried 69% of the work
 
