@@ -67,4 +67,5 @@ def test_the_embedder_step_checks_batch_invariance(tmp_path: Path) -> None:
     figures = json.loads((tmp_path / "report.json").read_text())["steps"][0]["figures"]
     assert rc == 0 and figures["questions"] == 8
     assert figures["cpu"]["float64"]["identical_alone_vs_batch"] == "8/8"
+    assert figures["cpu"]["int8"]["identical_alone_vs_batch"] == "8/8"
     assert figures["cpu"]["float64"]["ms_batch16"] > 0
