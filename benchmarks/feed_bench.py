@@ -60,7 +60,7 @@ async def wavefront_rate(engine, queries: np.ndarray, nprobe: int, batch: int, p
     from ragraph.runtime.app import execute
     from ragraph.runtime.config import RuntimeConfig
     from ragraph.runtime.executors.base import Services
-    from ragraph.runtime.llm.sim import SimEngine
+    from ragraph.runtime.llm.sim.engine import SimEngine
     from ragraph.runtime.request import Request
     from ragraph.runtime.search_service import SearchService
 
@@ -79,8 +79,8 @@ async def wavefront_rate(engine, queries: np.ndarray, nprobe: int, batch: int, p
 def main() -> None:
     import faiss
 
-    from ragraph.runtime.retrieval.cost import calibrated
-    from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+    from ragraph.runtime.retrieval.ivf.cost import calibrated
+    from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
 
     args = parse_args()
     rng = np.random.default_rng(0)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ragraph.bench.machine import detect
 from ragraph.eval import load_corpus
-from ragraph.runtime.retrieval.ingest import add_documents, build_index, passage_embedder
+from ragraph.runtime.retrieval.build.ingest import add_documents, build_index, passage_embedder
 
 CORPORA = ("hotpotqa_train_corpus.json", "musique_train_corpus.json",
            "2wikimultihopqa_corpus.json")

@@ -17,8 +17,8 @@ from typing import Any
 
 from ragraph.ir import Sampling
 from ragraph.runtime.llm import GenerationRequest
-from ragraph.runtime.llm.llamacpp import LlamaCppConfig, LlamaCppEngine, default_model_path
-from ragraph.runtime.llm.llamacpp_reference import reference_llama
+from ragraph.runtime.llm.llamacpp.engine import LlamaCppConfig, LlamaCppEngine, default_model_path
+from ragraph.runtime.llm.llamacpp.reference import reference_llama
 
 PROMPTS = [
     "The history of the city of Paris begins", "Water boils at a temperature of",

@@ -30,7 +30,7 @@ from ragraph.bench.machine import detect
 from ragraph.bench.target import requests_for
 from ragraph.runtime.app import execute, open_search, open_services
 from ragraph.runtime.config import RuntimeConfig
-from ragraph.runtime.retrieval.cost import calibrated
+from ragraph.runtime.retrieval.ivf.cost import calibrated
 
 REPO = Path(__file__).resolve().parents[1]
 

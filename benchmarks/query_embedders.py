@@ -20,9 +20,9 @@ from dataclasses import replace
 
 from gpu_embedder import questions
 
-from ragraph.runtime.retrieval import int8
-from ragraph.runtime.retrieval.embedder import Embedder, query_embedder
-from ragraph.runtime.retrieval.embedder_spec import MINILM
+from ragraph.runtime.retrieval.embed import int8
+from ragraph.runtime.retrieval.embed.embedder import Embedder, query_embedder
+from ragraph.runtime.retrieval.embed.spec import MINILM
 
 BATCHES = (1, 16, 64)
 

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ragraph.runtime.retrieval.corpus import ensure_default_index
-from ragraph.runtime.retrieval.embedder import Embedder
-from ragraph.runtime.retrieval.locality import completion_point
+from ragraph.runtime.retrieval.build.corpus import ensure_default_index
+from ragraph.runtime.retrieval.embed.embedder import Embedder
+from ragraph.runtime.retrieval.ivf.locality import completion_point
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask
 
 K = 10
@@ -115,7 +115,7 @@ def synthetic_table(n: int, queries: np.ndarray, repeats: int) -> None:
     """The same table on `n` clustered random vectors: per-cluster work like a large index."""
     import faiss
 
-    from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+    from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
 
     rng = np.random.default_rng(0)
     index, x = clustered_index(n, queries.shape[1], 256, rng)
@@ -130,7 +130,7 @@ def list_major_table(n: int, nlist: int, repeats: int, batch: int = 64) -> None:
     """Table 5: `batch` concurrent queries, four ways to answer them, queries/s."""
     import faiss
 
-    from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+    from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
 
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
@@ -222,8 +222,8 @@ def skew_and_completion(engine, queries: np.ndarray, nprobe: int) -> None:
 
 
 def served_by_cache(engine, queries: np.ndarray, nprobe: int) -> None:
-    from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
-    from ragraph.runtime.retrieval.tiered import TieredEngine
+    from ragraph.runtime.retrieval.tier.hotcache import HotCacheConfig, HotClusterCache
+    from ragraph.runtime.retrieval.tier.tiered import TieredEngine
 
     cache = HotClusterCache(engine, HotCacheConfig(capacity=engine.nlist // 5, swap_every=50))
     tiered = TieredEngine(engine, cache)

@@ -35,7 +35,7 @@ from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.trace import Tracer
 
 if TYPE_CHECKING:
-    from ragraph.runtime.retrieval.ingest import IndexReport
+    from ragraph.runtime.retrieval.build.ingest import IndexReport
 
 T = TypeVar("T")
 Question = str | Mapping[str, Any] | Request
@@ -173,7 +173,7 @@ class Runtime:
         --docs` / `index add`): into a new index at `out` (MiniLM), or, without `out`, added
         to this runtime's `index` in place. An open runtime keeps searching the version it
         opened; a runtime opened after sees the new one."""
-        from ragraph.runtime.retrieval.ingest import add_documents, build_index
+        from ragraph.runtime.retrieval.build.ingest import add_documents, build_index
 
         files = [Path(p) for p in paths]
         if out is not None:

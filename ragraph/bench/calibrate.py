@@ -18,9 +18,9 @@ from datetime import date
 
 from ragraph.bench.llama_forward import RandomLlama
 from ragraph.errors import ConfigError
-from ragraph.runtime.llm.costmodel import GpuCostModel
-from ragraph.runtime.llm.profile import DecodePoint, GpuProfile, PrefillPoint
-from ragraph.runtime.llm.shape import ModelShape
+from ragraph.runtime.llm.sim.costmodel import GpuCostModel
+from ragraph.runtime.llm.sim.profile import DecodePoint, GpuProfile, PrefillPoint
+from ragraph.runtime.llm.sim.shape import ModelShape
 
 # Memory kept free beside the weights and KV caches on a GPU: prefill activations of 8,192 tokens
 # (~0.5 GB of MLP activations for Llama-3.1-8B), CUDA-graph pools and the allocator's slack.

@@ -24,7 +24,7 @@ from ragraph.runtime.app import execute, open_services
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.app_clients import SentCall
-from ragraph.runtime.llm.openai_http import api_key_from
+from ragraph.runtime.llm.http.openai import api_key_from
 from ragraph.runtime.outcome import Outcome, RunStats, summarize
 from ragraph.runtime.request import Request
 from ragraph.runtime.search_service import SearchService

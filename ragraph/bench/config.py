@@ -112,7 +112,7 @@ class BenchConfig:
     @property
     def api_key(self) -> str | None:
         """The upstream server's key, from the variable --api-key-env names."""
-        from ragraph.runtime.llm.openai_http import api_key_from
+        from ragraph.runtime.llm.http.openai import api_key_from
 
         return api_key_from(self.api_key_env)
 

@@ -29,7 +29,7 @@ from ragraph.bench.realbase import ensure_real_base
 from ragraph.bench.results import Target, write_csv, write_json
 from ragraph.bench.session import WARM_UP_REQUESTS, Workbench, load_graphs, run_cells
 from ragraph.runtime.app import open_search
-from ragraph.runtime.llm.sim import SimConfig
+from ragraph.runtime.llm.sim.engine import SimConfig
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class BenchReport:
 
 
 def bench_cache(root: Path | None = None) -> Path:
-    from ragraph.runtime.retrieval.corpus import cache_root
+    from ragraph.runtime.retrieval.build.corpus import cache_root
 
     return (root or cache_root()) / "bench"
 

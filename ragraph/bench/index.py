@@ -181,6 +181,6 @@ def _embedding(dim: int):
     index with. The dimension is the vectors' own (the tests' toy bases are narrower)."""
     from dataclasses import replace
 
-    from ragraph.runtime.retrieval.embedder_spec import MINILM
+    from ragraph.runtime.retrieval.embed.spec import MINILM
 
     return replace(MINILM, dim=dim)

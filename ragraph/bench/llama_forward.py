@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ragraph.runtime.llm.shape import ModelShape
+from ragraph.runtime.llm.sim.shape import ModelShape
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ class Build:
 
 
 def bin_dir() -> Path:
-    from ragraph.runtime.retrieval.corpus import cache_root  # noqa: PLC0415
+    from ragraph.runtime.retrieval.build.corpus import cache_root  # noqa: PLC0415
 
     return cache_root() / "bin"
 

@@ -64,7 +64,7 @@ def ensure_real_base(data: Path | None, cache: Path,
     With `embed` False (--quick) the data corpora are used only if already embedded: embedding
     ~12k passages takes minutes on 2 cores, so a first quick run indexes the Wikipedia passages
     alone (the simulated engine's timing does not depend on which passages are retrieved)."""
-    from ragraph.runtime.retrieval.corpus import ensure_default_index
+    from ragraph.runtime.retrieval.build.corpus import ensure_default_index
 
     default = ensure_default_index()
     files, notes = source_files(data)
@@ -135,8 +135,8 @@ def _default_passages(default) -> tuple[list[RealPassage], np.ndarray]:
 
 
 def _embed(passages: list[RealPassage], progress) -> np.ndarray:
-    from ragraph.runtime.retrieval.builder import CorpusRecord, passage_text
-    from ragraph.runtime.retrieval.embedder import Embedder
+    from ragraph.runtime.retrieval.build.builder import CorpusRecord, passage_text
+    from ragraph.runtime.retrieval.embed.embedder import Embedder
 
     tick = progress("embedding data corpora", len(passages)) if progress else None
     texts = [passage_text(CorpusRecord(p.doc_id, p.title, p.text)) for p in passages]

@@ -135,8 +135,8 @@ def _workflow_row(config: ScaleConfig, search: SearchService, questions, shards:
 
 def _replicas(config: ScaleConfig, n: int):
     from ragraph.runtime.distributed.replicas import ReplicaRouter
-    from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
-    from ragraph.runtime.llm.sim import SimEngine
+    from ragraph.runtime.llm.http.openai import OpenAIHttpConfig, OpenAIHttpEngine
+    from ragraph.runtime.llm.sim.engine import SimEngine
 
     if config.replica_urls:
         return ReplicaRouter([OpenAIHttpEngine(OpenAIHttpConfig(base_url=u, name=u))
@@ -145,7 +145,7 @@ def _replicas(config: ScaleConfig, n: int):
 
 
 def _default_dir() -> Path:
-    from ragraph.runtime.retrieval.corpus import default_index_dir
+    from ragraph.runtime.retrieval.build.corpus import default_index_dir
 
     return default_index_dir()
 

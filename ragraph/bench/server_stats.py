@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import httpx
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.llm.openai_wire import served_context
+from ragraph.runtime.llm.http.openai_wire import served_context
 
 # The counters read from /metrics, by their llama-server names.
 _COUNTERS = {

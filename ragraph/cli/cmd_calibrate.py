@@ -54,8 +54,8 @@ def grid_from(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from ragraph.bench.calibrate import Calibration, calibrate
     from ragraph.runtime.devices import cuda_available
-    from ragraph.runtime.llm.profile import write_profile
-    from ragraph.runtime.llm.shape import parse_shape
+    from ragraph.runtime.llm.sim.profile import write_profile
+    from ragraph.runtime.llm.sim.shape import parse_shape
 
     device = args.device or ("cuda" if cuda_available() else "cpu")
     config = Calibration(parse_shape(args.shape), device, grid_from(args), name=args.out.stem)

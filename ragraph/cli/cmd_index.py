@@ -95,7 +95,7 @@ def progress_bar(
 
 
 def _build(args: argparse.Namespace) -> int:
-    from ragraph.runtime.retrieval.builder import BuildConfig, build_index
+    from ragraph.runtime.retrieval.build.builder import BuildConfig, build_index
 
     console = Console(stderr=True)
     config = BuildConfig(index_type=args.index_type, nlist=args.nlist, metric=args.metric)
@@ -117,7 +117,7 @@ def _build(args: argparse.Namespace) -> int:
 
 def _passage_embedder(args: argparse.Namespace):
     """The local sentence-transformers model of --embedder, or the --embedder-url server."""
-    from ragraph.runtime.retrieval.ingest import passage_embedder
+    from ragraph.runtime.retrieval.build.ingest import passage_embedder
 
     return passage_embedder(args.embedder, args.embedder_url, args.query_prompt,
                             args.passage_prompt)
@@ -128,7 +128,7 @@ def records_of(path: Path) -> list:
     through `ragraph.eval.load_corpus` (when it fails too, the JSONL error is the one shown)."""
     from ragraph.eval import load_corpus
     from ragraph.eval.records import DatasetError
-    from ragraph.runtime.retrieval.builder import CorpusError, CorpusRecord, read_corpus
+    from ragraph.runtime.retrieval.build.builder import CorpusError, CorpusRecord, read_corpus
 
     try:
         return list(read_corpus(path))
@@ -153,7 +153,7 @@ def _looks_like_plain_corpus(path: Path) -> bool:
 
 
 def _default(args: argparse.Namespace) -> int:
-    from ragraph.runtime.retrieval.corpus import default_index_dir, ensure_default_index
+    from ragraph.runtime.retrieval.build.corpus import default_index_dir, ensure_default_index
 
     console = Console(stderr=True)
     console.print(f"default index: {default_index_dir()}")
@@ -166,8 +166,8 @@ def _default(args: argparse.Namespace) -> int:
 
 
 def _shard(args: argparse.Namespace) -> int:
+    from ragraph.runtime.retrieval.ivf.shard_lists import shard_dir, write_shards
     from ragraph.runtime.retrieval.manifest import Manifest
-    from ragraph.runtime.retrieval.shard_lists import shard_dir, write_shards
 
     Manifest.read(args.directory)  # a clear error for a directory that is not an index
     console = Console(stderr=True)

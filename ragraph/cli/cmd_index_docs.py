@@ -1,5 +1,5 @@
 """`ragraph index build --docs`, `index add` and `index delete`: an index of one's own documents,
-changed in place (ragraph.runtime.retrieval.ingest does the work; this file reads flags and
+changed in place (ragraph.runtime.retrieval.build.ingest does the work; this file reads flags and
 prints what happened)."""
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def register_changes(sub: argparse._SubParsersAction) -> None:
 def build_docs(args: argparse.Namespace, config, console: Console) -> int:
     """`index build --docs`: read, cut, embed, build."""
     from ragraph.cli.cmd_index import progress_bar
-    from ragraph.runtime.retrieval.chunking import ChunkConfig
-    from ragraph.runtime.retrieval.ingest import build_index, passage_embedder
+    from ragraph.runtime.retrieval.build.chunking import ChunkConfig
+    from ragraph.runtime.retrieval.build.ingest import build_index, passage_embedder
 
     chunk = ChunkConfig(args.chunk_tokens, args.overlap)
     embedder = passage_embedder(args.embedder, args.embedder_url, args.query_prompt,
@@ -66,7 +66,7 @@ def build_docs(args: argparse.Namespace, config, console: Console) -> int:
 
 def _add(args: argparse.Namespace) -> int:
     from ragraph.cli.cmd_index import progress_bar, records_of
-    from ragraph.runtime.retrieval.ingest import add_documents
+    from ragraph.runtime.retrieval.build.ingest import add_documents
 
     console = Console(stderr=True)
     records = records_of(args.corpus) if args.corpus else ()
@@ -84,7 +84,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    from ragraph.runtime.retrieval.ingest import delete_documents
+    from ragraph.runtime.retrieval.build.ingest import delete_documents
 
     console = Console(stderr=True)
     report = delete_documents(args.directory, sources=args.source or (), ids=args.ids or ())

@@ -23,7 +23,7 @@ def engine_label(config: RuntimeConfig) -> str:
     file fails here, before any model loads)."""
     llm = config.llm
     if llm.simulated:
-        from ragraph.runtime.llm.sim import SimConfig
+        from ragraph.runtime.llm.sim.engine import SimConfig
 
         return (f"sim (SIMULATED GPU engine, text synthetic; step times: "
                 f"{SimConfig.of(llm).cost.label})")
@@ -55,7 +55,7 @@ def with_index(config: RuntimeConfig, err: Console, opener: Callable[..., T]) ->
     """`opener(config, progress)`: the first use of the default index builds it, with a
     progress bar."""
     from ragraph.cli.cmd_index import progress_bar
-    from ragraph.runtime.retrieval.corpus import default_index_dir
+    from ragraph.runtime.retrieval.build.corpus import default_index_dir
 
     if config.search.index is not None or (default_index_dir() / "manifest.json").is_file():
         return opener(config)

@@ -54,7 +54,7 @@ def open_search(config: RuntimeConfig, progress=None,
         embedder = index_embedder(index.directory, config.search, embed_threads)
         return index.search(embedder, config.search.nprobe, owner=True)
     if config.search.index is None:
-        from ragraph.runtime.retrieval.corpus import ensure_default_index
+        from ragraph.runtime.retrieval.build.corpus import ensure_default_index
 
         loaded = ensure_default_index(progress)
     else:
@@ -67,16 +67,16 @@ def open_search(config: RuntimeConfig, progress=None,
 def index_embedder(directory: Path, search: SearchConfig, embed_threads: int | None = None):
     """The query embedder of the index in `directory`, as its manifest records it: the local
     model, or the server at `search.embedder_url` once it is known to serve that model."""
-    from ragraph.runtime.retrieval.embedder_spec import check_compatible
+    from ragraph.runtime.retrieval.embed.spec import check_compatible
     from ragraph.runtime.retrieval.manifest import Manifest
 
     spec = Manifest.read(Path(directory)).embedder_spec
     if search.embedder_url is None:
-        from ragraph.runtime.retrieval.embedder import query_embedder
+        from ragraph.runtime.retrieval.embed.embedder import query_embedder
 
         return query_embedder(spec, threads=embed_threads or search.search_threads,
                               device=search.gpu.device)
-    from ragraph.runtime.retrieval.http_embedder import HttpEmbedder, HttpEmbedderConfig
+    from ragraph.runtime.retrieval.embed.http import HttpEmbedder, HttpEmbedderConfig
 
     embedder = HttpEmbedder(HttpEmbedderConfig(search.embedder_url, role="query",
                                                query_prompt=spec.query_prompt,
@@ -92,7 +92,7 @@ def start_sharded_index(config: RuntimeConfig, progress=None) -> ShardedIndex:
     from ragraph.runtime.retrieval.manifest import Manifest
 
     if config.search.index is None:
-        from ragraph.runtime.retrieval.corpus import ensure_default_index
+        from ragraph.runtime.retrieval.build.corpus import ensure_default_index
 
         directory = ensure_default_index(progress).directory
     else:
@@ -115,8 +115,8 @@ def open_attached_search(index: ShardedIndex, config: RuntimeConfig) -> SearchSe
 def on_gpu_paths(engine, search: SearchConfig):
     """The search engine with its hottest clusters resident on the accelerator when
     `search.gpu` says the hot-cluster cache is on, else `engine` itself."""
-    from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
-    from ragraph.runtime.retrieval.tiered import TieredEngine
+    from ragraph.runtime.retrieval.tier.hotcache import HotCacheConfig, HotClusterCache
+    from ragraph.runtime.retrieval.tier.tiered import TieredEngine
 
     if not search.gpu.hot_cache:
         return engine

@@ -3,7 +3,7 @@
 Queries are probed ONE per call: batched coarse quantization switches faiss to a BLAS kernel whose
 last float bits differ from the single-query path, which could flip a near-tie cluster at the
 nprobe boundary. Embedding may be batched (`embed_many`) because the query embedder is
-batch-invariant (`ragraph.runtime.retrieval.embedder.query_embedder`): a request's results never
+batch-invariant (`ragraph.runtime.retrieval.embed.embedder.query_embedder`): a request's results never
 depend on which other requests share its batch, so every executor returns the same passages.
 """
 

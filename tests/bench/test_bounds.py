@@ -10,8 +10,8 @@ import pytest
 
 from ragraph.bench.bounds import LlmRates, Rates, Work, fit_decode, least_time
 from ragraph.bench.probe import DECODE_TOKENS, probe_llm, run_prompts, shares_cores
-from ragraph.runtime.llm.clock import VirtualClock
-from ragraph.runtime.llm.sim import SimConfig, SimEngine
+from ragraph.runtime.llm.sim.clock import VirtualClock
+from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 
 LLM = LlmRates(prefill_tok_s=1000.0, step_s=0.02, token_s=0.005, timed_by="engine timers")
 

@@ -14,11 +14,11 @@ from ragraph.cli.main import main
 from ragraph.errors import ConfigError
 from ragraph.ir import Sampling
 from ragraph.runtime.llm import GenerationRequest
-from ragraph.runtime.llm.clock import VirtualClock
-from ragraph.runtime.llm.profile import load_profile
-from ragraph.runtime.llm.profiled import ProfiledCostModel, cost_model_for
-from ragraph.runtime.llm.shape import TINY
-from ragraph.runtime.llm.sim import SimConfig, SimEngine
+from ragraph.runtime.llm.sim.clock import VirtualClock
+from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
+from ragraph.runtime.llm.sim.profile import load_profile
+from ragraph.runtime.llm.sim.profiled import ProfiledCostModel, cost_model_for
+from ragraph.runtime.llm.sim.shape import TINY
 
 GRID = CalibrationGrid(prefill=(8, 32), batches=(1, 4), contexts=(16, 64), reps=1, warmup=0)
 

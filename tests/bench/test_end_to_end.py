@@ -100,8 +100,8 @@ def test_offline_rows_report_the_share_the_hot_cache_served(tmp_path: Path):
 
     pytest.importorskip("torch")
     from ragraph.bench.driver import _notes
-    from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
-    from ragraph.runtime.retrieval.tiered import TieredEngine
+    from ragraph.runtime.retrieval.tier.hotcache import HotCacheConfig, HotClusterCache
+    from ragraph.runtime.retrieval.tier.tiered import TieredEngine
 
     info = ensure_bench_index(tmp_path / "cache", toy_base(300), IndexSpec(scale=3000))
     loaded = load_index(Path(info.directory))

@@ -16,7 +16,7 @@ from ragraph.bench.questions import load_questions
 from ragraph.bench.server_alone import LABEL
 from ragraph.bench.session import Workbench, run_cells
 from ragraph.errors import ConfigError
-from ragraph.runtime.llm.llamacpp import default_model_path
+from ragraph.runtime.llm.llamacpp.engine import default_model_path
 from ragraph.runtime.retrieval.manifest import load_index
 from ragraph.runtime.search_service import SearchService
 from tests.llm.conftest import running_cpp_server

@@ -27,7 +27,7 @@ from starlette.routing import Route
 from ragraph.ir import Sampling
 from ragraph.runtime.llm.chat import ChatMessage
 from ragraph.runtime.llm.protocol import GenerationRequest
-from ragraph.runtime.llm.sim import SimConfig, SimEngine
+from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 
 Fault = Literal["none", "error", "garbage", "hang"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from ragraph.cli.run_single import chat_note
 from ragraph.dsl import load
 from ragraph.runtime.catalog import Catalog
-from ragraph.runtime.llm.sim import SimEngine
+from ragraph.runtime.llm.sim.engine import SimEngine
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 

@@ -13,7 +13,7 @@ from ragraph.ir import Sampling
 from ragraph.runtime.distributed.replicas import ReplicaRouter
 from ragraph.runtime.distributed.routing import PrefixTable, RouterConfig, choose, prefix_hashes
 from ragraph.runtime.llm.protocol import GenerationRequest, LLMEngine
-from ragraph.runtime.llm.sim import SimEngine
+from ragraph.runtime.llm.sim.engine import SimEngine
 from ragraph.runtime.llm.stream import GenerationStream
 from tests.runtime import fakes
 from tests.workflows.test_workflows import FAST, load, run

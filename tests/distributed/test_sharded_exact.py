@@ -9,9 +9,9 @@ import pytest
 from ragraph.runtime.distributed import sharded
 from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.distributed.sharded import ShardedEngine
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf.shard_lists import write_shards
 from ragraph.runtime.retrieval.protocol import SearchEngine
-from ragraph.runtime.retrieval.shard_lists import write_shards
 from tests.retrieval.helpers import make_ivf, queries_from
 from tests.retrieval.test_stepwise import assert_identical, reference, stepwise
 

@@ -9,7 +9,7 @@ import pytest
 from ragraph.errors import ConfigError
 from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.distributed.sharded import ShardedEngine
-from ragraph.runtime.llm.sim import SimEngine
+from ragraph.runtime.llm.sim.engine import SimEngine
 from ragraph.runtime.search_service import SearchService
 from tests.distributed.crashing import crashing_shard
 from tests.runtime import fakes

@@ -3,7 +3,7 @@ which crash llama_decode on this machine's CPUs); command-line arguments pass th
 
 import runpy
 
-from ragraph.runtime.llm.llamacpp_reference import plain_weight_buffers
+from ragraph.runtime.llm.llamacpp.reference import plain_weight_buffers
 
 if __name__ == "__main__":
     with plain_weight_buffers():

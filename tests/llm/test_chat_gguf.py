@@ -44,7 +44,7 @@ def stamped(model_path: str, tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def answers(model_path: str | None, **config: object) -> tuple[str, list]:
-    from ragraph.runtime.llm.llamacpp import LlamaCppConfig
+    from ragraph.runtime.llm.llamacpp.engine import LlamaCppConfig
 
     # Serial-exact: each turn alone in an empty KV cache (as create_chat_completion runs it).
     cfg = LlamaCppConfig(model_path=model_path, context_length=512, max_running=1,
@@ -62,8 +62,8 @@ def answers(model_path: str | None, **config: object) -> tuple[str, list]:
 
 
 def test_the_gguf_template_renders_the_gemma_turn(stamped: str) -> None:
-    from ragraph.runtime.llm.llamacpp_chat import chat_template_for
-    from ragraph.runtime.llm.llamacpp_model import ContextShape, LlamaModel
+    from ragraph.runtime.llm.llamacpp.chat import chat_template_for
+    from ragraph.runtime.llm.llamacpp.model import ContextShape, LlamaModel
 
     model = LlamaModel(stamped, ContextShape(n_ctx_seq=64, n_batch=64, n_seq_max=1, n_threads=2))
     try:
@@ -89,7 +89,7 @@ def test_the_gguf_template_answers_as_the_builtin_one(stamped: str) -> None:
 
 
 def test_answers_equal_llama_cpp_pythons_create_chat_completion(stamped: str) -> None:
-    from ragraph.runtime.llm.llamacpp_reference import reference_llama
+    from ragraph.runtime.llm.llamacpp.reference import reference_llama
 
     _, ours = answers(stamped)
     llm = reference_llama(stamped, n_ctx=512)

@@ -11,7 +11,7 @@ from ragraph.runtime.llm.chat import ChatMessage, chat_turn, prompt_text, stand_
 
 pytest.importorskip("llama_cpp")
 
-from ragraph.runtime.llm.llamacpp_chat import (  # noqa: E402 - after the importorskip
+from ragraph.runtime.llm.llamacpp.chat import (  # noqa: E402 - after the importorskip
     builtin_names,
     builtin_template,
     jinja_template,
@@ -75,7 +75,7 @@ def no_specials() -> tuple[str, str]:
 
 
 def test_which_template_a_model_gets(tmp_path):
-    from ragraph.runtime.llm.llamacpp_chat import no_template, select_template
+    from ragraph.runtime.llm.llamacpp.chat import no_template, select_template
 
     own = select_template(None, FAKE, "llama", no_specials)
     assert own is not None and "GGUF" in own.source

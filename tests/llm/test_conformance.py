@@ -17,7 +17,7 @@ import pytest
 from ragraph.errors import EngineError, PromptTooLong
 from ragraph.ir import Sampling
 from ragraph.runtime.llm import GenerationRequest, LLMEngine, create_engine
-from ragraph.runtime.llm.openai_http import OpenAIHttpEngine
+from ragraph.runtime.llm.http.openai import OpenAIHttpEngine
 from tests.llm.conftest import SERVER_N_CTX
 
 PROMPT = "The history of the city of Paris begins"
@@ -37,19 +37,19 @@ Factory = Callable[[], LLMEngine]
 def make_engine(request: pytest.FixtureRequest) -> Factory:
     kind = request.param
     if kind == "llamacpp":
-        from ragraph.runtime.llm.llamacpp import LlamaCppConfig
+        from ragraph.runtime.llm.llamacpp.engine import LlamaCppConfig
 
         path = request.getfixturevalue("model_path")
         cfg = LlamaCppConfig(model_path=path, context_length=512)
         return lambda: create_engine("llamacpp", cfg)
     if kind in ("http", "llama-server"):  # llama_cpp.server, or llama.cpp's C++ server
-        from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
+        from ragraph.runtime.llm.http.openai import OpenAIHttpConfig
 
         url = request.getfixturevalue("llama_server" if kind == "http"
                                       else "fresh_llama_server_cpp")
         cfg = OpenAIHttpConfig(base_url=url, context_length=SERVER_N_CTX)
         return lambda: create_engine("openai", cfg)
-    from ragraph.runtime.llm.sim import SimConfig
+    from ragraph.runtime.llm.sim.engine import SimConfig
 
     # Real clock: a simulated step is ~6 ms of asyncio.sleep.
     sim = SimConfig(context_length=512, output_lengths=(40,))
@@ -223,7 +223,7 @@ def test_submit_before_start_is_a_clear_error(make_engine: Factory) -> None:
 
 def test_llamacpp_unknown_model_path_is_a_clear_error() -> None:
     pytest.importorskip("llama_cpp")
-    from ragraph.runtime.llm.llamacpp import LlamaCppConfig
+    from ragraph.runtime.llm.llamacpp.engine import LlamaCppConfig
 
     async def main() -> None:
         await create_engine("llamacpp", LlamaCppConfig(model_path="/nonexistent/model.gguf")).start()
@@ -233,7 +233,7 @@ def test_llamacpp_unknown_model_path_is_a_clear_error() -> None:
 
 
 def test_http_server_down_fails_the_request() -> None:
-    from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
+    from ragraph.runtime.llm.http.openai import OpenAIHttpConfig
     from tests.llm.conftest import free_port
 
     cfg = OpenAIHttpConfig(base_url=f"http://127.0.0.1:{free_port()}", connect_timeout_s=2)
@@ -255,7 +255,7 @@ def test_http_server_down_fails_the_request() -> None:
     ],
 )
 def test_http_garbage_fails_only_that_request(body: bytes, match: str) -> None:
-    from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
+    from ragraph.runtime.llm.http.openai import OpenAIHttpConfig
     from tests.llm.fakeserver import FakeServer, sse
 
     good = sse({"choices": [{"text": " ok", "finish_reason": None}]},

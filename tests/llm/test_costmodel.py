@@ -3,7 +3,7 @@
 import pytest
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.llm.costmodel import GpuCostModel
+from ragraph.runtime.llm.sim.costmodel import GpuCostModel
 
 
 def test_decode_step_at_batch_one_is_about_six_ms() -> None:

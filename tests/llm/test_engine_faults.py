@@ -13,13 +13,13 @@ import pytest
 
 from ragraph.errors import EngineError, PromptTooLong, failure_kind
 from ragraph.ir import Sampling
-from ragraph.runtime.llm import openai_http
 from ragraph.runtime.llm.base import EngineBase
 from ragraph.runtime.llm.failure import EngineBug
-from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
+from ragraph.runtime.llm.http import openai as openai_http
+from ragraph.runtime.llm.http.openai import OpenAIHttpConfig, OpenAIHttpEngine
+from ragraph.runtime.llm.http.sglang import SGLangConfig, SGLangHttpEngine
 from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult
-from ragraph.runtime.llm.sglang import SGLangConfig, SGLangHttpEngine
-from ragraph.runtime.llm.sim import SimConfig, SimEngine
+from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 from ragraph.runtime.llm.stream import GenerationStream
 from tests.llm.fakeserver import FakeServer, sse
 

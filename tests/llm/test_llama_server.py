@@ -24,7 +24,7 @@ import pytest
 from ragraph.ir import Sampling
 from ragraph.runtime.executors.app_clients import OpenAIApp, _token_logprobs
 from ragraph.runtime.llm import GenerationRequest, create_engine
-from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
+from ragraph.runtime.llm.http.openai import OpenAIHttpConfig
 from tests.llm.conftest import SERVER_N_CTX, running_cpp_server
 from tests.processes import ragraph
 

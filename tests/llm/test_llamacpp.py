@@ -21,7 +21,7 @@ DOC = ("The Seine is a river in northern France. It flows through Paris into the
 
 @pytest.fixture(scope="module")
 def reference(model_path: str):  # noqa: ANN201 - llama_cpp.Llama
-    from ragraph.runtime.llm.llamacpp_reference import reference_llama
+    from ragraph.runtime.llm.llamacpp.reference import reference_llama
 
     return reference_llama(model_path, n_ctx=1024)
 
@@ -34,7 +34,7 @@ def complete(reference, prompt: str, n: int) -> str:  # noqa: ANN001
 
 
 def engine(model_path: str, **kw: object):  # noqa: ANN201
-    from ragraph.runtime.llm.llamacpp import LlamaCppConfig, LlamaCppEngine
+    from ragraph.runtime.llm.llamacpp.engine import LlamaCppConfig, LlamaCppEngine
 
     return LlamaCppEngine(LlamaCppConfig(model_path=model_path, context_length=1024, **kw))
 

@@ -3,9 +3,9 @@
 import numpy as np
 
 from ragraph.runtime.llm import GenerationRequest
-from ragraph.runtime.llm.llamacpp_seqs import Seq, plan_step
-from ragraph.runtime.llm.llamacpp_slots import SeqSlots
-from ragraph.runtime.llm.prefix_store import PrefixStore, common_prefix
+from ragraph.runtime.llm.llamacpp.prefix_store import PrefixStore, common_prefix
+from ragraph.runtime.llm.llamacpp.seqs import Seq, plan_step
+from ragraph.runtime.llm.llamacpp.slots import SeqSlots
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.textout import OutputText
 

@@ -14,7 +14,7 @@ from ragraph.ir import Sampling
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.llm import GenerationRequest, create_engine
 from ragraph.runtime.llm.chat import chat_turn
-from ragraph.runtime.llm.openai_http import OpenAIHttpConfig
+from ragraph.runtime.llm.http.openai import OpenAIHttpConfig
 from ragraph.runtime.llm.settings import LlmConfig
 from tests.llm.fakeserver import FakeServer, sse
 

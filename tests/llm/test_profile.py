@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.llm.profile import (
+from ragraph.runtime.llm.sim.profile import (
     default_profile,
     load_profile,
     shipped_profiles,
     write_profile,
 )
-from ragraph.runtime.llm.shape import LLAMA_3_1_8B, parse_shape
+from ragraph.runtime.llm.sim.shape import LLAMA_3_1_8B, parse_shape
 
 
 def test_shipped_profile_is_the_h100_llama_measurements() -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ragraph.runtime.llm.costmodel import GpuCostModel
-from ragraph.runtime.llm.profile import default_profile, write_profile
-from ragraph.runtime.llm.profiled import ProfiledCostModel, cost_model_for
+from ragraph.runtime.llm.sim.costmodel import GpuCostModel
+from ragraph.runtime.llm.sim.profile import default_profile, write_profile
+from ragraph.runtime.llm.sim.profiled import ProfiledCostModel, cost_model_for
 
 MODEL = ProfiledCostModel(default_profile())
 

@@ -14,7 +14,7 @@ from ragraph.errors import ConfigError
 from ragraph.ir import Sampling
 from ragraph.runtime.distributed.replicas import ReplicaRouter
 from ragraph.runtime.distributed.routing import RouterConfig, next_probe_s
-from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
+from ragraph.runtime.llm.http.openai import OpenAIHttpConfig, OpenAIHttpEngine
 from ragraph.runtime.llm.protocol import GenerationRequest
 from tests.llm.fakeserver import FakeServer, sse
 

@@ -10,7 +10,7 @@ from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.distributed.replicas import ReplicaRouter
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
+from ragraph.runtime.llm.http.openai import OpenAIHttpConfig, OpenAIHttpEngine
 from ragraph.runtime.request import Request
 from tests.llm.conftest import running_server
 from tests.runtime import fakes

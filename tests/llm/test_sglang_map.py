@@ -7,9 +7,9 @@ import pytest
 from ragraph.errors import ConfigError, EngineError
 from ragraph.ir import Sampling
 from ragraph.runtime.llm import GenerationRequest, create_engine
-from ragraph.runtime.llm.httpbase import StreamState
-from ragraph.runtime.llm.sglang import SGLangConfig, SGLangEngine, SGLangHttpEngine
-from ragraph.runtime.llm.sglang_map import (
+from ragraph.runtime.llm.http.base import StreamState
+from ragraph.runtime.llm.http.sglang import SGLangConfig, SGLangEngine, SGLangHttpEngine
+from ragraph.runtime.llm.http.sglang_map import (
     ChunkFolder,
     generate_kwargs,
     generate_payload,

@@ -6,9 +6,9 @@ import pytest
 
 from ragraph.ir import Sampling
 from ragraph.runtime.llm import GenerationRequest
-from ragraph.runtime.llm.clock import VirtualClock
-from ragraph.runtime.llm.costmodel import GpuCostModel
-from ragraph.runtime.llm.sim import SimConfig, SimEngine
+from ragraph.runtime.llm.sim.clock import VirtualClock
+from ragraph.runtime.llm.sim.costmodel import GpuCostModel
+from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 
 
 def req(rid: str, prompt: str, n: int = 16, **kw: object) -> GenerationRequest:
@@ -128,7 +128,7 @@ def test_default_engine_is_timed_by_the_measured_h100_profile_and_says_so() -> N
 
 
 def test_roofline_engine_names_its_cost_model() -> None:
-    from ragraph.runtime.llm.profiled import cost_model_for
+    from ragraph.runtime.llm.sim.profiled import cost_model_for
 
     eng = SimEngine(SimConfig(cost=cost_model_for("roofline")))
     assert eng.simulated and "roofline model" in eng.name and "not measured" in eng.name

@@ -25,7 +25,7 @@ from ragraph.runtime.config import RuntimeConfig  # noqa: E402
 from ragraph.runtime.events import RunHooks  # noqa: E402
 from ragraph.runtime.executors.app_clients import EngineApp  # noqa: E402
 from ragraph.runtime.executors.base import Services  # noqa: E402
-from ragraph.runtime.llm.sim import SimEngine  # noqa: E402
+from ragraph.runtime.llm.sim.engine import SimEngine  # noqa: E402
 from ragraph.runtime.request import Request  # noqa: E402
 from ragraph.runtime.telemetry.models import Models  # noqa: E402
 from ragraph.runtime.telemetry.spans import SpanRecorder  # noqa: E402
@@ -139,8 +139,8 @@ def test_split_nodes_have_their_sub_stages():
 
 
 def test_hot_cache_hits_are_counted_where_there_is_a_tier():
-    from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
-    from ragraph.runtime.retrieval.tiered import TieredEngine
+    from ragraph.runtime.retrieval.tier.hotcache import HotCacheConfig, HotClusterCache
+    from ragraph.runtime.retrieval.tier.tiered import TieredEngine
     from ragraph.runtime.search_service import SearchService
 
     plain = fakes.random_search()

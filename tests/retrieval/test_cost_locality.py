@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.retrieval.cost import (
+from ragraph.runtime.retrieval.ivf.cost import (
     STARVATION_STEPS,
     CostModel,
     Pending,
@@ -18,9 +18,9 @@ from ragraph.runtime.retrieval.cost import (
     optimal_budget_ms,
     plan_step,
 )
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine
-from ragraph.runtime.retrieval.listmajor import ListMajorRule
-from ragraph.runtime.retrieval.locality import (
+from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf.listmajor import ListMajorRule
+from ragraph.runtime.retrieval.ivf.locality import (
     History,
     completion_point,
     early_completion,

@@ -10,9 +10,9 @@ import pytest
 
 from ragraph.cli.main import main
 from ragraph.errors import ConfigError, SearchIndexError
-from ragraph.runtime.retrieval.chunking import ChunkConfig, Chunker
-from ragraph.runtime.retrieval.documents import DocumentError, read_document
-from ragraph.runtime.retrieval.embedder import query_embedder
+from ragraph.runtime.retrieval.build.chunking import ChunkConfig, Chunker
+from ragraph.runtime.retrieval.build.documents import DocumentError, read_document
+from ragraph.runtime.retrieval.embed.embedder import query_embedder
 from ragraph.runtime.retrieval.manifest import load_index
 from ragraph.runtime.retrieval.store import PassageStore
 
@@ -133,7 +133,7 @@ def test_bad_files_are_named(tmp_path, tiny_embedder_dir, capsys):
 
 
 def test_chunk_sizes_are_checked_against_the_model(tiny_embedder_dir, tmp_path):
-    from ragraph.runtime.retrieval.ingest import passage_embedder
+    from ragraph.runtime.retrieval.build.ingest import passage_embedder
 
     spec = passage_embedder(str(tiny_embedder_dir)).spec
     with pytest.raises(ConfigError, match="chunk_tokens: 100 tokens do not fit"):

@@ -15,10 +15,10 @@ import pytest
 
 from ragraph.cli.main import main
 from ragraph.errors import SearchIndexError
-from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig, query_embedder
-from ragraph.runtime.retrieval.embedder_spec import MINILM, EmbedderSpec
+from ragraph.runtime.retrieval.embed.embedder import Embedder, EmbedderConfig, query_embedder
+from ragraph.runtime.retrieval.embed.prompts import BGE_QUERY_INSTRUCTION, family_prompts
+from ragraph.runtime.retrieval.embed.spec import MINILM, EmbedderSpec
 from ragraph.runtime.retrieval.manifest import Manifest, load_index
-from ragraph.runtime.retrieval.prompts import BGE_QUERY_INSTRUCTION, family_prompts
 
 from .test_build_cli import TOPICS
 from .test_query_embedder import device

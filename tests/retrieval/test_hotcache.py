@@ -6,11 +6,15 @@ import numpy as np
 import pytest
 
 from ragraph.errors import ConfigError, SearchIndexError
-from ragraph.runtime.retrieval.hotcache import BYTES_PER_ELEMENT, HotCacheConfig, HotClusterCache
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchEngine, SearchTask
 from ragraph.runtime.retrieval.settings import SearchConfig
-from ragraph.runtime.retrieval.tiered import TieredEngine
+from ragraph.runtime.retrieval.tier.hotcache import (
+    BYTES_PER_ELEMENT,
+    HotCacheConfig,
+    HotClusterCache,
+)
+from ragraph.runtime.retrieval.tier.tiered import TieredEngine
 
 from .helpers import make_ivf, queries_from
 from .test_stepwise import assert_identical, reference, stepwise

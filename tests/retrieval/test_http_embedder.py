@@ -13,7 +13,7 @@ import pytest
 
 from ragraph.cli.main import main
 from ragraph.errors import EngineError, SearchIndexError
-from ragraph.runtime.retrieval.http_embedder import (
+from ragraph.runtime.retrieval.embed.http import (
     PROBE_TEXT,
     HttpEmbedder,
     HttpEmbedderConfig,
@@ -115,7 +115,7 @@ def test_a_local_index_queried_through_a_server_of_another_model(tmp_path):
 
 
 def _minilm_manifest(directory: Path) -> None:
-    from ragraph.runtime.retrieval.embedder_spec import MINILM
+    from ragraph.runtime.retrieval.embed.spec import MINILM
 
     Manifest(embedder=MINILM.name, dim=MINILM.dim, metric="ip", nlist=1, index_type="flat",
              passages=0, checksum="0", embedding=MINILM).write(directory)

@@ -13,11 +13,11 @@ import pytest
 
 from ragraph.cli.main import main
 from ragraph.errors import SearchIndexError
-from ragraph.runtime.retrieval.builder import BuildConfig
-from ragraph.runtime.retrieval.embedder import query_embedder
-from ragraph.runtime.retrieval.ingest import add_documents, build_index, delete_documents
+from ragraph.runtime.retrieval.build.builder import BuildConfig
+from ragraph.runtime.retrieval.build.ingest import add_documents, build_index, delete_documents
+from ragraph.runtime.retrieval.build.update import LOCK_FILE, Balance
+from ragraph.runtime.retrieval.embed.embedder import query_embedder
 from ragraph.runtime.retrieval.manifest import Manifest, Training, load_index
-from ragraph.runtime.retrieval.update import LOCK_FILE, Balance
 
 from .documents_data import write_folder, write_text
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from ragraph.errors import ConfigError, SearchIndexError
-from ragraph.runtime.retrieval import int8
-from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig, query_embedder
-from ragraph.runtime.retrieval.embedder_spec import MINILM, EmbedderSpec, check_compatible
+from ragraph.runtime.retrieval.embed import int8
+from ragraph.runtime.retrieval.embed.embedder import Embedder, EmbedderConfig, query_embedder
+from ragraph.runtime.retrieval.embed.spec import MINILM, EmbedderSpec, check_compatible
 
 from .test_real_data import nq_questions
 from .tiny_models import WORDS, tiny_model

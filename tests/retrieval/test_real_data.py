@@ -9,10 +9,10 @@ from importlib import metadata
 import numpy as np
 import pytest
 
-from ragraph.runtime.retrieval.corpus import WHEEL, chunk, default_index_dir
-from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine
-from ragraph.runtime.retrieval.tiered import TieredEngine
+from ragraph.runtime.retrieval.build.corpus import WHEEL, chunk, default_index_dir
+from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
+from ragraph.runtime.retrieval.tier.hotcache import HotCacheConfig, HotClusterCache
+from ragraph.runtime.retrieval.tier.tiered import TieredEngine
 
 from .test_stepwise import assert_identical, reference, stepwise
 
@@ -47,7 +47,7 @@ def test_chunking_packs_sentences():
 
 def test_missing_wheel_error_says_how_to_install(monkeypatch):
     from ragraph.errors import SearchIndexError
-    from ragraph.runtime.retrieval import corpus
+    from ragraph.runtime.retrieval.build import corpus
 
     def absent(name):
         raise metadata.PackageNotFoundError(name)
@@ -68,7 +68,7 @@ def default_index():
         metadata.files(WHEEL)
     except metadata.PackageNotFoundError:
         pytest.skip(f"{WHEEL} not installed (make setup installs it)")
-    from ragraph.runtime.retrieval.corpus import ensure_default_index
+    from ragraph.runtime.retrieval.build.corpus import ensure_default_index
 
     return ensure_default_index()
 
@@ -92,7 +92,7 @@ def test_default_index_answers_and_is_exact(default_index, embedder, data_dir):
 @pytest.mark.slow
 def test_default_index_list_major_exact(default_index, embedder, data_dir, monkeypatch):
     """Natural Questions on the default index (d 384, 256 lists), every step list-major."""
-    from ragraph.runtime.retrieval import listmajor
+    from ragraph.runtime.retrieval.ivf import listmajor
     from ragraph.runtime.retrieval.protocol import ScanOrder
 
     monkeypatch.setattr(listmajor, "MIN_SHARING", dict.fromkeys(listmajor.MIN_SHARING, 0.0))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from ragraph.errors import ConfigError
+from ragraph.runtime.retrieval.ivf.shard_plan import ShardPlan, plan_shards, route_step
 from ragraph.runtime.retrieval.merge import replay_heap
-from ragraph.runtime.retrieval.shard_plan import ShardPlan, plan_shards, route_step
 
 from .helpers import make_ivf, queries_from
 
@@ -75,7 +75,7 @@ def test_bad_plans_name_the_field(field, kwargs):
 def test_replaying_the_heap_in_scan_order_is_faiss(tie_vectors, metric):
     """The tie-break the sharded engine relies on: faiss's heap fed each probe list's elements
     in storage order keeps exactly the ids `index.search` returns."""
-    from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+    from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
 
     rng = np.random.default_rng(3)
     ids = rng.permutation(tie_vectors.shape[0]).astype(np.int64)

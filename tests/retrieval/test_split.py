@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ragraph.runtime.retrieval.ivf.split import balance, by_cluster, last_level_cache_bytes
 from ragraph.runtime.retrieval.merge import merge_partials, merge_rows
 from ragraph.runtime.retrieval.protocol import Metric, TopK
-from ragraph.runtime.retrieval.split import balance, by_cluster, last_level_cache_bytes
 
 
 def rows(layout):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ragraph.errors import ConfigError, SearchIndexError
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
 from ragraph.runtime.retrieval.merge import merge_partials
 from ragraph.runtime.retrieval.protocol import Metric, ScanOrder, SearchEngine, SearchTask, TopK
 

@@ -43,7 +43,7 @@ class MemoryStore:
 def random_search(n: int = 4000, nlist: int = 64, nprobe: int = 16, seed: int = 0) -> SearchService:
     import faiss
 
-    from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+    from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
 
     rng = np.random.default_rng(seed)
     centers = rng.standard_normal((nlist, DIM)).astype(np.float32)

@@ -13,7 +13,7 @@ from ragraph.runtime.app import execute
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.sim import SimEngine
+from ragraph.runtime.llm.sim.engine import SimEngine
 from tests.runtime import fakes, workflows
 
 

@@ -11,7 +11,7 @@ import pytest
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import PARTS, TOP_LEVEL, RuntimeConfig, knobs
 from ragraph.runtime.distributed.options import ScaleConfig
-from ragraph.runtime.llm.llamacpp import LlamaCppConfig
+from ragraph.runtime.llm.llamacpp.engine import LlamaCppConfig
 from ragraph.runtime.llm.settings import LlmConfig
 
 RUNTIME = Path(__file__).resolve().parents[2] / "ragraph" / "runtime"
@@ -75,8 +75,8 @@ def test_knobs_set_into_a_file_tree_land_in_their_tables() -> None:
 
 
 def test_the_hot_cache_sizes_itself_from_the_search_part() -> None:
-    from ragraph.runtime.retrieval.hotcache import HotCacheConfig
     from ragraph.runtime.retrieval.settings import SearchConfig
+    from ragraph.runtime.retrieval.tier.hotcache import HotCacheConfig
 
     tier = HotCacheConfig.of(SearchConfig(hot_cache=True, hot_fraction=0.2), nlist=100)
     assert (tier.capacity, tier.prefetch_capacity) == (18, 2)  # 20 clusters, an eighth to prefetch

@@ -20,7 +20,7 @@ from ragraph.runtime.events import (
     UnitCompleted,
 )
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.sim import SimEngine
+from ragraph.runtime.llm.sim.engine import SimEngine
 from ragraph.runtime.request import Request
 from tests.runtime import fakes, workflows
 from tests.runtime.test_semantics import FAST, questions

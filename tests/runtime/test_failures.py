@@ -13,8 +13,8 @@ from ragraph.runtime.app import execute
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
-from ragraph.runtime.llm.sim import SimEngine
+from ragraph.runtime.llm.http.openai import OpenAIHttpConfig, OpenAIHttpEngine
+from ragraph.runtime.llm.sim.engine import SimEngine
 from ragraph.runtime.request import Request
 from tests.llm.fakeserver import FakeServer, sse
 from tests.runtime import fakes, workflows

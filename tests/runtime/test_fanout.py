@@ -16,8 +16,8 @@ from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.app_clients import EngineApp
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.costmodel import GpuCostModel
-from ragraph.runtime.llm.sim import SimConfig, SimEngine
+from ragraph.runtime.llm.sim.costmodel import GpuCostModel
+from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 from ragraph.runtime.request import Request
 from ragraph.runtime.scheduler.fanout import Fan
 from ragraph.runtime.scheduler.jobs import Job, Stage

@@ -76,7 +76,7 @@ class Capped:
 
 def _engine(**overrides):
     pytest.importorskip("llama_cpp")
-    from ragraph.runtime.llm.llamacpp import LlamaCppConfig, LlamaCppEngine
+    from ragraph.runtime.llm.llamacpp.engine import LlamaCppConfig, LlamaCppEngine
 
     try:
         return LlamaCppEngine(LlamaCppConfig(n_threads=2, **overrides))

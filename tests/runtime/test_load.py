@@ -14,8 +14,8 @@ from ragraph.runtime.app import execute
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.costmodel import GpuCostModel
-from ragraph.runtime.llm.sim import SimConfig, SimEngine
+from ragraph.runtime.llm.sim.costmodel import GpuCostModel
+from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 from ragraph.runtime.request import Request
 from ragraph.runtime.trace import Tracer
 from tests.runtime import fakes, workflows

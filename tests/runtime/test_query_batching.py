@@ -15,9 +15,9 @@ from ragraph.runtime.app import execute
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.sim import SimEngine
+from ragraph.runtime.llm.sim.engine import SimEngine
 from ragraph.runtime.request import Request
-from ragraph.runtime.retrieval.locality import History
+from ragraph.runtime.retrieval.ivf.locality import History
 from ragraph.runtime.retrieval.protocol import ScanOrder
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.policies import RunningMean, loaded_budget_ms, retrieval_budget_ms
@@ -166,7 +166,7 @@ def test_a_batch_grows_to_what_makes_its_step_list_major():
     many as make its step list-major, however fast it embeds."""
     import numpy as np
 
-    from ragraph.runtime.retrieval.listmajor import MIN_SHARING, ListMajorRule
+    from ragraph.runtime.retrieval.ivf.listmajor import MIN_SHARING, ListMajorRule
 
     rule = ListMajorRule(np.full(4096, 10**6), 0, "torch")
     for nprobe, want in [(256, 40), (128, MAX_EMBED_BATCH), (1024, EMBED_BATCH)]:

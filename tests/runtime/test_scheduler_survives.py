@@ -16,7 +16,7 @@ from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.events import GenerationUsage, RunHooks, TextProduced, UnitCompleted
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.sim import SimEngine
+from ragraph.runtime.llm.sim.engine import SimEngine
 from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 from ragraph.runtime.scheduler.wavefront import SchedulerStopped

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragraph.runtime.retrieval.cost import CostModel
+from ragraph.runtime.retrieval.ivf.cost import CostModel
 from ragraph.runtime.scheduler.search_worker import ScanItem, SplitCheck, run_cycle
 
 from .fakes import random_search

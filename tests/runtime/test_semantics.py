@@ -10,8 +10,8 @@ from ragraph.runtime.app import execute
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.costmodel import GpuCostModel
-from ragraph.runtime.llm.sim import SimConfig, SimEngine
+from ragraph.runtime.llm.sim.costmodel import GpuCostModel
+from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 from ragraph.runtime.request import Request
 from tests.runtime import fakes, workflows
 
@@ -65,8 +65,8 @@ def test_every_executor_gives_the_same_answers(name, search):
 def test_hot_cluster_cache_and_prefetch_keep_answers(search):
     """The accelerator tier (torch on the CPU device here) serves part of the search work and
     changes no answer."""
-    from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
-    from ragraph.runtime.retrieval.tiered import TieredEngine
+    from ragraph.runtime.retrieval.tier.hotcache import HotCacheConfig, HotClusterCache
+    from ragraph.runtime.retrieval.tier.tiered import TieredEngine
     from ragraph.runtime.search_service import SearchService
 
     base = search.engine

@@ -16,8 +16,8 @@ from ragraph.runtime.app import execute
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.costmodel import GpuCostModel
-from ragraph.runtime.llm.sim import SimConfig, SimEngine
+from ragraph.runtime.llm.sim.costmodel import GpuCostModel
+from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 from ragraph.runtime.request import Request
 from ragraph.runtime.trace import Tracer
 from tests.passes import graphs
@@ -134,8 +134,8 @@ def test_rewire_starts_independent_work_before_its_control_predecessor_ends(sear
 
 
 def test_prefetch_loads_clusters_while_the_query_is_generated(search):
-    from ragraph.runtime.retrieval.hotcache import HotCacheConfig, HotClusterCache
-    from ragraph.runtime.retrieval.tiered import TieredEngine
+    from ragraph.runtime.retrieval.tier.hotcache import HotCacheConfig, HotClusterCache
+    from ragraph.runtime.retrieval.tier.tiered import TieredEngine
     from ragraph.runtime.search_service import SearchService
 
     def tiered(room: int) -> SearchService:

@@ -111,7 +111,7 @@ def slow_profile(path: Path, step_ms: float = 400.0) -> Path:
     whatever the machine's speed."""
     import json
 
-    from ragraph.runtime.llm.profile import default_profile
+    from ragraph.runtime.llm.sim.profile import default_profile
 
     shape = {k: v for k, v in default_profile().shape.to_json().items() if k != "name"}
     path.write_text(json.dumps({

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ragraph.runtime.llm.base import EngineBase
 from ragraph.runtime.llm.chat import prompt_text
 from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, TokenEvent
-from ragraph.runtime.llm.simtext import tokenize
+from ragraph.runtime.llm.sim.text import tokenize
 from ragraph.runtime.llm.stream import GenerationStream
 
 # The question of the prompt: the last `Question:` line (few-shot examples come before it).

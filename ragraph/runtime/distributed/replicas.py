@@ -30,7 +30,7 @@ from ragraph.runtime.distributed.routing import (
 from ragraph.runtime.llm.base import EngineBase
 from ragraph.runtime.llm.chat import prompt_text
 from ragraph.runtime.llm.failure import cause
-from ragraph.runtime.llm.openai_http import OpenAIHttpConfig, OpenAIHttpEngine
+from ragraph.runtime.llm.http.openai import OpenAIHttpConfig, OpenAIHttpEngine
 from ragraph.runtime.llm.protocol import (
     EngineCounters,
     GenerationRequest,

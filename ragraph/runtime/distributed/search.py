@@ -18,9 +18,9 @@ from ragraph.runtime.distributed.shard_pool import (
     stop_shards,
 )
 from ragraph.runtime.distributed.sharded import ShardedEngine
-from ragraph.runtime.retrieval.embedder import check_embedder
+from ragraph.runtime.retrieval.embed.embedder import check_embedder
+from ragraph.runtime.retrieval.ivf.shard_lists import open_plan
 from ragraph.runtime.retrieval.manifest import Manifest
-from ragraph.runtime.retrieval.shard_lists import open_plan
 from ragraph.runtime.retrieval.store import PassageStore
 from ragraph.runtime.search_service import SearchService
 

@@ -24,8 +24,8 @@ from ragraph.runtime.distributed.faults import Fault, FaultLog
 from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.distributed.ray_env import require_ray
 from ragraph.runtime.distributed.shard_server import ShardServer
-from ragraph.runtime.retrieval.shard_lists import ShardSource
-from ragraph.runtime.retrieval.shard_plan import ShardPlan, route_step
+from ragraph.runtime.retrieval.ivf.shard_lists import ShardSource
+from ragraph.runtime.retrieval.ivf.shard_plan import ShardPlan, route_step
 
 # (the shard's actor, its clusters for each task) -> an ObjectRef of the call
 Call = Callable[[object, list[np.ndarray]], object]

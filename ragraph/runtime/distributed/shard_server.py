@@ -11,9 +11,9 @@ import os
 
 import numpy as np
 
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
+from ragraph.runtime.retrieval.ivf.shard_lists import ShardSource, load_shard
 from ragraph.runtime.retrieval.protocol import Metric, ScanOrder, SearchTask
-from ragraph.runtime.retrieval.shard_lists import ShardSource, load_shard
 
 
 class ShardServer:

@@ -27,7 +27,8 @@ from ragraph.runtime.distributed.shard_pool import (
     start_shards,
 )
 from ragraph.runtime.distributed.shard_server import ShardServer
-from ragraph.runtime.retrieval.ivf import FaissIVFEngine, OverIVF
+from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine, OverIVF
+from ragraph.runtime.retrieval.ivf.shard_lists import open_plan, read_mapped
 from ragraph.runtime.retrieval.merge import (
     empty_topk,
     finish_exact,
@@ -42,7 +43,6 @@ from ragraph.runtime.retrieval.protocol import (
     TopK,
     search_in_one_step,
 )
-from ragraph.runtime.retrieval.shard_lists import open_plan, read_mapped
 
 
 class ShardedEngine(OverIVF):

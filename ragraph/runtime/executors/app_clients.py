@@ -84,7 +84,7 @@ class LlamaCppApp:
                  chat_template: str | None = None) -> None:
         import llama_cpp  # noqa: PLC0415 - optional at import time
 
-        from ragraph.runtime.llm.llamacpp import default_model_path  # noqa: PLC0415
+        from ragraph.runtime.llm.llamacpp.engine import default_model_path  # noqa: PLC0415
 
         self._perf = llama_cpp.llama_perf_context
         self._path, self._n_threads, self._n_ctx = model_path or default_model_path(), n_threads, n_ctx
@@ -96,7 +96,7 @@ class LlamaCppApp:
         self._usage = EngineCounters()
 
     def _load(self, logits_all: bool):  # noqa: ANN202 - llama_cpp.Llama
-        from ragraph.runtime.llm.llamacpp_reference import reference_llama  # noqa: PLC0415
+        from ragraph.runtime.llm.llamacpp.reference import reference_llama  # noqa: PLC0415
 
         return reference_llama(self._path, n_ctx=self._n_ctx, n_threads=self._n_threads,
                                logits_all=logits_all)
@@ -105,7 +105,7 @@ class LlamaCppApp:
         """A chat turn as the embedded engine renders it (`llamacpp_chat`): `create_completion`
         on that text tokenizes it as the engine does, so both give the same greedy answer
         (llama-cpp-python's own guess for a GGUF without a template is another format)."""
-        from ragraph.runtime.llm.llamacpp_chat import (  # noqa: PLC0415
+        from ragraph.runtime.llm.llamacpp.chat import (  # noqa: PLC0415
             chat_template_for,
             no_template,
         )
@@ -304,7 +304,7 @@ def open_app_llm(llm: LlmConfig, engine: LLMEngine,
         return LlamaCppApp(llm.model, n_threads=llm.gen_threads,
                            n_ctx=llm.ctx or APP_CONTEXT, chat_template=llm.chat_template)
     if llm.engine == "openai":
-        from ragraph.runtime.llm.openai_http import api_key_from  # noqa: PLC0415
+        from ragraph.runtime.llm.http.openai import api_key_from  # noqa: PLC0415
 
         return OpenAIApp(llm.url or "", llm.model or "default",
                          api_key=api_key_from(llm.api_key_env), endpoint=llm.openai_endpoint)

@@ -1,5 +1,9 @@
 """LLM engines behind one async streaming protocol (see `protocol`).
 
+One subpackage per engine family: `llamacpp/` (embedded llama.cpp), `http/` (OpenAI-compatible
+servers and SGLang) and `sim/` (the simulated engine with the measured profiles and cost model
+it runs on); `registry` maps an engine kind to its classes.
+
     from ragraph.ir import Sampling
     from ragraph.runtime.llm import create_engine, GenerationRequest
     async with create_engine("llamacpp") as engine:

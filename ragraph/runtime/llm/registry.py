@@ -31,10 +31,10 @@ class EngineKind:
 
 
 KINDS: dict[str, EngineKind] = {
-    "llamacpp": EngineKind("llamacpp", "LlamaCppConfig", "LlamaCppEngine"),
-    "openai": EngineKind("openai_http", "OpenAIHttpConfig", "OpenAIHttpEngine"),
-    "sglang": EngineKind("sglang", "SGLangConfig", "SGLang"),
-    "sim": EngineKind("sim", "SimConfig", "SimEngine"),
+    "llamacpp": EngineKind("llamacpp.engine", "LlamaCppConfig", "LlamaCppEngine"),
+    "openai": EngineKind("http.openai", "OpenAIHttpConfig", "OpenAIHttpEngine"),
+    "sglang": EngineKind("http.sglang", "SGLangConfig", "SGLang"),
+    "sim": EngineKind("sim.engine", "SimConfig", "SimEngine"),
 }
 ENGINE_KINDS: tuple[str, ...] = tuple(KINDS)
 

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from ragraph.errors import SearchIndexError
-from ragraph.runtime.retrieval.embedder_spec import EmbedderSpec, legacy
+from ragraph.runtime.retrieval.embed.spec import EmbedderSpec, legacy
 
 MANIFEST = "manifest.json"
 INDEX_FILE = "index.faiss"
@@ -187,7 +187,7 @@ _OPEN_TRIES = 5
 def load_index(directory: Path, embedder_name: str | None = None, dim: int | None = None):
     """Open `directory`'s current version after checking every file against the manifest (and
     the embedder, if given)."""
-    from ragraph.runtime.retrieval.embedder import check_embedder
+    from ragraph.runtime.retrieval.embed.embedder import check_embedder
 
     directory = Path(directory)
     for _ in range(_OPEN_TRIES):
@@ -205,7 +205,7 @@ def load_index(directory: Path, embedder_name: str | None = None, dim: int | Non
 
 
 def _open_version(directory: Path, manifest: Manifest) -> LoadedIndex:
-    from ragraph.runtime.retrieval.ivf import FaissIVFEngine
+    from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
     from ragraph.runtime.retrieval.store import PassageStore
 
     index_path, store_path = manifest.index_path(directory), manifest.store_path(directory)

@@ -17,7 +17,7 @@ from ragraph.runtime import effects
 from ragraph.runtime.events import RunHooks
 from ragraph.runtime.generate import generated_text
 from ragraph.runtime.request import RequestState
-from ragraph.runtime.retrieval.locality import History
+from ragraph.runtime.retrieval.ivf.locality import History
 from ragraph.runtime.scheduler.fanout import Fan, finish_generations
 from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob
 from ragraph.runtime.scheduler.walk import Walk

@@ -17,7 +17,7 @@ import numpy as np
 from ragraph.passes.lower import RetrievalChain
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.outcome import RunStats
-from ragraph.runtime.retrieval.cost import CostModel
+from ragraph.runtime.retrieval.ivf.cost import CostModel
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.fanout import count_shared
 from ragraph.runtime.scheduler.inbox import Inbox, Prepared, StepDone

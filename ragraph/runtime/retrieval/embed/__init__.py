@@ -1,0 +1,1 @@
+"""Query and passage embedders (sentence-transformers, int8, over HTTP)."""

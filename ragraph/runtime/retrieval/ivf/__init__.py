@@ -1,0 +1,1 @@
+"""The stepwise IVF search engine on faiss, its cost model and request locality."""

@@ -1,0 +1,1 @@
+"""The hot-cluster accelerator cache and the tiered engine over it."""
