@@ -146,23 +146,25 @@ def why_engine_bound(target: Target, cell: Sequence[CellResult]) -> str:
                 "a batch's prefills instead of a lock")
     if not ours.prefill_s:
         return "the engine reported no timings: look at a trace (ragraph run --trace)"
-    theirs_busy = theirs.prefill_s + theirs.decode_s
-    ceiling = theirs_busy / ours.prefill_s if ours.prefill_s else None
     return (f"prefill-bound: the app's engine spent {theirs.prefill_s:.0f} s on prompts and "
             f"{theirs.decode_s:.0f} s decoding; ragraph's {ours.prefill_s:.0f} s and "
             f"{ours.decode_s:.0f} s ({ours.cached_tokens:,} prompt tokens reused, the app "
-            f"{theirs.cached_tokens:,}). Even with decoding free ragraph would reach "
-            f"{_fmt(ceiling)}: the rest needs fewer prompt tokens to compute (shared document "
-            "prefixes) or faster prefill kernels" + _at_bound(ours))
+            f"{theirs.cached_tokens:,}). More needs fewer prompt tokens to compute (shared "
+            "document prefixes) or faster prefill kernels" + _at_bound(ours, theirs))
 
 
-def _at_bound(r: CellResult) -> str:
-    """ragraph's share of the least time its own work could take (`bench.bounds`)."""
+def _at_bound(r: CellResult, baseline: CellResult) -> str:
+    """ragraph's share of the least time its own work could take (`bench.bounds`), and the
+    ratio to `baseline` that running at that bound would give."""
     share = r.bound_share
     if share is None or r.bound is None:
         return ""
-    return (f". ragraph ran at {share * 100:.0f}% of its bound ({r.bound.total_s:.0f} s: its own "
+    said = (f". ragraph ran at {share * 100:.0f}% of its bound ({r.bound.total_s:.0f} s: its own "
             "work at the engines' own rates, measured alone)")
+    if baseline.throughput_rps and r.bound.total_s > 0:
+        reach = r.requests / r.bound.total_s / baseline.throughput_rps
+        said += f"; at its bound it would reach {_fmt(reach)} {baseline.executor}"
+    return said
 
 
 def why_server_bound(target: Target, cell: Sequence[CellResult]) -> str:

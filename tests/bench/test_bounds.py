@@ -155,6 +155,7 @@ def test_a_missed_llamacpp_target_says_how_near_ragraph_ran_to_its_bound():
     throughput, _ = R.llamacpp_targets([ours, theirs])
     why = W.why_engine_bound(throughput, [ours, theirs])
     assert "ragraph ran at 75% of its bound (9 s" in why
+    assert "at its bound it would reach 1.11x langgraph" in why  # 10 requests in 9 s vs 1.0/s
     assert "of its bound" not in W.why_engine_bound(throughput, [run("ragraph", 1.2), theirs])
 
 
