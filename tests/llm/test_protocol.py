@@ -56,3 +56,21 @@ def test_engine_counters_snapshot_stays_put_while_the_engine_counts() -> None:
     tally.count_finish("error")
     assert (seen.requests, seen.aborted, seen.finished, seen.simulated) == (1, 1, 0, True)
     assert (tally.requests, tally.finished, tally.failed) == (2, 1, 1)
+
+
+def test_engines_say_whether_batching_can_change_an_answer():
+    """The promise the exactness tests rely on: the sim engine and llama.cpp serial-exact are
+    batch-invariant; batched llama.cpp and any server are not; a router only if all its engines."""
+    from ragraph.runtime.distributed.replicas import ReplicaRouter
+    from ragraph.runtime.llm import create_engine
+    from ragraph.runtime.llm.http.openai import OpenAIHttpConfig
+    from ragraph.runtime.llm.llamacpp.engine import LlamaCppConfig
+
+    assert create_engine("sim").batch_invariant
+    assert ReplicaRouter([create_engine("sim"), create_engine("sim")]).batch_invariant
+    assert create_engine("llamacpp", LlamaCppConfig(max_running=1, prefix_slots=0)).batch_invariant
+    assert not create_engine("llamacpp", LlamaCppConfig()).batch_invariant
+    assert not create_engine("llamacpp", LlamaCppConfig(max_running=1)).batch_invariant
+    http = create_engine("openai", OpenAIHttpConfig(base_url="http://127.0.0.1:9"))
+    assert not http.batch_invariant
+    assert not ReplicaRouter([create_engine("sim"), http]).batch_invariant

@@ -43,6 +43,8 @@ def error_result(rid: str, message: str | None, prompt_tokens: int = 0,
 
 class EngineBase:
     simulated: ClassVar[bool] = False
+    # Whether a request's greedy tokens are the same whatever runs beside it (`LLMEngine`).
+    batch_invariant: bool = False
 
     def __init__(self, name: str, context_length: int) -> None:
         self.name = name

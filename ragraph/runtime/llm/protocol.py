@@ -186,6 +186,11 @@ class LLMEngine(Protocol):
 
     name: str
     simulated: bool
+    # True where a request's greedy tokens never depend on what else is batched with it or
+    # cached before it (the sim engine; llama.cpp serial-exact): there every pass combination
+    # and executor must give the same answers. False where batching may flip a near-tie (batched
+    # llama.cpp, any server).
+    batch_invariant: bool
     context_length: int
 
     async def start(self) -> None: ...

@@ -114,6 +114,8 @@ class LlamaCppEngine(EngineBase):
     def __init__(self, config: LlamaCppConfig | None = None) -> None:
         self.config = config or LlamaCppConfig()
         super().__init__(self.config.name, self.config.context_length)
+        # Serial-exact: one sequence at a time, each alone in an empty KV cache.
+        self.batch_invariant = self.config.max_running == 1 and self.config.prefix_slots == 0
         self.model_path: str | None = self.config.model_path
         self._model: LlamaModel | None = None
         self._worker: DecodeWorker | None = None

@@ -101,6 +101,7 @@ class SimEngine(EngineBase):
     """`LLMEngine` with simulated timing; see the module docstring."""
 
     simulated = True
+    batch_invariant = True
 
     def __init__(self, config: SimConfig | None = None, clock: Clock | None = None) -> None:
         self.config = config or SimConfig()
