@@ -116,16 +116,23 @@ async def _search(graph, requests, config, space, results, console):  # noqa: AN
 
 def _report(args, config, graph, searched, constraint, console) -> int:  # noqa: ANN001
     from ragraph.tune.front import exactness, front, low_p95, recommend, throughput
-    from ragraph.tune.report import exactness_lines, front_table, recommendation_lines
+    from ragraph.tune.report import (
+        exactness_lines,
+        front_table,
+        prediction_lines,
+        recommendation_lines,
+    )
 
     points = searched.measured
     rec = recommend(points, constraint)
     within = [m for m in points if constraint.met(m)] or points
-    console.print(f"{len(points)} points measured or resumed, {searched.pruned} pruned by "
-                  "dominance (a cheaper quality setting answered at least as well)")
-    console.print(front_table(f"quality vs throughput ({constraint.describe()})",
-                              front(within, throughput), rec.point))
-    console.print(front_table("quality vs p95", front(points, low_p95), rec.point))
+    fronts = front(within, throughput), front(points, low_p95)
+    console.print(front_table(f"quality vs throughput ({constraint.describe()})", fronts[0],
+                              rec.point))
+    console.print(front_table("quality vs p95", fronts[1], rec.point))
+    on_front = list({m.point: m for m in (*fronts[0], *fronts[1])}.values())
+    for line in prediction_lines(points, on_front, searched.pruned, searched.by_model):
+        console.print(line, markup=False)
     for line in recommendation_lines(rec):
         console.print(line, markup=False)
     compared, mismatches = exactness(points)
@@ -140,6 +147,10 @@ def _report(args, config, graph, searched, constraint, console) -> int:  # noqa:
         console.print(f"plot: {path}")
     if args.out is not None and rec.point is not None:
         _write(args, config, graph, rec.point.point, console)
+        from ragraph.tune.levels import front_path, write_front
+
+        path = write_front(front_path(args.out), front(points, throughput))
+        console.print(f"its front, for serve --adapt: {path}", markup=False)
     return 1 if mismatches else 0
 
 

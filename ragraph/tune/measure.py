@@ -22,6 +22,18 @@ Answers = tuple[tuple[str, str | None], ...]  # (question id, answer), in id ord
 
 
 @dataclass(frozen=True)
+class Predicted:
+    """A point's speed as the speed model predicted it before it was measured (predict.py)."""
+
+    throughput_rps: float
+    p95_s: float
+
+    def error(self, measured_rps: float) -> float:
+        """The predicted throughput's error, as a share of the measured (+: predicted faster)."""
+        return self.throughput_rps / measured_rps - 1 if measured_rps else float("inf")
+
+
+@dataclass(frozen=True)
 class Measurement:
     point: Point
     em: float
@@ -31,6 +43,7 @@ class Measurement:
     p95_s: float
     errors: int
     answers: Answers
+    predicted: Predicted | None = None  # None: measured to calibrate the model, not predicted
 
     @property
     def quality(self) -> tuple[float, float, float]:
@@ -41,14 +54,25 @@ class Measurement:
         return {"point": self.point.to_json(), "em": self.em, "f1": self.f1,
                 "recall": self.recall, "throughput_rps": self.throughput_rps,
                 "p95_s": self.p95_s, "errors": self.errors,
-                "answers": {qid: answer for qid, answer in self.answers}}
+                "answers": {qid: answer for qid, answer in self.answers},
+                "predicted": None if self.predicted is None else {
+                    "throughput_rps": self.predicted.throughput_rps,
+                    "p95_s": self.predicted.p95_s}}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Measurement:
         return cls(Point.from_json(raw["point"]), float(raw["em"]), float(raw["f1"]),
                    None if raw["recall"] is None else float(raw["recall"]),
                    float(raw["throughput_rps"]), float(raw["p95_s"]), int(raw["errors"]),
-                   tuple(sorted(raw["answers"].items())))
+                   tuple(sorted(raw["answers"].items())),
+                   _prediction_of(raw.get("predicted")))
+
+
+def _prediction_of(raw: dict[str, Any] | None) -> Predicted | None:
+    """A results line's prediction (lines written before predictions were kept have none)."""
+    if raw is None:
+        return None
+    return Predicted(float(raw["throughput_rps"]), float(raw["p95_s"]))
 
 
 Measure = Callable[[Point], Awaitable[Measurement]]

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from ragraph.tune.front import Mismatch, Recommendation
 from ragraph.tune.measure import Measurement
+from ragraph.tune.predict import MARGIN
 from ragraph.tune.search import Step
 
 
@@ -33,7 +34,7 @@ def front_table(title: str, points: Sequence[Measurement],
     table = Table(title=title, caption="* the recommended configuration")
     for name in ("nprobe", "topk", "rounds", "gen", "passes", "conc"):
         table.add_column(name, justify="right")
-    for name in ("EM", "F1", "recall", "req/s", "p95 s"):
+    for name in ("EM", "F1", "recall", "req/s", "pred", "err", "p95 s"):
         table.add_column(name, justify="right")
     for m in points:
         p = m.point
@@ -41,8 +42,30 @@ def front_table(title: str, points: Sequence[Measurement],
         rounds = "–" if p.rounds is None else str(p.rounds)
         table.add_row(f"{mark}{p.nprobe}", str(p.topk), rounds, f"{p.gen_share:g}", p.passes,
                       str(p.concurrency), _pct(m.em), _pct(m.f1), _pct(m.recall),
-                      f"{m.throughput_rps:.2f}", f"{m.p95_s:.2f}")
+                      f"{m.throughput_rps:.2f}", *_predicted(m), f"{m.p95_s:.2f}")
     return table
+
+
+def _predicted(m: Measurement) -> tuple[str, str]:
+    """The predicted throughput and its error; a calibration point was not predicted."""
+    if m.predicted is None:
+        return "calib.", ""
+    return f"{m.predicted.throughput_rps:.2f}", f"{100 * m.predicted.error(m.throughput_rps):+.0f}%"
+
+
+def prediction_lines(points: Sequence[Measurement], front_points: Sequence[Measurement],
+                     pruned: int, by_model: int) -> list[str]:
+    """How many points the speed model skipped, and how close its predictions came."""
+    lines = [f"{len(points)} points measured or resumed, {pruned} not measured: "
+             f"{pruned - by_model} of quality settings a cheaper one answered as well as, "
+             f"{by_model} predicted dominated by a {100 * MARGIN:.0f}% margin"]
+    for name, among in (("measured points", points), ("front points", front_points)):
+        errors = [abs(m.predicted.error(m.throughput_rps)) for m in among if m.predicted]
+        if errors:
+            lines.append(f"predicted throughput against measured, {name}: mean error "
+                         f"{100 * sum(errors) / len(errors):.0f}%, worst {100 * max(errors):.0f}% "
+                         f"({len(errors)} predicted, the rest calibrated the model)")
+    return lines
 
 
 def recommendation_lines(rec: Recommendation) -> list[str]:

@@ -1,14 +1,18 @@
 """The search: every quality setting at the reference speed setting, cheapest first; then the
-other speed settings of each quality setting no cheaper one dominates (`front.dominated_setting`).
-A point already in the results file is taken from it, never measured again."""
+other speed settings (the reference pipeline's first) of each quality setting no cheaper one
+dominates (`front.dominated_setting`), best quality first, each predicted by the speed model
+before it is measured and skipped where the prediction is dominated by its margin
+(`predict.predicted_out`). A point already in the results file is taken from it, never measured
+again."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragraph.tune.front import dominated_setting
 from ragraph.tune.measure import Measure, Measurement
+from ragraph.tune.predict import predict, predicted_out
 from ragraph.tune.results import Results
 from ragraph.tune.space import Point, Space
 
@@ -30,20 +34,23 @@ Progress = Callable[[Step], None]
 @dataclass(frozen=True)
 class Searched:
     measured: list[Measurement]
-    pruned: int  # points of dominated quality settings that were not measured
+    pruned: int  # points not measured: of dominated quality settings, or predicted dominated
+    by_model: int = 0  # of those, the points the speed model predicted dominated
 
 
 async def search(space: Space, measure: Measure, results: Results,
                  progress: Progress) -> Searched:
     settings = space.quality_settings()
-    others = [s for s in space.speed_settings() if s != space.reference]
+    others = sorted((s for s in space.speed_settings() if s != space.reference),
+                    key=lambda s: (s[0] != space.reference[0], s))
     done: list[Measurement] = []
 
     async def take(point: Point, planned: int) -> None:
         known = results.get(point.key)
         resumed = known is not None
         if known is None:
-            known = await measure(point)
+            guess = predict(point, space.reference, done)
+            known = replace(await measure(point), predicted=guess)
             results.add(known)
         done.append(known)
         progress(Step(len(done), planned, known, resumed))
@@ -51,10 +58,19 @@ async def search(space: Space, measure: Measure, results: Results,
     planned = len(settings) * (1 + len(others))
     for setting in settings:
         await take(space.point(setting, space.reference), planned)
-    first = list(done)
-    kept = [s for s in settings if not dominated_setting(s, first)]
+    first = {m.point.quality: m for m in done}
+    kept = sorted((s for s in settings if not dominated_setting(s, list(first.values()))),
+                  key=lambda s: first[s].quality, reverse=True)
     planned = len(settings) + len(kept) * len(others)
-    for setting in kept:
-        for speed in others:
-            await take(space.point(setting, speed), planned)
-    return Searched(done, pruned=(len(settings) - len(kept)) * len(others))
+    skipped = 0
+    for speed in others:
+        for setting in kept:
+            point = space.point(setting, speed)
+            guess = predict(point, space.reference, done)
+            if results.get(point.key) is None and guess is not None and predicted_out(
+                    guess, first[setting].quality, done):
+                skipped += 1
+                continue
+            await take(point, planned - skipped)
+    dominated = (len(settings) - len(kept)) * len(others)
+    return Searched(done, pruned=dominated + skipped, by_model=skipped)

@@ -1,5 +1,6 @@
 """A synthetic cost/quality surface: quality rises with nprobe, top-k, rounds and generation
-length and saturates; the time a request takes grows with each of them; concurrency and -O2 raise throughput. No
+length and saturates; the time a request takes grows with each of them; concurrency and -O2 raise
+throughput, -O2 lowers latency, concurrency raises it. No
 engine: `measure` is the `Measure` tune's search calls, and it counts its calls."""
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ def surface(p: Point, answers: dict[str, str] | None = None) -> Measurement:
     em = round(quality(p), 6)
     # An answer per question that depends on the quality knobs only (the exactness rule).
     said = answers or {f"q{i}": f"{p.quality}-{i}" for i in range(3)}
-    return Measurement(p, em, em, em, speedup / cost_s(p), cost_s(p) * p.concurrency ** 0.3,
-                       0, tuple(sorted(said.items())))
+    passes = 1.3 if p.passes == "-O2" else 1.0
+    return Measurement(p, em, em, em, speedup / cost_s(p),
+                       cost_s(p) * p.concurrency ** 0.3 / passes, 0, tuple(sorted(said.items())))
 
 
 @dataclass
