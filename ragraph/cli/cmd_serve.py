@@ -66,6 +66,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds in-flight requests get to finish on shutdown; the rest then "
                    "get 503 (or a stream's 'error' event) saying the server is shutting down "
                    "(60)")
+    p.add_argument("--adapt", type=Path, metavar="FRONT_OR_TUNED_FILE",
+                   help="adaptation under load for the first workflow: while the recent p95 or "
+                   "the queue is past --adapt-slo, new requests go to the next cheaper point of "
+                   "the front `ragraph tune` measured (its results file, or the .toml its --out "
+                   "wrote), and back when the load falls; each switch logged and counted in "
+                   "/metrics")
+    p.add_argument("--adapt-slo", metavar="p95=SECONDS",
+                   help="the latency target --adapt keeps (p95=2s); required with --adapt")
     ray = add_runtime_flags(p)
     ray.add_argument("--serve-replicas", type=int, default=1, metavar="N",
                      help="Ray Serve replicas of the server, each its own scheduler and engines "
@@ -97,18 +105,48 @@ def run(args: argparse.Namespace) -> int:
     if config.scale.ray is None and (settings.serve_replicas != 1 or settings.serve_cpus != 1.0):
         raise ConfigError("--serve-replicas", "--serve-replicas and --serve-cpus need --ray "
                           "ADDRESS")
+    graphs = load_workflows(args.files)
+    adapt = adapt_plan(args, graphs, config.scheduler.concurrency)
     # Compiled once, here: a bad file or pass spec fails before any model loads.
-    catalog = Catalog.compile(load_workflows(args.files), config.scheduler.passes)
+    catalog = Catalog.compile(graphs, config.scheduler.passes)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if config.scale.ray is not None:
+        if adapt is not None:
+            raise ConfigError("--adapt", "not with --ray (each replica would adapt alone)")
         from ragraph.cli.serve_ray import serve_on_ray
 
         return serve_on_ray(catalog, config, settings, err)
     search = asyncio.run(open_run(config, err))
     err.print(describe(catalog, config, settings))
+    if adapt is not None:
+        err.print(f"adapting {adapt.base} under load: points {', '.join(adapt.levels)} (best "
+                  f"quality first), p95 target {adapt.switching.slo_s:g}s", markup=False)
     announce(settings, err)
-    run_server(build_app(catalog, config, settings, search), settings)
+    run_server(build_app(catalog, config, settings, search, adapt), settings)
     return 0
+
+
+def adapt_plan(args: argparse.Namespace, graphs: dict, concurrency: int):  # noqa: ANN201
+    """`--adapt`: the front's points as workflows `NAME@0` (the best quality), `NAME@1`, ...
+    added to `graphs`, and the switching rule; None without --adapt."""
+    if args.adapt is None:
+        if args.adapt_slo is not None:
+            raise ConfigError("--adapt-slo", "only with --adapt FRONT_OR_TUNED_FILE")
+        return None
+    if args.adapt_slo is None:
+        raise ConfigError("--adapt", "needs --adapt-slo p95=SECONDS, the target it keeps")
+    from ragraph.cli.cmd_tune import parse_slo
+    from ragraph.serve.adapt import AdaptPlan, Switching
+    from ragraph.tune.levels import front_levels, level_graph
+
+    base = next(iter(graphs))
+    names = []
+    for i, point in enumerate(front_levels(args.adapt)):
+        graph = level_graph(graphs[base], point)
+        graph.name = f"{base}@{i}"
+        graphs[graph.name] = graph
+        names.append(graph.name)
+    return AdaptPlan(base, tuple(names), Switching(parse_slo(args.adapt_slo), concurrency))
 
 
 def describe(catalog: Catalog, config: RuntimeConfig, settings: ServeSettings) -> str:

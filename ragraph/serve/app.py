@@ -18,6 +18,7 @@ from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.search_service import SearchService
 from ragraph.serve import assistant_routes, info_routes, openai_routes, run_routes
+from ragraph.serve.adapt import AdaptPlan
 from ragraph.serve.guards import guards
 from ragraph.serve.http_error import HttpError
 from ragraph.serve.settings import ServeSettings
@@ -25,9 +26,10 @@ from ragraph.serve.state import ServerState
 
 
 def build_app(catalog: Catalog, config: RuntimeConfig, settings: ServeSettings,
-              search: SearchService | None = None) -> Starlette:
-    """The server of `catalog`'s workflows; `search` None: opened from `config` at startup."""
-    state = ServerState(catalog, config, settings)
+              search: SearchService | None = None, adapt: AdaptPlan | None = None) -> Starlette:
+    """The server of `catalog`'s workflows; `search` None: opened from `config` at startup;
+    `adapt`: `serve --adapt`'s points of a front (adapt.py)."""
+    state = ServerState(catalog, config, settings, adapt)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -23,6 +23,7 @@ from ragraph.runtime.events import RunEvent
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.hub import Hub, Ticket
 from ragraph.runtime.outcome import Outcome
+from ragraph.serve.adapt import Adapter, AdaptPlan
 from ragraph.serve.admission import Admission
 from ragraph.serve.bodies import Ask
 from ragraph.serve.health import EngineHealth
@@ -39,8 +40,11 @@ Event = dict[str, str]  # a server-sent event: {"data": text} or {"event": name,
 
 
 class ServerState:
-    def __init__(self, catalog: Catalog, config: RuntimeConfig, settings: ServeSettings) -> None:
+    def __init__(self, catalog: Catalog, config: RuntimeConfig, settings: ServeSettings,
+                 adapt: AdaptPlan | None = None) -> None:
         self.catalog, self.config, self.settings = catalog, config, settings
+        self.adapt = adapt
+        self.adapter: Adapter | None = None
         self.live = LiveFeed()
         self.tracer = RollingTracer(self.live)
         self.admission = Admission(config.scheduler.concurrency, settings.max_queue)
@@ -56,6 +60,11 @@ class ServerState:
         self.hub = Hub(self.catalog, self.config, services)
         self.metrics = ServerMetrics(self.hub)
         self.hub.listeners = (self.metrics, self.live)
+        if self.adapt is not None:
+            hub, running = self.hub, self.config.scheduler.concurrency
+            self.adapter = Adapter(self.adapt, lambda: max(hub.in_flight - running, 0))
+            self.adapter.register(self.metrics.registry)
+            self.hub.listeners += (self.adapter,)
         self.hub.start()
         self.health = EngineHealth(services.llm)
         self.health.start()
@@ -88,7 +97,8 @@ class ServerState:
         if (why := self.unavailable) is not None or self.hub is None or self.metrics is None:
             raise HttpError(503, why or "the server is starting", headers={"Retry-After": "1"})
         self.admission.check(self.hub.in_flight, self.metrics.mean_latency_s)
-        return self.hub.submit(ask.question, ask.inputs, ask.workflow, watch)
+        workflow = ask.workflow if self.adapter is None else self.adapter.route(ask.workflow)
+        return self.hub.submit(ask.question, ask.inputs, workflow, watch)
 
     def shut_down(self) -> None:
         """The server stopped accepting: refuse new requests, and cut those still running

@@ -125,12 +125,13 @@ def slow_profile(path: Path, step_ms: float = 400.0) -> Path:
 
 @contextmanager
 def serving(workflows: Mapping[str, RAGraph], config: RuntimeConfig,
-            settings: ServeSettings | None = None, search=None) -> Iterator[Served]:  # noqa: ANN001
+            settings: ServeSettings | None = None, search=None,  # noqa: ANN001
+            adapt=None) -> Iterator[Served]:  # noqa: ANN001 - serve --adapt's AdaptPlan
     from tests.runtime.fakes import random_search
 
     catalog = Catalog.compile(dict(workflows), config.scheduler.passes)
     settings = settings or ServeSettings(port=0)
-    app = build_app(catalog, config, settings, search=search or random_search())
+    app = build_app(catalog, config, settings, search=search or random_search(), adapt=adapt)
     # The server `ragraph serve` runs (its protocol, limits and shutdown), on a free port.
     server = make_server(app, settings, host="127.0.0.1", port=0, log_level="warning")
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)

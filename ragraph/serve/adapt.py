@@ -1,0 +1,143 @@
+"""Adaptation under load (`serve --adapt`): while the recent p95 or the queue is past the SLO,
+new requests go to the next cheaper point of a tuned front, and back when the load falls
+(METIS-style, decided per request as it arrives).
+
+The front's points are workflows of the catalog, best quality first (the CLI builds them from
+`ragraph tune`'s front). `Switching` is the rule, a pure function of the signal; `Adapter`
+keeps the signal (the latencies of the requests served at the current point, the queue) and
+routes, logs and counts every switch in `/metrics`."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from ragraph.errors import ConfigError
+from ragraph.runtime.hub import Ticket
+from ragraph.runtime.outcome import Outcome
+
+log = logging.getLogger("ragraph.serve")
+
+
+@dataclass(frozen=True)
+class Switching:
+    """When to move. Pressure is the larger of the recent p95 over the SLO and the queue over
+    `queue_limit`: past 1 the next request goes one point cheaper, below `low` one point
+    dearer, between them (the hysteresis band) it stays. A point must first have served
+    `settle` requests since the last switch: the p95 then describes it, not the point before
+    (whose slow requests are still finishing when a switch down is made)."""
+
+    slo_s: float
+    queue_limit: int  # requests waiting beyond the concurrency that count as a full SLO
+    low: float = 0.6
+    window: int = 16  # the recent latencies the p95 is read over
+    settle: int = 8
+
+    def __post_init__(self) -> None:
+        if not self.slo_s > 0:
+            raise ConfigError("--adapt-slo", f"must be positive, got {self.slo_s}")
+        if self.queue_limit < 1:
+            raise ConfigError("queue_limit", f"must be at least 1, got {self.queue_limit}")
+        if not 0 < self.low < 1:
+            raise ConfigError("low", f"must be in (0, 1), got {self.low}")
+        if not 1 <= self.settle <= self.window:
+            raise ConfigError("settle", f"must be in 1..window ({self.window}), got {self.settle}")
+
+    def pressure(self, p95_s: float | None, queued: int) -> float:
+        return max(0.0 if p95_s is None else p95_s / self.slo_s, queued / self.queue_limit)
+
+    def next_level(self, level: int, levels: int, pressure: float, served: int) -> int:
+        """The point (0: the best quality) the next request goes to; `served`: requests the
+        current point finished since the last switch."""
+        if served < self.settle:
+            return level
+        if pressure > 1 and level + 1 < levels:
+            return level + 1
+        if pressure < self.low and level > 0:
+            return level - 1
+        return level
+
+
+def p95(latencies: deque[float] | list[float]) -> float | None:
+    """As the bench reports it (`runtime.outcome`: numpy's interpolated percentile)."""
+    return float(np.percentile(latencies, 95)) if latencies else None
+
+
+@dataclass(frozen=True)
+class AdaptPlan:
+    """What `serve --adapt` runs: requests for `base` go to one of `levels` (catalog workflow
+    names, best quality first)."""
+
+    base: str
+    levels: tuple[str, ...]
+    switching: Switching
+
+
+class Adapter:
+    """Routes each new request of the adapted workflow to the current point; a HubListener,
+    so it hears every request finish."""
+
+    def __init__(self, plan: AdaptPlan, queued: Callable[[], int]) -> None:
+        self.plan, self.queued = plan, queued
+        self.level = 0
+        self.served = 0  # requests the current point finished since the last switch
+        self.recent: deque[float] = deque(maxlen=plan.switching.window)
+        self.switches: Counter | None = None
+        self.routed: Counter | None = None
+
+    def register(self, registry: CollectorRegistry) -> None:
+        self.switches = Counter("ragraph_adapt_switches", "serve --adapt: switches of new "
+                                "requests to a cheaper (down) or dearer (up) point of the front",
+                                ("direction",), registry=registry)
+        self.routed = Counter("ragraph_adapt_requests", "serve --adapt: requests routed to "
+                              "each point of the front (0: the best quality)", ("point",),
+                              registry=registry)
+        level = Gauge("ragraph_adapt_level", "serve --adapt: the point new requests go to "
+                      "(0: the best quality)", registry=registry)
+        level.set_function(lambda: self.level)
+
+    def route(self, workflow: str) -> str:
+        """The workflow a new request runs: the current point's, for the adapted one."""
+        plan = self.plan
+        if workflow != plan.base:
+            return workflow
+        queued = self.queued()
+        pressure = plan.switching.pressure(p95(self.recent), queued)
+        level = plan.switching.next_level(self.level, len(plan.levels), pressure, self.served)
+        if level != self.level:
+            self._switch(level, pressure, queued)
+        if self.routed is not None:
+            self.routed.labels(str(self.level)).inc()
+        return plan.levels[self.level]
+
+    def _switch(self, level: int, pressure: float, queued: int) -> None:
+        direction = "down" if level > self.level else "up"
+        log.info("adapt: new %s requests %s from %s to %s (p95 %s, %d queued, SLO %gs, "
+                 "pressure %.2f)", self.plan.base, direction, self.plan.levels[self.level],
+                 self.plan.levels[level], _seconds(p95(self.recent)), queued,
+                 self.plan.switching.slo_s, pressure)
+        if self.switches is not None:
+            self.switches.labels(direction).inc()
+        self.level, self.served = level, 0
+        self.recent.clear()
+
+    def submitted(self, ticket: Ticket) -> None:
+        pass
+
+    def event(self, ticket: Ticket, event: object) -> None:
+        pass
+
+    def finished(self, ticket: Ticket, outcome: Outcome) -> None:
+        if ticket.workflow != self.plan.levels[self.level] or ticket.status != "ok":
+            return
+        self.recent.append(outcome.finished_at - ticket.submitted)
+        self.served += 1
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"

@@ -1,0 +1,123 @@
+"""`serve --adapt`: the switching rule on synthetic load traces (down past the SLO, back after
+the load falls, no flapping inside the hysteresis band), the front's points as workflows, and
+a server on the simulated engine whose /metrics show the switch."""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+from ragraph.errors import ConfigError
+from ragraph.ir.nodes import Retrieve
+from ragraph.serve.adapt import Adapter, AdaptPlan, Switching
+from ragraph.tune.levels import front_levels, front_path, level_graph, write_front
+from ragraph.tune.measure import Measurement
+from ragraph.tune.space import Point
+from tests.serve.conftest import SIM, graphs, question
+from tests.serve.servers import metric, serving
+
+LEVELS = ("w@0", "w@1", "w@2")
+BASE_S = {"w@0": 1.0, "w@1": 0.6, "w@2": 0.3}  # each point's latency at 1x load
+SLO = Switching(slo_s=1.5, queue_limit=8)
+
+
+def _drive(adapter: Adapter, loads: list[float], latency=None) -> list[int]:  # noqa: ANN001
+    """Requests one at a time: each routed, then finished after its point's latency at
+    the load of its moment; the level each request went to."""
+    latency = latency or (lambda name, load: BASE_S[name] * load)
+    levels = []
+    for load in loads:
+        name = adapter.route("w")
+        levels.append(LEVELS.index(name))
+        adapter.finished(SimpleNamespace(workflow=name, status="ok", submitted=0.0),
+                         SimpleNamespace(finished_at=latency(name, load)))
+    return levels
+
+
+def _switches(levels: list[int]) -> int:
+    return sum(a != b for a, b in zip(levels, levels[1:], strict=False))
+
+
+def test_down_past_the_slo_and_back_after_the_load_falls():
+    adapter = Adapter(AdaptPlan("w", LEVELS, SLO), queued=lambda: 0)
+    levels = _drive(adapter, [1.0] * 50 + [2.0] * 100 + [1.0] * 100)
+    assert set(levels[:50]) == {0}  # 1x: p95 1.0 s, within the SLO
+    assert levels[149] == 1  # 2x: the best point's 2.0 s is past 1.5 s; the next one's 1.2 s is not
+    assert levels[-1] == 0  # back at 1x: the cheaper point's 0.6 s is under the band, so up
+    assert _switches(levels) == 2
+    assert adapter.route("other") == "other"  # only the adapted workflow moves
+
+
+def test_the_queue_alone_moves_requests_down():
+    queued = [0]
+    adapter = Adapter(AdaptPlan("w", LEVELS, SLO), queued=lambda: queued[0])
+    _drive(adapter, [1.0] * 10)
+    queued[0] = 20
+    assert LEVELS.index(adapter.route("w")) == 1
+
+
+def test_no_flapping_inside_the_hysteresis_band():
+    rng = random.Random(0)
+    adapter = Adapter(AdaptPlan("w", LEVELS, SLO), queued=lambda: rng.randint(0, 4))
+    assert _drive(adapter, [2.0] * 20)[-1] == 1  # moved down once, past the SLO
+    # Then every latency within the band (0.6 to 1.0 of the SLO), whatever the point: it
+    # neither moves further down nor back up.
+    levels = _drive(adapter, [0.0] * 500, lambda name, load: rng.uniform(0.61, 0.99) * 1.5)
+    assert set(levels) == {1}
+
+
+def test_a_point_settles_before_the_next_switch():
+    adapter = Adapter(AdaptPlan("w", LEVELS, SLO), queued=lambda: 0)
+    levels = _drive(adapter, [10.0] * 40)  # every point past the SLO
+    first = [levels.index(level) for level in (1, 2)]
+    assert first[1] - first[0] >= SLO.settle and levels[-1] == 2  # the cheapest, and no further
+
+
+def test_a_bad_rule_names_its_field():
+    with pytest.raises(ConfigError, match="adapt-slo"):
+        Switching(slo_s=0, queue_limit=4)
+    with pytest.raises(ConfigError, match="settle"):
+        Switching(slo_s=1, queue_limit=4, window=4, settle=5)
+
+
+def _front_file(tmp_path: Path) -> Path:
+    def m(nprobe: int, topk: int, em: float, rps: float) -> Measurement:
+        return Measurement(Point(nprobe, topk, None, "-O2", 8), em, em, em, rps, 1 / rps, 0, ())
+
+    # (16, 4) is dominated by (8, 2): not a level.
+    points = [m(32, 4, 0.5, 1.0), m(8, 2, 0.4, 3.0), m(16, 4, 0.3, 2.0), m(4, 1, 0.2, 5.0)]
+    return write_front(front_path(tmp_path / "tuned.toml"), points)
+
+
+def test_the_front_as_points_best_first(tmp_path: Path):
+    _front_file(tmp_path)
+    levels = front_levels(tmp_path / "tuned.toml")
+    assert [(p.nprobe, p.topk) for p in levels] == [(32, 4), (8, 2), (4, 1)]
+    graph = level_graph(graphs(["hyde"])["hyde"], levels[1])
+    assert {(n.topk, n.nprobe) for n in graph.nodes() if isinstance(n, Retrieve)} == {(2, 8)}
+    with pytest.raises(ConfigError, match="--adapt"):
+        front_levels(tmp_path / "missing.jsonl")
+
+
+def test_serve_adapts_and_metrics_show_the_switch(tmp_path: Path):
+    from ragraph.cli.cmd_serve import adapt_plan
+
+    workflows = graphs(["hyde", "oneshot"])
+    args = argparse.Namespace(adapt=_front_file(tmp_path), adapt_slo="p95=1ms")
+    plan = adapt_plan(args, workflows, SIM.scheduler.concurrency)
+    assert plan.levels == ("hyde@0", "hyde@1", "hyde@2") and "hyde@2" in workflows
+    with serving(workflows, SIM, adapt=plan) as server:
+        settle = plan.switching.settle
+        for i in range(settle + 2):
+            body = httpx.post(server.url + "/runs/wait", timeout=60, json={
+                "workflow": "hyde", "input": {"question": question(i)}}).json()
+            assert body["answer"]
+        assert metric(server.url, "ragraph_adapt_switches_total", direction="down") == 1
+        assert metric(server.url, "ragraph_adapt_level") == 1
+        assert metric(server.url, "ragraph_adapt_requests_total", point="1") >= 1
+        assert metric(server.url, "ragraph_adapt_requests_total", point="0") == settle
