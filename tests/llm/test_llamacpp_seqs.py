@@ -1,8 +1,12 @@
-"""Step planning, sequence ids and KV prefix reuse of the llama.cpp engine, on a fake KV."""
+"""Step planning, sequence ids, KV prefix reuse and cache-aware admission of the llama.cpp
+engine, on a fake KV."""
+
+from collections import deque
 
 import numpy as np
 
 from ragraph.runtime.llm import GenerationRequest
+from ragraph.runtime.llm.llamacpp.admission import AdmissionRule, admit
 from ragraph.runtime.llm.llamacpp.prefix_store import PrefixStore, common_prefix
 from ragraph.runtime.llm.llamacpp.seqs import Seq, plan_step
 from ragraph.runtime.llm.llamacpp.slots import SeqSlots
@@ -142,3 +146,48 @@ def test_store_refuses_a_short_sequence_when_every_entry_outranks_it() -> None:
     store.place(tokens(*range(100)))
     assert store.place(tokens(7, 7)) is None
     assert store.place(tokens(*range(200, 400))) is not None  # longer: worth more
+
+
+RULE = AdmissionRule(hold_limit=3, min_gain=8)
+
+
+def waiting(*prompts: list[int]) -> deque[Seq]:
+    return deque(seq(p, 0, -1) for p in prompts)
+
+
+def test_the_second_of_two_equal_prompts_waits_for_the_first_prefill_and_copies_it() -> None:
+    kv = FakeKv()
+    slots = SeqSlots(kv, n_running=4, n_store=0, n_swa=0)
+    prompt = list(range(100))
+    queue, running = waiting(prompt, list(prompt)), []
+    assert [s.cached for s in admit(queue, running, slots, 4, RULE)] == [0]
+    assert len(queue) == 1 and queue[0].held == 1  # the first is computing what it needs
+    running[0].n_past = 60  # the first's prefill is past 60 of its tokens
+    assert admit(queue, running, slots, 4, RULE) == [] and queue[0].held == 2
+    running[0].n_past = 100
+    second = admit(queue, running, slots, 4, RULE)
+    assert [s.cached for s in second] == [99] and not queue  # all but the last token
+
+
+def test_a_held_prompt_is_admitted_after_the_starvation_bound() -> None:
+    slots = SeqSlots(FakeKv(), n_running=4, n_store=0, n_swa=0)
+    prompt = list(range(100))
+    queue, running = waiting(prompt, list(prompt)), []
+    admit(queue, running, slots, 4, RULE)
+    rounds = 1
+    while queue and rounds < 100:  # the first never advances: a stalled or long prefill
+        admit(queue, running, slots, 4, RULE)
+        rounds += 1
+    assert rounds == RULE.hold_limit + 1 and running[1].cached == 0
+
+
+def test_only_prompts_sharing_enough_wait_and_they_do_not_block_others() -> None:
+    slots = SeqSlots(FakeKv(), n_running=4, n_store=0, n_swa=0)
+    base = list(range(100))
+    queue = waiting(base, base[:5] + [900] * 50, list(base), list(range(500, 560)))
+    running: list[Seq] = []
+    admitted = admit(queue, running, slots, 4, RULE)
+    # 5 shared tokens are not worth a round (min_gain 8); the equal prompt waits; the one
+    # behind it, sharing nothing, starts.
+    assert [s.tokens[0] for s in admitted] == [0, 0, 500]
+    assert [s.held for s in queue] == [1]

@@ -22,6 +22,7 @@ class Seq:
     rng: np.random.Generator | None
     n_past: int = 0  # tokens whose KV is in the cache: always tokens[:n_past]
     cached: int = 0  # prompt tokens whose KV was reused
+    held: int = 0  # admission rounds it waited for a running sequence's prefill (admission)
     generated: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
 

@@ -57,21 +57,38 @@ class SeqSlots:
         """Give `dst` the KV of the longest prefix of `prompt` that a stored or running sequence
         already computed; returns its length (0 if none). The last prompt token is always left to
         compute: its logits give the first generated token."""
-        target = np.asarray(prompt, dtype=np.int64)
-        best, best_src, from_store = 0, -1, False
-        sources = [(e.slot, e.tokens, True) for e in self.store] + [
-            (s.seq_id, np.asarray(s.tokens[: s.n_past], dtype=np.int64), False) for s in running
-        ]
-        for src, tokens, stored in sources:
-            n = min(common_prefix(target, tokens), len(prompt) - 1)
-            if n > best and self._window_present(src, n):
-                best, best_src, from_store = n, src, stored
+        best, best_src, from_store = self._best_source(np.asarray(prompt, dtype=np.int64), running)
         if best > 0:
             self._copy(best_src, dst)
             self._kv.seq_keep(dst, best)
             if from_store:
                 self.store.hit(best_src)
         return best
+
+    def prefix_ready(self, prompt: list[int], running: Sequence[Seq]) -> int:
+        """How much of `prompt` `reuse_prefix` would give now."""
+        return self._best_source(np.asarray(prompt, dtype=np.int64), running)[0]
+
+    @staticmethod
+    def prefix_coming(prompt: list[int], running: Sequence[Seq]) -> int:
+        """The longest prefix of `prompt` (but its last token) that a running sequence holds
+        or is computing: its prompt counts whole, computed or not."""
+        target = np.asarray(prompt, dtype=np.int64)
+        return max((min(common_prefix(target, np.asarray(s.tokens, dtype=np.int64)),
+                        len(prompt) - 1) for s in running), default=0)
+
+    def _best_source(self, target: np.ndarray,
+                     running: Sequence[Seq]) -> tuple[int, int, bool]:
+        """The longest reusable prefix of `target`: (its length, the stream, whether stored)."""
+        best, best_src, from_store = 0, -1, False
+        sources = [(e.slot, e.tokens, True) for e in self.store] + [
+            (s.seq_id, np.asarray(s.tokens[: s.n_past], dtype=np.int64), False) for s in running
+        ]
+        for src, tokens, stored in sources:
+            n = min(common_prefix(target, tokens), len(target) - 1)
+            if n > best and self._window_present(src, n):
+                best, best_src, from_store = n, src, stored
+        return best, best_src, from_store
 
     def release(self, seq: Seq) -> None:
         """`seq` ended: keep its KV in the store when it is worth a slot, free its id."""

@@ -19,6 +19,7 @@ import numpy as np
 from ragraph.runtime.llm.base import error_result, length_problem
 from ragraph.runtime.llm.failure import cause
 from ragraph.runtime.llm.llamacpp import sampling
+from ragraph.runtime.llm.llamacpp.admission import AdmissionRule, admit
 from ragraph.runtime.llm.llamacpp.model import BatchEntry, LlamaModel
 from ragraph.runtime.llm.llamacpp.seqs import Seq, plan_step
 from ragraph.runtime.llm.llamacpp.slots import SeqSlots
@@ -56,6 +57,7 @@ Delivery = tuple[GenerationStream, list[TokenEvent], GenerationResult | None]
 class WorkerLimits:
     context_length: int  # per sequence: prompt + generated tokens
     max_running: int  # sequences decoding at once
+    admission: AdmissionRule = AdmissionRule()
 
 
 class DecodeWorker:
@@ -151,16 +153,9 @@ class DecodeWorker:
         self._out.append((stream, [], error_result(stream.rid, message, n_prompt, kind)))
 
     def _admit(self) -> None:
-        """Move waiting sequences into the batch while sequence ids allow."""
-        while self._waiting and len(self._running) < self._limits.max_running:
-            seq_id = self._slots.acquire()
-            if seq_id is None:
-                return
-            seq = self._waiting.popleft()
-            seq.seq_id = seq_id
-            seq.cached = self._slots.reuse_prefix(seq_id, seq.tokens, self._running)
-            seq.n_past = seq.cached
-            self._running.append(seq)
+        """Move waiting sequences into the batch while sequence ids allow (cache-aware)."""
+        for seq in admit(self._waiting, self._running, self._slots, self._limits.max_running,
+                         self._limits.admission):
             self._tally.prompt_tokens += seq.n_prompt
             self._tally.cached_tokens += seq.cached
 
