@@ -122,7 +122,7 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
         rows = await run_cells(bench, cell_progress, cell_done)
     notes += server_notes + list(questions.notes) + _notes(config, rows)
     found = report.print_all(console, rows, config.slo_s, config.engine, caption, notes,
-                             config.ablation)
+                             config.ablation, repeats=config.traffic.alpha is not None)
     if not rows:  # no cell ran: the CSV still says so
         csv_path, written = _write(config, rows, caption)
     console.print(f"wrote {csv_path}, {config.out / 'bench.json'}"

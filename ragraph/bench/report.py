@@ -115,9 +115,9 @@ def slo_table(points: Sequence[R.SloPoint], slo_s: float, caption: str) -> Table
 
 
 def engine_targets_table(targets: Sequence[R.Target], rows: Sequence[CellResult],
-                         caption: str, engine: str = "llamacpp") -> Table:
+                         caption: str, engine: str = "llamacpp", repeats: bool = False) -> Table:
     issue, why = (("28", W.why_server_bound) if engine == "openai"
-                  else ("14", W.why_engine_bound))
+                  else ("31" if repeats else "14", W.why_engine_bound))
     table = Table(title=f"Targets (issue {issue}): ragraph vs the LangGraph app, offline",
                   caption=caption)
     for col in ("workload", "conc", "vs", "metric", "target", "measured", "verdict",
@@ -169,19 +169,21 @@ def ablation_table(rows: Sequence[CellResult], caption: str) -> Table:
 
 
 def reuse_lines(rows: Sequence[CellResult]) -> list[str]:
-    """What the llama.cpp prefix store is worth, per cell: ragraph with and without it."""
+    """What the llama.cpp prefix store is worth, per cell: ragraph with and without it, and the
+    prompt tokens the LangGraph app's llama-cpp-python reused beside them."""
     from ragraph.bench.config import NO_REUSE
 
     out = []
     for _, group in groupby(rows, key=_cell_key):
         by = {r.executor: r for r in group}
-        on, off = by.get("ragraph"), by.get(NO_REUSE)
+        on, off, app = by.get("ragraph"), by.get(NO_REUSE), by.get("langgraph")
         if on is None or off is None or not off.throughput_rps:
             continue
         gain = on.throughput_rps / off.throughput_rps - 1
+        theirs = "" if app is None else f"; the LangGraph app {app.cached_tokens:,}"
         out.append(f"prefix reuse, {on.cell.workload} at {on.cell.concurrency} in flight: "
                    f"{on.cached_tokens:,} prompt tokens reused ({off.cached_tokens:,} without the "
-                   f"store), {on.throughput_rps:.2f} vs {off.throughput_rps:.2f} req/s "
+                   f"store{theirs}), {on.throughput_rps:.2f} vs {off.throughput_rps:.2f} req/s "
                    f"({gain:+.0%})")
     return out
 
@@ -257,7 +259,9 @@ def bound_legend(rows: Sequence[CellResult]) -> str:
 
 
 def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine: str,
-              caption: str, notes: Sequence[str], ablation: bool = False) -> list[R.Target]:
+              caption: str, notes: Sequence[str], ablation: bool = False,
+              repeats: bool = False) -> list[R.Target]:
+    """Every table and note of a run; `repeats`: the traffic asked questions again (zipf)."""
     console.print(cells_table(rows, caption))
     if any(r.bound is not None for r in rows):
         console.print(bounds_table(rows, caption))
@@ -270,7 +274,7 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
     for line in fanout_lines(rows):
         console.print(line, highlight=False)
     points = R.slo_points(rows, slo_s)
-    found = R.targets(points, engine, rows)
+    found = R.targets(points, engine, rows, repeats)
     if engine == "sim":
         console.print(slo_table(points, slo_s, caption))
         if found:
@@ -284,7 +288,7 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
         for line in reuse_lines(rows):
             console.print(line, highlight=False)
         if found:
-            console.print(engine_targets_table(found, rows, caption, engine))
+            console.print(engine_targets_table(found, rows, caption, engine, repeats))
     for note in notes:
         console.print(f"note: {note}", highlight=False)
     return found

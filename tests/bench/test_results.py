@@ -118,6 +118,28 @@ def test_llamacpp_targets_are_offline_throughput_and_p95_against_the_langgraph_a
     assert not found["oneshot", "p95"].met
 
 
+def test_traffic_that_repeats_questions_raises_the_llamacpp_targets():
+    rows = [row("ragraph", None, 2.2, 50.0, workload=w) for w in ("irg", "oneshot")] + [
+        row("langgraph", None, 1.0, 60.0, workload=w) for w in ("irg", "oneshot")]
+    found = {t.workload: t for t in R.targets(R.slo_points(rows, 10.0), "llamacpp", rows,
+                                              repeats=True) if t.metric == "throughput"}
+    # Issue 31: a repeated question's prompts can come whole from the prefix store.
+    assert (found["irg"].want, found["oneshot"].want) == (2.5, 2.0)
+    assert not found["irg"].met and found["oneshot"].met
+
+
+def test_the_reuse_line_gives_the_prompt_tokens_each_side_reused():
+    from ragraph.bench.config import NO_REUSE
+    from ragraph.bench.report import reuse_lines
+
+    rows = [replace(row(name, None, thr, 9.0), cell=Cell("hyde", 32, None, 8),
+                    cached_tokens=tokens) for name, thr, tokens in (("ragraph", 1.2, 5000), (NO_REUSE, 1.0, 900),
+                                      ("langgraph", 0.6, 2100))]
+    assert reuse_lines(rows) == [
+        "prefix reuse, hyde at 8 in flight: 5,000 prompt tokens reused (900 without the store; "
+        "the LangGraph app 2,100), 1.20 vs 1.00 req/s (+20%)"]
+
+
 def test_a_missed_llamacpp_target_says_where_the_engine_time_went():
     ours = replace(row("ragraph", None, 1.2, 40.0), prefill_s=80.0, decode_s=10.0,
                    cached_tokens=5000)
