@@ -117,7 +117,8 @@ class Adapter:
 
     def _switch(self, level: int, pressure: float, queued: int) -> None:
         direction = "down" if level > self.level else "up"
-        log.info("adapt: new %s requests %s from %s to %s (p95 %s, %d queued, SLO %gs, "
+        # A warning: the answers' quality changes, and the server's log should say so by default.
+        log.warning("adapt: new %s requests %s from %s to %s (p95 %s, %d queued, SLO %gs, "
                  "pressure %.2f)", self.plan.base, direction, self.plan.levels[self.level],
                  self.plan.levels[level], _seconds(p95(self.recent)), queued,
                  self.plan.switching.slo_s, pressure)

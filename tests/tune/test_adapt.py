@@ -19,7 +19,7 @@ from ragraph.tune.levels import front_levels, front_path, level_graph, write_fro
 from ragraph.tune.measure import Measurement
 from ragraph.tune.space import Point
 from tests.serve.conftest import SIM, graphs, question
-from tests.serve.servers import metric, serving
+from tests.serve.servers import captured_logs, metric, serving
 
 LEVELS = ("w@0", "w@1", "w@2")
 BASE_S = {"w@0": 1.0, "w@1": 0.6, "w@2": 0.3}  # each point's latency at 1x load
@@ -111,12 +111,14 @@ def test_serve_adapts_and_metrics_show_the_switch(tmp_path: Path):
     args = argparse.Namespace(adapt=_front_file(tmp_path), adapt_slo="p95=1ms")
     plan = adapt_plan(args, workflows, SIM.scheduler.concurrency)
     assert plan.levels == ("hyde@0", "hyde@1", "hyde@2") and "hyde@2" in workflows
-    with serving(workflows, SIM, adapt=plan) as server:
+    with serving(workflows, SIM, adapt=plan) as server, captured_logs() as logs:
         settle = plan.switching.settle
         for i in range(settle + 2):
             body = httpx.post(server.url + "/runs/wait", timeout=60, json={
                 "workflow": "hyde", "input": {"question": question(i)}}).json()
             assert body["answer"]
+        said = [r.getMessage() for r in logs if r.getMessage().startswith("adapt:")]
+        assert len(said) == 1 and "down from hyde@0 to hyde@1" in said[0]
         assert metric(server.url, "ragraph_adapt_switches_total", direction="down") == 1
         assert metric(server.url, "ragraph_adapt_level") == 1
         assert metric(server.url, "ragraph_adapt_requests_total", point="1") >= 1
