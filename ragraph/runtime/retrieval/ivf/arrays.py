@@ -15,12 +15,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragraph.runtime.retrieval.ivf.bounds import U32, gamma, matmul_roundoff
+from ragraph.runtime.retrieval.ivf.lists import Chunk
 from ragraph.runtime.retrieval.ivf.products import OneThread, matmul_into
 
 # Below this many queries per list, numpy's products go one matrix-vector product per query:
 # OpenBLAS's sgemm on a few rows is slower than as many sgemv; torch's MKL needs no such help
 # (figures: docs/benchmarks/code-figures.md#list-major-scans).
 GEMV_BELOW = 4
+
+
+def per_list(arrays, buf, chunk: Chunk, l2: bool) -> None:
+    """A chunk's estimates, one product a list into its pairs' rows of `buf` (+inf padding left
+    where a list is shorter than the buffer)."""
+    row = 0
+    for tile, n in zip(chunk.tiles, chunk.per_list.tolist(), strict=True):
+        arrays.estimate(buf[row:row + n, :tile.size], chunk.queries[row:row + n], tile.vectors,
+                        tile.sq_norms if l2 else None)
+        row += n
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,7 @@ class NumpyArrays:
 
     parallel: bool = True
     product: str = "numpy"
+    chunk_elements: int | None = None  # None: listmajor.CHUNK_ELEMENTS
 
     @property
     def matmul_u(self) -> float:
@@ -44,6 +56,9 @@ class NumpyArrays:
 
     def buffer(self, rows: int, width: int) -> np.ndarray:
         return np.full((rows, width), np.inf, dtype=np.float32)
+
+    def estimate_chunk(self, buf: np.ndarray, chunk: Chunk, l2: bool) -> None:
+        per_list(self, buf, chunk, l2)
 
     def estimate(self, out, q, vectors, sq_norms) -> None:
         """out = q @ vectors.T (+ sq_norms when given)."""
@@ -82,6 +97,7 @@ class TorchArrays:
     device: str
     dim: int
     parallel: bool = False
+    chunk_elements: int | None = None  # None: listmajor.CHUNK_ELEMENTS
     _dtype: object = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -117,6 +133,9 @@ class TorchArrays:
         import torch
 
         return torch.full((rows, width), float("inf"), dtype=self._dtype, device=self.device)
+
+    def estimate_chunk(self, buf, chunk: Chunk, l2: bool) -> None:
+        per_list(self, buf, chunk, l2)
 
     def estimate(self, out, q, vectors, sq_norms) -> None:
         import torch

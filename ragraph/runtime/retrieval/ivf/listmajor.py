@@ -3,7 +3,8 @@
 faiss scans a step query by query: a list probed by 8 queries is read 8 times (from memory, or
 from cache when cluster order puts them back to back, see `split`), each time through a per-pair
 SIMD loop. Here the step's (query, list) pairs are sorted by list, and each list's block of
-queries is scored by one BLAS product over the list's vectors, in place in faiss's memory. The
+queries is scored by one BLAS product over the list's vectors, in place in faiss's memory (over
+lists held on a device, one product a chunk instead: `arrays.estimate_chunk`, tier/devicelists). The
 float32 products are estimates, not faiss's values; `bounds` gives how far they can be, and the
 candidates kept are every element a faiss heap of size m over the task's lists could hold. Those
 few are re-scored by faiss's own kernel for the metric (`fvec_L2sqr_by_idx` /
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragraph.runtime.retrieval.ivf.bounds import error_bound, round_up, row_norms
-from ragraph.runtime.retrieval.ivf.lists import Tile, list_view
+from ragraph.runtime.retrieval.ivf.lists import Chunk, Tile, list_view
 from ragraph.runtime.retrieval.ivf.split import fits_in_cache
 from ragraph.runtime.retrieval.merge import merge_rows
 from ragraph.runtime.retrieval.protocol import Metric
@@ -151,17 +152,18 @@ class ListMajorScan:
         step = Step(pairs, arrays.queries(np.ascontiguousarray(scale * x[pairs.task])), qn,
                     tile_of, sizes, m, len(clusters))
         threads = threads if arrays.parallel else 1
-        found = self._run(step, arrays, self._chunks(step, threads), threads)
+        chunks = self._chunks(step, threads, arrays.chunk_elements or CHUNK_ELEMENTS)
+        found = self._run(step, arrays, chunks, threads)
         return self._rescore(x, step, _final(found, step.n_tasks), m)
 
-    def _chunks(self, step: Step, threads: int) -> list[slice]:
-        """Distinct lists cut into runs of about equal products, at most CHUNK_ELEMENTS each."""
+    def _chunks(self, step: Step, threads: int, most: int) -> list[slice]:
+        """Distinct lists cut into runs of about equal products, at most `most` each."""
         per_list = np.diff(step.pairs.starts) * step.sizes
         if per_list.size == 0:
             return []
         running = np.cumsum(per_list.astype(np.float64))
         spread = threads * CHUNKS_PER_THREAD if threads > 1 else 1
-        parts = max(spread, int(np.ceil(running[-1] / CHUNK_ELEMENTS)))
+        parts = max(spread, int(np.ceil(running[-1] / most)))
         cuts = np.searchsorted(running, running[-1] * np.arange(1, parts) / parts, side="left")
         bounds = np.unique(np.r_[0, np.minimum(cuts + 1, per_list.size), per_list.size])
         return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
@@ -185,18 +187,15 @@ class ListMajorScan:
         lists in the chunk, and every element within its bound of that threshold."""
         pairs = step.pairs
         # Looked up here, on the workers: a host tile's norms are computed on its first use.
-        tiles = [step.tile_of(int(c)) for c in pairs.lists[lists]]
+        tiles = tuple(step.tile_of(int(c)) for c in pairs.lists[lists])
         lo, hi = int(pairs.starts[lists.start]), int(pairs.starts[lists.stop])
         sizes = step.sizes[lists]
         per_list = np.diff(pairs.starts[lists.start:lists.stop + 1])
         row_size = np.repeat(sizes, per_list)
         buf = arrays.buffer(hi - lo, int(sizes.max(initial=0)))
-        l2 = self._metric is Metric.L2
-        for j, tile in enumerate(tiles, start=lists.start):
-            a, b = int(pairs.starts[j]), int(pairs.starts[j + 1])
-            arrays.estimate(buf[a - lo:b - lo, :tile.size], step.queries[a:b], tile.vectors,
-                            tile.sq_norms if l2 else None)
         task = pairs.task[lo:hi]
+        chunk = Chunk(step.queries[lo:hi], task, pairs.lists[lists], per_list, tiles)
+        arrays.estimate_chunk(buf, chunk, self._metric is Metric.L2)
         max_norm = np.repeat([t.max_norm for t in tiles], per_list)
         slack = error_bound(self._metric, self._dim, step.query_norms[task], max_norm,
                             arrays.matmul_u)

@@ -37,6 +37,17 @@ class Tile:
         return Tile(to(vectors), to(sq), ids, float(row.max()) if row.size else 0.0)
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """The pairs of one chunk of a list-major scan, sorted by list: their query rows (on the
+    scan's device) and tasks, the distinct lists with how many pairs each holds, their tiles."""
+
+    queries: object
+    task: np.ndarray
+    clusters: np.ndarray
+    per_list: np.ndarray
+    tiles: tuple[Tile, ...]
+
 
 def list_view(ivf, cluster: int) -> tuple[np.ndarray, np.ndarray]:
     """One IVF-Flat list's vectors (n, d) float32 and ids, as views of faiss's own memory

@@ -31,6 +31,7 @@ import numpy as np
 from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.runtime.retrieval.ivf.lists import Tile, list_view
 from ragraph.runtime.retrieval.settings import SearchConfig
+from ragraph.runtime.retrieval.tier.devicelists import DeviceLists
 
 BYTES_PER_ELEMENT = 4  # float32 on the device
 # The tier's share that prefetches may hold: an eighth of 20% of IVF4096 is 102 clusters, about
@@ -56,6 +57,10 @@ class HotCacheConfig:
     # Counters are multiplied by `decay` at each swap so the hot set follows a shifting workload.
     decay: float = 0.5
     device: str | None = None  # None: CUDA when available, else CPU
+    # The resident tiles joined into one store on the device, each step's scan one product a
+    # chunk over it (`devicelists`); None: on any device but the CPU, where the tier reads
+    # faiss's lists in place rather than hold a copy.
+    grouped: bool | None = None
 
     @classmethod
     def of(cls, search: SearchConfig, nlist: int) -> HotCacheConfig:
@@ -87,6 +92,7 @@ class Resident:
     tiles: Mapping[int, Tile]
     hot: frozenset[int]
     prefetched: Mapping[object, frozenset[int]]
+    lists: DeviceLists | None = None  # the tiles' store, when grouped (`tiles` are its views)
 
     def __contains__(self, cluster: int) -> bool:
         return cluster in self.tiles
@@ -143,6 +149,7 @@ class HotClusterCache:
         self._engine = engine
         self._config = config
         self._device = _pick_device(config.device)
+        self._grouped = config.grouped if config.grouped is not None else self._device != "cpu"
         self._lock = threading.Lock()
         self._counts = np.zeros(engine.nlist, dtype=np.float64)
         self._sizes = engine.cluster_sizes()
@@ -286,7 +293,12 @@ class HotClusterCache:
         want = set(hot).union(*prefetched.values())
         pool = {**cur.tiles, **loaded}
         tiles = {c: pool[c] if c in pool else self._load(c) for c in sorted(want)}
-        return Resident(MappingProxyType(tiles), hot, MappingProxyType(prefetched))
+        lists = None
+        if self._grouped:
+            lists = cur.lists if cur.lists is not None and tiles.keys() == cur.tiles.keys() \
+                else DeviceLists.joined(tiles, self._engine.nlist, self._engine.dim, self._device)
+            tiles = {c: lists.tile(c) for c in tiles}  # views: the store is the one copy kept
+        return Resident(MappingProxyType(tiles), hot, MappingProxyType(prefetched), lists)
 
     def _load(self, cluster: int) -> Tile:
         import torch

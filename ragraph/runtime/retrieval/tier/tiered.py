@@ -1,7 +1,8 @@
 """A step split between the accelerator tier (resident clusters, torch) and the CPU tier (faiss).
 
 The resident clusters of a step are scanned list-major on the device (`listmajor` with torch
-arrays over the float32 tiles): each tile read once for the queries probing it, the candidates
+arrays over the float32 tiles, one product a chunk where the tiles are joined in one store:
+`devicelists`): each tile read once for the queries probing it, the candidates
 chosen within a rigorous bound of the device's float32 products (`bounds`), and re-scored on the
 host by faiss's own distance kernel. The other clusters are scanned by the CPU engine in the
 step's order. Both halves are exact top-(k+1) partials of their clusters, distances computed by
@@ -29,6 +30,7 @@ from ragraph.runtime.retrieval.protocol import (
     TopK,
     search_in_one_step,
 )
+from ragraph.runtime.retrieval.tier.devicelists import GroupedArrays
 from ragraph.runtime.retrieval.tier.hotcache import HotClusterCache, Resident
 
 
@@ -91,6 +93,9 @@ class TieredEngine(OverIVF):
                        snap: Resident) -> tuple[np.ndarray, np.ndarray]:
         """The resident clusters' list-major scan on the device, re-scored by faiss."""
         x = np.stack([t.query for t in tasks])
+        if snap.lists is not None:
+            return self._base.scan_lists(x, resident, k + 1, snap.lists.tile,
+                                         GroupedArrays.over(snap.lists))
         return self._base.scan_lists(x, resident, k + 1, snap.tiles.__getitem__,
                                      TorchArrays(self._cache.device, self.dim))
 
