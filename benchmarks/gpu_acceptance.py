@@ -1,6 +1,7 @@
 """The GPU acceptance run: every check that needs a GPU machine, in one command, into one report.
 
     python benchmarks/gpu_acceptance.py --out DIR [--size tiny|smoke|full] [--steps a,b]
+                                        [--step-timeout S]
     make gpu-acceptance OUT=DIR SIZE=smoke
 
 Steps (each a subprocess of its own with a time limit, so one failure never stops the rest):
@@ -11,8 +12,9 @@ Steps (each a subprocess of its own with a time limit, so one failure never stop
   float32, and whether CUDA float64 keeps a query's vector identical alone and in a batch.
 - calibrate: `ragraph calibrate` on CUDA (the grid per size) into a profile file.
 - hot-cache: the same simulated-LLM bench with the hot-cluster cache on and off (end to end).
-- list-major: 64 concurrent queries, list-major scans against a thread pool of faiss searches
-  (benchmarks/search_bench.py --list-major) on every core.
+- list-major: 64 concurrent queries, list-major scans on the CPU and over the lists held on the
+  GPU, against a thread pool of faiss searches (benchmarks/search_bench.py --list-major) on every
+  core; one index per size entry (1M vectors in 1,024 lists and 4M in 4,096 at `smoke`).
 - seeds: `ragraph bench --preset seeds` on the calibrated profile (`full` only: it takes long).
 Steps that need CUDA are skipped without it, with the reason. `report.md` and `report.json` in --out
 say what ran, how long, what passed, and the figures; each step's output is kept in DIR/logs.
@@ -44,7 +46,7 @@ class Size:
 
     calibrate: tuple[str, ...]
     bench: tuple[str, ...]
-    list_major: int
+    list_major: tuple[tuple[int, int], ...]  # (vectors, lists) of each list-major index
     questions: int
     seeds: bool
     tests: tuple[tuple[str, ...], ...]  # pytest runs: the fast tests, then the real-MiniLM ones
@@ -53,14 +55,16 @@ class Size:
 SIZES = {
     "tiny": Size(("--shape", "tiny", "--prefill", "16,64", "--batches", "1,4", "--contexts", "64",
                   "--reps", "2", "--warmup", "1"),
-                 ("--scale", "20000", "--requests", "16", "-c", "8"), 20_000, 8, False,
+                 ("--scale", "20000", "--requests", "16", "-c", "8"), ((20_000, 1024),), 8, False,
                  (("-m", "not slow", "tests/runtime/test_gpu_paths.py"),)),
     "smoke": Size(("--prefill", "128,1024,4096", "--batches", "1,32,128", "--contexts", "512,2048",
                    "--reps", "3", "--warmup", "1"),
-                  ("--scale", "400000", "--requests", "128", "-c", "64"), 1_000_000, 64, False,
+                  ("--scale", "400000", "--requests", "128", "-c", "64"),
+                  ((1_000_000, 1024), (4_000_000, 4096)), 64, False,
                   (("-m", "not slow", "tests/retrieval", "tests/runtime/test_gpu_paths.py"),
                    ("tests/retrieval/test_query_embedder.py",))),
-    "full": Size((), ("--scale", "2000000", "--requests", "512", "-c", "64,128"), 8_000_000, 256,
+    "full": Size((), ("--scale", "2000000", "--requests", "512", "-c", "64,128"),
+                 ((1_000_000, 1024), (4_000_000, 4096), (8_000_000, 8192)), 256,
                  True, (("-m", "not slow", "tests/retrieval", "tests/runtime", "tests/ir",
                          "tests/passes"), ("tests/retrieval/test_query_embedder.py",))),
 }
@@ -101,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                                       detail=f"size {args.size}: the preset runs only at size full"))
         else:
             t0 = time.perf_counter()
-            result = step.run(out, size, step.timeout_s)
+            result = step.run(out, size, min(step.timeout_s, args.step_timeout or step.timeout_s))
             result.seconds = round(time.perf_counter() - t0, 1)
             results.append(result)
         print(f"[{results[-1].status}] {step.name} {results[-1].seconds:.0f} s "
@@ -115,6 +119,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", required=True, help="folder for report.md, report.json, logs/")
     parser.add_argument("--size", choices=tuple(SIZES), default="smoke")
     parser.add_argument("--steps", help="comma-separated step names (default: all)")
+    parser.add_argument("--step-timeout", type=int, default=0, metavar="S",
+                        help="at most S seconds a step (to fit a lent machine's time; 0: each "
+                             "step's own limit)")
     return parser.parse_args(argv)
 
 
@@ -215,11 +222,14 @@ def hot_cache(out: Path, size: Size, timeout_s: int) -> StepResult:
 
 
 def list_major(out: Path, size: Size, timeout_s: int) -> StepResult:
+    """Each index's table: the thread pool, list-major on the CPU and over the lists held on the
+    GPU (on the CPU's torch without one), identical results checked in every row."""
+    vectors, lists = (",".join(str(c) for c in column) for column in zip(*size.list_major, strict=True))
     result = _command("list-major", [sys.executable, str(HERE / "search_bench.py"), "--list-major",
-                                     str(size.list_major), "--repeats", "3"], out, timeout_s)
+                                     vectors, "--nlist", lists, "--repeats", "3"], out, timeout_s)
     lines = (out / "logs" / "list-major.log").read_text(encoding="utf-8").splitlines()
-    table = [line for line in lines if line.strip()][-4:]  # the title, the header, two nprobes
-    result.figures = {"table": table}
+    first = next((i for i, line in enumerate(lines) if line.startswith("5.")), len(lines))
+    result.figures = {"table": [line for line in lines[first:] if line.strip()]}
     return result
 
 

@@ -5,7 +5,8 @@
 MiniLM queries (Natural Questions dev when ../shared/data is there, else a fixed list) embedded one
 at a time and in batches of 16 and 64, in float64 and int8 (the query embedder's precisions: a
 query's vector does not depend on its batch) and float32, packed as the query embedder runs them; then whether every
-vector embedded alone equals the same query's vector in a batch, bit for bit, per device.
+vector embedded alone equals the same query's vector in a batch, bit for bit, per device, and which
+integer product int8 ran on each.
 Not a test: timings depend on the machine and its load.
 """
 
@@ -45,7 +46,9 @@ def per_query_ms(embedder: Embedder, texts: list[str], batch: int, repeats: int 
 
 
 def measure(device: str, texts: list[str]) -> dict:
-    out: dict = {}
+    from ragraph.runtime.retrieval.embed.int8 import kernel
+
+    out: dict = {"int8_kernel": kernel(device)}
     for precision in ("float64", "int8", "float32"):
         embedder = Embedder(EmbedderConfig(role="query", device=device, precision=precision,
                                            packed=True))

@@ -14,11 +14,12 @@ query load. Prints:
 4. one step holding whole probe lists of 8, 32 and 64 queries, laid out in cluster order
    (queries sharing a list scan it back to back) over query order (a batched faiss search's),
    with the share of (query, list) pairs whose list another query of the step reads.
-5. with `--list-major N` (only this table): 64 concurrent queries on N clustered random vectors
-   of dimension 384 (IVF-Flat, inner product, `--nlist` lists) at nprobe 128 and 256, queries/s
-   of faiss's batch search, a thread pool of single-query searches (what an app does), the
-   stepwise engine in cluster order (one step of whole probe lists) and list-major (the same
-   step in list order), all with identical results.
+5. with `--list-major N[,N...]` (only this table): 64 concurrent queries on N clustered random
+   vectors of dimension 384 (IVF-Flat, inner product, `--nlist` lists) at nprobe 128 and 256,
+   queries/s of faiss's batch search, a thread pool of single-query searches (what an app does),
+   the stepwise engine in cluster order (one step of whole probe lists), list-major on the CPU
+   (the same step in list order) and list-major over the lists held on `--device` (one product
+   a chunk, `tier.devicelists`), all with identical results.
 Not a test: timings depend on the machine and its load.
 """
 
@@ -126,11 +127,12 @@ def synthetic_table(n: int, queries: np.ndarray, repeats: int) -> None:
     order_table(FaissIVFEngine(index), q, repeats)
 
 
-def list_major_table(n: int, nlist: int, repeats: int, batch: int = 64) -> None:
-    """Table 5: `batch` concurrent queries, four ways to answer them, queries/s."""
+def list_major_table(n: int, nlist: int, repeats: int, device: str, batch: int = 64) -> None:
+    """Table 5: `batch` concurrent queries, five ways to answer them, queries/s."""
     import faiss
 
     from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
+    from ragraph.runtime.retrieval.tier.devicelists import DeviceLists, scan_step
 
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
@@ -138,11 +140,15 @@ def list_major_table(n: int, nlist: int, repeats: int, batch: int = 64) -> None:
     q = x[rng.choice(n, batch, replace=False)] + 0.02 * rng.standard_normal((batch, 384), np.float32)
     del x
     engine = FaissIVFEngine(index)  # sets the index's parallel_mode 3: the baselines reset it
+    built = time.perf_counter() - t0
+    lists = DeviceLists.of(index, device)
     threads = faiss.omp_get_max_threads()
-    print(f"\n5. {batch} concurrent queries, {n} vectors, d 384, IVF{nlist} (built in "
-          f"{time.perf_counter() - t0:.0f} s), {threads} threads: queries/s (higher is better)")
+    print(f"\n5. {batch} concurrent queries, {n} vectors, d 384, IVF{nlist} (built in {built:.0f} s,"
+          f" lists to {device} in {time.perf_counter() - t0 - built:.1f} s), {threads} threads: "
+          f"queries/s (higher is better)")
     print(f"{'nprobe':>6} {'q/list':>6} {'faiss batch':>11} {'thread pool':>11} {'cluster':>8} "
-          f"{'list':>8} {'list/pool':>9} {'identical':>9}")
+          f"{'list cpu':>8} {'list ' + device:>9} {'dev/pool':>8} {'cpu/pool':>8} "
+          f"{'identical':>9}")
     pool = ThreadPoolExecutor(threads)
     for nprobe in (128, 256):
         runs = {
@@ -151,6 +157,8 @@ def list_major_table(n: int, nlist: int, repeats: int, batch: int = 64) -> None:
                 [i for _, i in pool.map(lambda v: index.search(v[None], K), q)])),
             "cluster": lambda nprobe=nprobe: one_step(engine, q, nprobe, ScanOrder.CLUSTER),
             "list": lambda nprobe=nprobe: one_step(engine, q, nprobe, ScanOrder.LIST),
+            "device": lambda nprobe=nprobe: one_step(
+                engine, q, nprobe, partials=lambda tasks: scan_step(engine, lists, tasks, K)),
         }
         best, ids = _interleaved(runs, repeats)
         same = all(np.array_equal(ids["batch"], i) for i in ids.values())
@@ -158,18 +166,21 @@ def list_major_table(n: int, nlist: int, repeats: int, batch: int = 64) -> None:
         probe = engine.probe(q, nprobe)
         shared = probe.size / np.unique(probe).size  # queries per list the step reads
         print(f"{nprobe:>6} {shared:6.1f} {rate['batch']:11.0f} {rate['pool']:11.0f} "
-              f"{rate['cluster']:8.0f} {rate['list']:8.0f} {rate['list'] / rate['pool']:9.2f} "
+              f"{rate['cluster']:8.0f} {rate['list']:8.0f} {rate['device']:9.0f} "
+              f"{rate['device'] / rate['pool']:8.2f} {rate['list'] / rate['pool']:8.2f} "
               f"{'yes' if same else 'NO':>9}")
     pool.shutdown()
 
 
-def one_step(engine, queries: np.ndarray, nprobe: int, order: ScanOrder) -> np.ndarray:
-    """Probe, one step of every query's whole probe list in `order`, finish: the ids."""
+def one_step(engine, queries: np.ndarray, nprobe: int, order: ScanOrder = ScanOrder.LIST,
+             partials=None) -> np.ndarray:
+    """Probe, one step of every query's whole probe list in `order` (or by `partials`, the
+    tasks' partials another way), finish: the ids."""
     probe = engine.probe(queries, nprobe)
     tasks = [SearchTask.of(v, p) for v, p in zip(queries, probe, strict=True)]
-    step = engine.search_step(tasks, K, order)
+    parts = partials(tasks) if partials else engine.search_step(tasks, K, order).partials
     return np.stack([engine.finish(v, p, [part], K).ids
-                     for v, p, part in zip(queries, probe, step.partials, strict=True)])
+                     for v, p, part in zip(queries, probe, parts, strict=True)])
 
 
 def _faiss_search(index, nprobe: int, search) -> np.ndarray:
@@ -254,10 +265,23 @@ def parse_args() -> argparse.Namespace:
         default=0,
         help="also time a synthetic index of this many vectors (nlist 256: realistic cluster sizes)",
     )
-    parser.add_argument("--list-major", type=int, default=0, metavar="N",
-                        help="only table 5, on N synthetic vectors (e.g. 1000000)")
-    parser.add_argument("--nlist", type=int, default=1024, help="lists of the table-5 index")
+    parser.add_argument("--list-major", type=_ints, default=(), metavar="N[,N...]",
+                        help="only table 5, on N synthetic vectors (e.g. 1000000,4000000)")
+    parser.add_argument("--nlist", type=_ints, default=(1024,),
+                        help="lists of each table-5 index (one, or one per --list-major size)")
+    parser.add_argument("--device", default=None,
+                        help="where table 5's device lists go (default: cuda if present, else cpu)")
     return parser.parse_args()
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(","))
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def main() -> None:
@@ -267,7 +291,10 @@ def main() -> None:
     if args.threads:
         faiss.omp_set_num_threads(args.threads)
     if args.list_major:
-        list_major_table(args.list_major, args.nlist, args.repeats)
+        device = args.device or ("cuda" if _cuda() else "cpu")
+        nlists = args.nlist * len(args.list_major) if len(args.nlist) == 1 else args.nlist
+        for n, nlist in zip(args.list_major, nlists, strict=True):
+            list_major_table(n, nlist, args.repeats, device)
         return
 
     loaded = ensure_default_index()

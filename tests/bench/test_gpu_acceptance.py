@@ -37,6 +37,9 @@ def test_without_a_gpu_the_gpu_steps_say_why_and_the_rest_run(tmp_path: Path) ->
     assert steps["machine"]["status"] == "passed" and steps["machine"]["figures"]["gpu"] == "none"
     table = steps["list-major"]["figures"]["table"]
     assert steps["list-major"]["status"] == "passed" and table[-1].split()[-1] == "yes"
+    # Without a GPU the device lists are torch CPU tensors: the same grouped products, checked.
+    assert "list cpu" in table[1] and "dev/pool" in table[1]
+    assert [row.split()[-1] for row in table[2:]] == ["yes", "yes"]
     markdown = (tmp_path / "report.md").read_text()
     assert "| cuda-tests | skipped | 0 | no CUDA device on this machine |" in markdown
     assert (tmp_path / "logs" / "list-major.log").exists()
