@@ -1,33 +1,37 @@
 """One interpreter of a program: a walk along its control edges and one method per unit kind.
 
-The shape of torch.fx's `Interpreter`: `run_unit` looks the unit's kind up in `HANDLERS` and
-calls the method of that name; a subclass overrides only how engine calls are issued and batched
-(`complete`, `search`, `fan`, `render_prompt`) and what it records around a unit. Every executor
-of ragraph but the wavefront is this class or a subclass:
+The shape of torch.fx's `Interpreter`: `dispatch` looks the unit's kind up in `HANDLERS` and
+calls the method of that name. `UnitInterpreter` is the synchronous core every executor shares:
+given a request and the unit it reached, it applies what the unit does to the request's
+variables and says whether the unit completed at once or waits on engine work (`W`, the
+subclass's own: an awaitable here, a job of the wavefront). A subclass overrides only how engine
+calls are issued and batched (`issue_generation`/`collect_generation`,
+`issue_retrieval`/`collect_retrieval`, `wait`, `verify`, `render_prompt`) and what it records
+around a unit.
 
-- the reference walk, `passes/reference.py` (fake engines, every program, sync),
-- the thread pool, `runtime/executors/nodes.py` (`sequential`: one request per worker),
-- stage-batched, `runtime/executors/stage_batched.py` (generations of all requests at once;
-  their searches in one batched call through `retrieval_queries`/`retrieved`),
-- the LangGraph lowering, `runtime/executors/langgraph_app.py` (one LangGraph node per unit,
-  its body `run_unit`; a map's branches call `complete`/`search`, its gather `assign_items`).
+- `Interpreter`, the async walker over that core (`run` drives one request to END, awaiting
+  the work each unit returns): the reference walk, `passes/reference.py` (fake engines, every
+  program, sync); the thread pool, `runtime/executors/nodes.py` (`sequential`: one request per
+  worker); stage-batched, `runtime/executors/stage_batched.py` (generations of all requests at
+  once; their searches in one batched call through `retrieval_queries`/`retrieved`); the
+  LangGraph lowering, `runtime/executors/langgraph_app.py` (one LangGraph node per unit, its
+  body `run_unit`; a map's branches call `complete`/`search`, its gather `assign_items`).
+- The wavefront, `runtime/scheduler/units.py`: its issue methods hand the work to the engines'
+  two sides, its `wait` makes probe, search-steps, prefill and decode wait for a stage of that
+  work, and the engines' reports complete the units later, across requests.
 
 Unit kind -> the one place that says what it does (here, for every executor above):
 
-- generate: `generate` = `prefill` (render the prompt, one per branch) then `finish`
-  (`complete` per branch, the text assigned by `ir.effects.apply_generation_to`).
-- retrieve: `retrieve` = `embed_query` (render the query) then `retrieve_commit` (`search` per
-  branch, the passages assigned).
+- generate: `generate` = `prefill` (render the prompt, one per branch, kept on the request;
+  issue the generation) then `finish` (collect it: `complete` per branch in the walkers, the
+  text assigned by `ir.effects.apply_generation_to`).
+- retrieve: `retrieve` = `embed_query` (render the query; issue the search) then
+  `retrieve_commit` (collect it: `search` per branch in the walkers, the passages assigned).
 - merge: `merge` (`ir.effects.apply_merge`).
-- probe, cache-lookup, search-steps, decode, spec-verify, fork, join, start, end: `nothing`
-  (no visible effect: the search and the decode run whole at the chain's last unit; speculation
-  is declined; a rewired region runs in control order, or eagerly in the reference's `fork`).
-
-The wavefront scheduler (`runtime/scheduler/units.py`) runs the same programs unit by unit
-across requests; to plug in, its dispatch becomes a subclass whose handlers hand the engine work
-of `probe`, `search_steps`, `prefill`, `decode` to its two sides instead of calling `complete`
-and `search` inline, and whose `retrieve_commit`/`finish` assign through the same
-`assign_generation`/`assign_passages` as here.
+- probe, cache-lookup, search-steps, decode: `wait` (nothing in the walkers: the search and the
+  decode run whole at the chain's last unit). spec-verify: `verify` (declined in the walkers).
+  fork, join, start, end: `nothing` (a rewired region runs in control order, or eagerly in the
+  reference's `fork`).
 """
 
 from __future__ import annotations
@@ -40,7 +44,6 @@ from ragraph.errors import WorkflowError
 from ragraph.ir import effects
 from ragraph.ir.control import choose_edge
 from ragraph.ir.nodes import END, Generate, Merge, Node, Retrieve
-from ragraph.ir.stages import slot
 from ragraph.ir.values import GeneratedText, Passages, Value
 from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
 
@@ -51,16 +54,24 @@ HANDLERS: dict[str, str] = {kind: kind.replace("-", "_") for kind in (
     "join")}
 
 
-class WalkState(Protocol):
+class UnitState(Protocol):
+    """What a unit reads and writes of a request."""
+
+    variables: dict[str, Value]
+    # A split chain's rendered prompts or queries, by origin, from its first unit to its last.
+    rendered: dict[str, Any]
+
+
+class WalkState(UnitState, Protocol):
     """What the walk reads and writes of a request (the runtime's RequestState is one)."""
 
     node: str
-    variables: dict[str, Value]
     loop_counts: Counter[int]
 
 
-R = TypeVar("R", bound=WalkState)
+R = TypeVar("R", bound=UnitState)
 P = TypeVar("P")  # a rendered prompt: completion text, or a chat turn in the runtime
+W = TypeVar("W")  # the work a unit waits on when it does not complete at once
 Thunk = Callable[[], Awaitable[Any]]
 
 
@@ -79,56 +90,70 @@ def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
     raise RuntimeError("an interpreter run without an event loop awaited real work")
 
 
-class Interpreter(Generic[R, P]):
-    """Runs programs; one instance may run many requests at once (it keeps no request state:
-    a split chain's rendered text waits in `rendered`, by request and origin)."""
+class UnitInterpreter(Generic[R, P, W]):
+    """What each unit kind does, synchronously: a handler applies the unit to the request and
+    returns None when it completed, else the work it waits on. It keeps no request state (a
+    split chain's rendering waits on the request, in `rendered`), so one instance serves many
+    requests at once."""
 
-    fan: Callable[[Sequence[Thunk]], Awaitable[list]] = staticmethod(one_after_another)
+    program: Program
 
-    def __init__(self, program: Program) -> None:
-        self.program = program
-        self.rendered: dict[tuple[int, str], object] = {}
+    def program_of(self, req: R) -> Program:
+        """The program `req` runs (one per interpreter, unless a subclass runs several)."""
+        return self.program
 
-    # The walk ---------------------------------------------------------------------------
-    async def run(self, req: R) -> None:
-        """Walk `req` from where it is to END, running each unit it enters."""
-        while self.advance(req) != END:
-            await self.run_unit(self.program.unit(req.node), req)
-
-    def advance(self, req: R) -> str:
+    def advance(self, req: WalkState) -> str:
         """Follow the control edge `choose_edge` picks; returns the unit entered."""
         edge = choose_edge(self.program.graph, req.node, req.variables, req.loop_counts)
         req.node = edge.dst
         self.entered(req, edge.dst)
         return edge.dst
 
-    def entered(self, req: R, uid: str) -> None:
+    def entered(self, req: Any, uid: str) -> None:
         """A subclass's record of the walk (the runtime's request path)."""
 
-    async def run_unit(self, unit: Node, req: R) -> None:
+    def dispatch(self, unit: Node, req: R) -> W | None:
         method = HANDLERS.get(unit.kind)
         if method is None:
             raise WorkflowError(f"no executor runs a {unit.kind!r} node", node=unit.id)
-        await getattr(self, method)(unit, req)
+        return getattr(self, method)(unit, req)
 
-    async def nothing(self, unit: Node, req: R) -> None:
-        """A unit with no visible effect here."""
+    def nothing(self, unit: Node, req: R) -> W | None:
+        """A unit with no visible effect."""
+        return None
 
-    start = end = probe = cache_lookup = search_steps = decode = spec_verify = nothing
-    fork = join = nothing  # a rewired region runs in control order (see reference's eager)
+    start = end = fork = join = nothing  # a rewired region runs in control order here
+
+    def probe(self, unit: Node, req: R) -> W | None:
+        return self.wait(unit, req)
+
+    cache_lookup = search_steps = decode = probe
+
+    def spec_verify(self, unit: Node, req: R) -> W | None:
+        return self.verify(unit, req)
+
+    def merge(self, unit: Merge, req: R) -> W | None:
+        effects.apply_merge(unit, req.variables)
+        return None
 
     # Generation ---------------------------------------------------------------------------
-    async def generate(self, unit: Generate, req: R) -> None:
-        chain = self.program.generations[unit.id]
-        await self.generated(chain, req, self.prompts(chain, req.variables))
+    def generate(self, unit: Generate, req: R) -> W | None:
+        chain = self.program_of(req).generations[unit.id]
+        prompts = self.prompts(chain, req.variables)
+        self.issue_generation(chain, req, prompts)
+        return self.collect_generation(chain, req, unit.id, prompts)
 
-    async def prefill(self, unit: Node, req: R) -> None:
-        chain = self.program.generations[self.program.origin(unit.id)]
-        self.rendered[id(req), slot(chain.origin, "prompt")] = self.prompts(chain, req.variables)
+    def prefill(self, unit: Node, req: R) -> W | None:
+        program = self.program_of(req)
+        chain = program.generations[program.origin(unit.id)]
+        prompts = req.rendered[chain.origin] = self.prompts(chain, req.variables)
+        self.issue_generation(chain, req, prompts)
+        return self.wait(unit, req)
 
-    async def finish(self, unit: Node, req: R) -> None:
-        chain = self.program.generations[self.program.origin(unit.id)]
-        await self.generated(chain, req, self.rendered.pop((id(req), slot(chain.origin, "prompt"))))
+    def finish(self, unit: Node, req: R) -> W | None:
+        program = self.program_of(req)
+        chain = program.generations[program.origin(unit.id)]
+        return self.collect_generation(chain, req, unit.id, req.rendered.pop(chain.origin))
 
     def prompts(self, chain: GenerationChain, variables: dict[str, Value]) -> P | list[P]:
         """The prompt, or one per branch of a map."""
@@ -139,6 +164,86 @@ class Interpreter(Generic[R, P]):
 
     def render_prompt(self, chain: GenerationChain, variables: dict[str, Value]) -> P:
         return chain.flat_prompt.render(variables)  # type: ignore[return-value]
+
+    # Retrieval ----------------------------------------------------------------------------
+    def retrieve(self, unit: Retrieve, req: R) -> W | None:
+        chain = self.program_of(req).retrievals[unit.id]
+        queries = self.retrieval_queries(chain, req.variables)
+        self.issue_retrieval(chain, req, queries)
+        return self.collect_retrieval(chain, req, unit.id, queries)
+
+    def embed_query(self, unit: Node, req: R) -> W | None:
+        program = self.program_of(req)
+        chain = program.retrievals[program.origin(unit.id)]
+        queries = req.rendered[chain.origin] = self.retrieval_queries(chain, req.variables)
+        self.issue_retrieval(chain, req, queries)
+        return self.wait(unit, req)
+
+    def retrieve_commit(self, unit: Node, req: R) -> W | None:
+        program = self.program_of(req)
+        chain = program.retrievals[program.origin(unit.id)]
+        return self.collect_retrieval(chain, req, unit.id, req.rendered.pop(chain.origin))
+
+    def retrieval_queries(self, chain: RetrievalChain,
+                          variables: dict[str, Value]) -> str | list[str]:
+        """The query, or one per branch of a map."""
+        if not chain.each:
+            return effects.retrieval_query_of(chain.query, variables)
+        return [effects.retrieval_query_of(chain.query, v)
+                for v in effects.branches(chain.each, variables, chain.origin)]
+
+    # How engine calls are issued: what a subclass overrides ------------------------------
+    def issue_generation(self, chain: GenerationChain, req: R, prompts: Any) -> None:
+        """The chain's first unit: start its generation (the walkers call at its last)."""
+
+    def issue_retrieval(self, chain: RetrievalChain, req: R, queries: str | list[str]) -> None:
+        """The chain's first unit: start its search (the walkers call at its last)."""
+
+    def wait(self, unit: Node, req: R) -> W | None:
+        """A unit that waits for a stage of its chain's engine work (none in the walkers)."""
+        return None
+
+    def verify(self, unit: Node, req: R) -> W | None:
+        """Speculation's commit point (the walkers never speculate)."""
+        return None
+
+    def collect_generation(self, chain: GenerationChain, req: R, uid: str,
+                           prompts: Any) -> W | None:
+        """The chain's last unit: its text, assigned."""
+        raise NotImplementedError
+
+    def collect_retrieval(self, chain: RetrievalChain, req: R, uid: str,
+                          queries: str | list[str]) -> W | None:
+        """The chain's last unit: its passages, assigned."""
+        raise NotImplementedError
+
+
+class Interpreter(UnitInterpreter[R, P, Awaitable[None]]):
+    """The async walker: runs one request at a time to END over the core, awaiting each unit's
+    engine calls, which run whole at a chain's last unit."""
+
+    fan: Callable[[Sequence[Thunk]], Awaitable[list]] = staticmethod(one_after_another)
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+
+    async def run(self, req: R) -> None:
+        """Walk `req` from where it is to END, running each unit it enters."""
+        while self.advance(req) != END:  # type: ignore[arg-type]
+            await self.run_unit(self.program.unit(req.node), req)  # type: ignore[attr-defined]
+
+    async def run_unit(self, unit: Node, req: R) -> None:
+        work = self.dispatch(unit, req)
+        if work is not None:
+            await work
+
+    def collect_generation(self, chain: GenerationChain, req: R, uid: str,
+                           prompts: Any) -> Awaitable[None]:
+        return self.generated(chain, req, prompts)
+
+    def collect_retrieval(self, chain: RetrievalChain, req: R, uid: str,
+                          queries: str | list[str]) -> Awaitable[None]:
+        return self.retrieved(chain, req, queries)
 
     async def generated(self, chain: GenerationChain, req: R, prompts: Any) -> None:
         if not chain.each:
@@ -164,28 +269,6 @@ class Interpreter(Generic[R, P]):
                      inputs: object) -> None:
         effects.apply_branches_to(output, req.variables, values)
 
-    # Retrieval ----------------------------------------------------------------------------
-    async def retrieve(self, unit: Retrieve, req: R) -> None:
-        chain = self.program.retrievals[unit.id]
-        await self.retrieved(chain, req, self.retrieval_queries(chain, req.variables))
-
-    async def embed_query(self, unit: Node, req: R) -> None:
-        chain = self.program.retrievals[self.program.origin(unit.id)]
-        self.rendered[id(req), slot(chain.origin, "qtext")] = self.retrieval_queries(
-            chain, req.variables)
-
-    async def retrieve_commit(self, unit: Node, req: R) -> None:
-        chain = self.program.retrievals[self.program.origin(unit.id)]
-        await self.retrieved(chain, req, self.rendered.pop((id(req), slot(chain.origin, "qtext"))))
-
-    def retrieval_queries(self, chain: RetrievalChain,
-                          variables: dict[str, Value]) -> str | list[str]:
-        """The query, or one per branch of a map."""
-        if not chain.each:
-            return effects.retrieval_query_of(chain.query, variables)
-        return [effects.retrieval_query_of(chain.query, v)
-                for v in effects.branches(chain.each, variables, chain.origin)]
-
     async def retrieved(self, chain: RetrievalChain, req: R, queries: str | list[str]) -> None:
         if isinstance(queries, str):
             self.assign_passages(chain, req, await self.search(chain, req, queries, None),
@@ -203,10 +286,6 @@ class Interpreter(Generic[R, P]):
     def assign_passages(self, chain: RetrievalChain, req: R, passages: Passages,
                         query: str) -> None:
         effects.apply_retrieval_to(chain.output, req.variables, passages)
-
-    # Merge --------------------------------------------------------------------------------
-    async def merge(self, unit: Merge, req: R) -> None:
-        effects.apply_merge(unit, req.variables)
 
 
 def _thunk(fn: Callable[..., Awaitable[Any]], *args: Any) -> Thunk:

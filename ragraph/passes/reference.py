@@ -19,6 +19,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ragraph.errors import WorkflowError
 from ragraph.ir.graph import RAGraph
@@ -64,6 +65,7 @@ class _Request:
     variables: dict[str, Value]
     node: str = START
     loop_counts: Counter[int] = field(default_factory=Counter)
+    rendered: dict[str, Any] = field(default_factory=dict)
     effects: list[Effect] = field(default_factory=list)
     steps: int = 0
 
@@ -104,9 +106,9 @@ class _Reference(Interpreter[_Request, str]):
         super().assign_passages(chain, req, passages, query)
         _record(req, chain.origin, chain.output, query)
 
-    async def merge(self, unit: Merge, req: _Request) -> None:
+    def merge(self, unit: Merge, req: _Request) -> None:
         given = repr(req.variables[unit.input])
-        await super().merge(unit, req)
+        super().merge(unit, req)
         _record(req, unit.id, unit.output, given)
 
     async def fork(self, unit: Node, req: _Request) -> None:

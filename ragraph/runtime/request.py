@@ -78,6 +78,9 @@ class RequestState:
     loop_counts: Counter[int] = field(default_factory=Counter)
     node: str = START
     path: list[str] = field(default_factory=list)
+    # A split chain's rendered prompts or queries, from its first unit to its last (the
+    # interpreter's, by chain origin).
+    rendered: dict[str, Any] = field(default_factory=dict)
     retrievals: list[Passages] = field(default_factory=list)
     error: str | None = None
     error_kind: FailureKind | None = None  # set with `error`: whose fault it is

@@ -51,6 +51,7 @@ class _Request:
     variables: dict
     node: str = START
     loop_counts: Counter[int] = field(default_factory=Counter)
+    rendered: dict = field(default_factory=dict)  # a split chain's rendering, by origin
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
@@ -79,3 +80,19 @@ async def _waits() -> None:
 def test_run_sync_refuses_a_coroutine_that_really_waits():
     with pytest.raises(RuntimeError, match="awaited real work"):
         run_sync(_waits())
+
+
+def test_a_split_chains_rendering_waits_on_the_request_not_the_interpreter():
+    """The interpreter keeps no request state: the prompt a prefill rendered waits on the
+    request until its finish, so one instance runs many requests at once."""
+    program = compile(BUILDERS["hyde"](), "-O2").program
+    prefill = next(u for u in program.graph.nodes() if u.kind == "prefill")
+    finish = program.unit(program.last[prefill.origin])
+    counting = _Counting(program, FakeEngines())
+    first, second = (_Request({"question": q}) for q in ("Who wrote it?", "When was it?"))
+    for req in (first, second):
+        assert counting.dispatch(prefill, req) is None
+    assert first.rendered[prefill.origin] != second.rendered[prefill.origin]
+    assert "rendered" not in vars(counting)
+    run_sync(counting.run_unit(finish, first))
+    assert prefill.origin not in first.rendered and prefill.origin in second.rendered

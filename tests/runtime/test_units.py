@@ -12,6 +12,7 @@ from ragraph import dsl
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START
 from ragraph.passes import compile
+from ragraph.passes.interpret import HANDLERS, Interpreter, UnitInterpreter
 from ragraph.runtime.app import execute
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
@@ -19,6 +20,7 @@ from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 from ragraph.runtime.request import Request
+from ragraph.runtime.scheduler.units import Units
 from ragraph.runtime.trace import Tracer
 from tests.passes import graphs
 from tests.runtime import fakes
@@ -166,3 +168,13 @@ def test_prefix_layout_hands_the_engine_the_document_segments(search):
     with_layout = [layout for layout in seen if layout is not None]
     assert with_layout and len(with_layout) < len(seen)  # only the prefix-layout run has them
     assert all(0 < s.static_end <= s.docs_end for s in with_layout)
+
+
+def test_the_wavefront_and_the_walkers_share_what_each_unit_kind_does():
+    """One base says what each unit kind does; the wavefront's units and the async walker
+    override only how engine calls are issued (the wavefront's merge also records the passages
+    it merged, as the baselines' run_unit does)."""
+    assert issubclass(Units, UnitInterpreter) and issubclass(Interpreter, UnitInterpreter)
+    for method in set(HANDLERS.values()) - {"merge"}:
+        assert getattr(Units, method) is getattr(UnitInterpreter, method), method
+        assert getattr(Interpreter, method) is getattr(UnitInterpreter, method), method

@@ -50,6 +50,7 @@ class _Visit:
     node: str
     variables: dict[str, Value]
     loop_counts: Counter[int] = field(default_factory=Counter)
+    rendered: dict[str, Any] = field(default_factory=dict)
     searched: Searched | None = None  # what a (non-map) retrieval searched
 
 

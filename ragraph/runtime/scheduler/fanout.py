@@ -16,6 +16,8 @@ from ragraph.ir.values import Items, Passages, Value
 from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
 from ragraph.runtime import effects
 from ragraph.runtime.generate import generated_text
+from ragraph.runtime.llm.chat import Prompt
+from ragraph.runtime.llm.protocol import PromptSegments
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob, Stage, StageWaiter
 
@@ -56,26 +58,24 @@ class Fan(StageWaiter):
         return None if any(p is None for p in found) else Items(tuple(found))
 
 
-def start_retrievals(ret: RetrievalSide, req: LiveRequest, chain: RetrievalChain) -> Fan:
-    """One retrieval job per item; the search side batches them like any other request's."""
+def start_retrievals(ret: RetrievalSide, req: LiveRequest, chain: RetrievalChain,
+                     queries: list[str]) -> Fan:
+    """One retrieval job per item (its rendered query); the search side batches them like any
+    other request's."""
     jobs = []
-    for i, variables in enumerate(effects.branches(chain.each, req.state.variables,
-                                                   chain.origin)):
-        job = ret.start(req, chain, effects.retrieval_query_of(chain.query, variables))
+    for i, query in enumerate(queries):
+        job = ret.start(req, chain, query)
         job.branch = i
         jobs.append(job)
     return Fan(jobs)
 
 
-def start_generations(gen: GenerationSide, req: LiveRequest, chain: GenerationChain) -> Fan:
-    """One generation job per item, queued for the engine together."""
-    jobs = []
-    for i, variables in enumerate(effects.branches(chain.each, req.state.variables,
-                                                   chain.origin)):
-        prompt = effects.generation_prompt_of(chain.prompt, variables, chain.system, chain.chat)
-        segments = effects.prompt_segments(chain.flat_prompt, chain.layout, variables)
-        jobs.append(gen.start(req, chain, prompt, segments, branch=i))
-    return Fan(jobs)
+def start_generations(gen: GenerationSide, req: LiveRequest, chain: GenerationChain,
+                      rendered: list[tuple[Prompt, PromptSegments | None]]) -> Fan:
+    """One generation job per item (its rendered prompt and layout), queued for the engine
+    together."""
+    return Fan([gen.start(req, chain, prompt, segments, branch=i)
+                for i, (prompt, segments) in enumerate(rendered)])
 
 
 def finish_generations(fan: Fan, state: RequestState, chain: GenerationChain) -> list[GenJob]:

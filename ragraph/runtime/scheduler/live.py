@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ragraph.ir.values import Value
 from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
 from ragraph.runtime import effects
 from ragraph.runtime.events import RunHooks
@@ -33,6 +34,8 @@ class LiveRequest:
     jobs: dict[str, Job | Fan] = field(default_factory=dict)
     speculative: dict[str, GenJob] = field(default_factory=dict)  # by the generation's origin
     entered: dict[str, float] = field(default_factory=dict)  # running unit -> when it started
+    # A split chain's rendered prompts or queries, by origin, from its first unit to its last.
+    rendered: dict[str, object] = field(default_factory=dict)
     history: History = field(default_factory=History)  # its searches, for the cluster order
     closed: bool = False
 
@@ -47,6 +50,10 @@ class LiveRequest:
     @property
     def name(self) -> str:
         return self.state.name
+
+    @property
+    def variables(self) -> dict[str, Value]:
+        return self.state.variables
 
     def generations(self) -> Iterator[GenJob]:
         """Every generation instance it holds: speculative, then the real ones (map branches)."""

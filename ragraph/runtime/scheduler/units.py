@@ -7,57 +7,47 @@ cache-lookup and search-steps wait for its stages; prefill starts a generation j
 for its first token; decode waits for its end). Each executed unit is a span on the request's
 trace track, named `unit <id>`.
 
-One method per unit kind, looked up in the table every executor uses (`passes.interpret`'s
-`HANDLERS`: kind -> method name, torch.fx's `Interpreter` shape). The wavefront does not
-subclass that interpreter: its units do not run one after another to completion, they hand work
-to the engines' sides and complete when a report arrives, across all requests; so each method
-here is synchronous and says whether its unit completed at once. Each takes the request's one
-object (`live.LiveRequest`), and the engines' reports reach it through the job they name, never
-by a lookup of its id. A request that ends is closed here and handed back to the run
-(`take_retired`), which reports it.
+What each unit kind does is the interpreter's (`passes.interpret.UnitInterpreter`, torch.fx's
+`Interpreter` shape: one method per kind, looked up in `HANDLERS`); this is its subclass that
+overrides only how engine calls are issued: a chain's first unit hands its work to an engine's
+side, the units after it wait for a stage of that work, and the engines' reports complete them
+later, across all requests. Each handler takes the request's one object (`live.LiveRequest`)
+and returns None when its unit completed at once, else the job it waits on; the engines'
+reports reach a request through the job they name, never by a lookup of its id. A request that
+ends is closed here and handed back to the run (`take_retired`), which reports it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from ragraph.errors import failure_kind
-from ragraph.ir.nodes import END, START, Generate, Merge, Node, Retrieve
-from ragraph.ir.overlap import SpecVerify
-from ragraph.ir.stages import (
-    EmbedQuery,
-    Finish,
-    Prefill,
-    RetrieveCommit,
-    SubStage,
-)
-from ragraph.passes.interpret import HANDLERS
-from ragraph.passes.lower import Program
+from ragraph.ir.nodes import END, START, Merge, Node
+from ragraph.ir.stages import SubStage
+from ragraph.ir.values import Value
+from ragraph.passes.interpret import UnitInterpreter
+from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock, fail
+from ragraph.runtime.llm.chat import Prompt
 from ragraph.runtime.llm.failure import EngineBug
+from ragraph.runtime.llm.protocol import PromptSegments
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import fanout
 from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
-from ragraph.runtime.scheduler.jobs import Job, RetJob, Stage
+from ragraph.runtime.scheduler.jobs import Job, RetJob, Stage, StageWaiter
 from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.runtime.scheduler.lookahead import Lookahead
 from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 from ragraph.runtime.scheduler.search_worker import ScanResult
 
 WHOLE = frozenset({"retrieve", "generate"})  # unsplit nodes: a whole chain in one unit
-
-
-def _waits_for(stage: Stage) -> Callable[..., bool]:
-    """A sub-stage that completes when its chain's job reaches `stage`."""
-
-    def wait(self: Units, req: LiveRequest, uid: str, node: SubStage) -> bool:
-        return req.jobs[node.origin].wait(uid, stage)
-
-    return wait
+# The stage of its chain's job that each waiting unit kind completes at.
+STAGE_OF = {"embed-query": Stage.EMBEDDED, "probe": Stage.PROBED, "cache-lookup": Stage.ORDERED,
+            "search-steps": Stage.SEARCHED, "prefill": Stage.PREFILLED, "decode": Stage.DECODED}
+Rendered = tuple[Prompt, PromptSegments | None]  # a generation's prompt and its layout
 
 
 log = logging.getLogger(__name__)
@@ -69,7 +59,7 @@ def is_bug(err: BaseException) -> bool:
     return failure_kind(err) == "internal" and not isinstance(err, EngineBug)
 
 
-class Units:
+class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
     """Runs every admitted request's units; a request that ends (answered or failed) is
     retired here and handed back through `take_retired`, for the run to report."""
 
@@ -81,10 +71,9 @@ class Units:
         self.executed = 0
         self.cache = getattr(services.search.engine, "cache", None)
         self.ahead = Lookahead(services, config, gen, ret, inbox, self.cache)
-        # What each unit kind does when a request reaches it: the interpreter's table of unit
-        # kinds, each to the method of its name here (synchronous: True when it completed).
-        self._handlers: dict[str, Callable[[LiveRequest, str, Any], bool]] = {
-            kind: getattr(self, name) for kind, name in HANDLERS.items()}
+
+    def program_of(self, req: LiveRequest) -> Program:
+        return req.program  # the run's requests run the programs of several workflows
 
     # -- walking ---------------------------------------------------------------------------------
 
@@ -106,11 +95,11 @@ class Units:
         req.entered[uid] = clock()
         node = req.program.unit(uid)
         try:
-            done = self._handlers[node.kind](req, uid, node)
+            waits_on = self.dispatch(node, req)
         except Exception as err:  # this request's error; the others go on
             self._fail(req, err)
             return
-        if done:
+        if waits_on is None:
             self._complete(req, uid)
 
     def _complete(self, req: LiveRequest, uid: str) -> None:
@@ -160,80 +149,67 @@ class Units:
         except Exception as err:
             self._fail(req, err)
 
-    # -- starting a unit: one method per unit kind, True when it completed at once -------------
+    # -- how engine calls are issued: the interpreter's hooks -------------------------------
 
-    def start(self, req: LiveRequest, uid: str, node: Node) -> bool:
-        return True  # start, fork, join: nothing to run
+    def merge(self, unit: Merge, req: LiveRequest) -> None:
+        super().merge(unit, req)
+        req.state.retrievals.extend(effects.retrieved(req.variables[unit.output]))
 
-    fork = join = end = start
-    probe, cache_lookup = _waits_for(Stage.PROBED), _waits_for(Stage.ORDERED)
-    search_steps, decode = _waits_for(Stage.SEARCHED), _waits_for(Stage.DECODED)
+    def render_prompt(self, chain: GenerationChain, variables: dict[str, Value]) -> Rendered:
+        return (effects.generation_prompt_of(chain.prompt, variables, chain.system, chain.chat),
+                effects.prompt_segments(chain.flat_prompt, chain.layout, variables))
 
-    def merge(self, req: LiveRequest, uid: str, node: Merge) -> bool:
-        effects.apply_merge(node, req.state.variables)
-        req.state.retrievals.extend(effects.retrieved(req.state.variables[node.output]))
-        return True
+    def issue_retrieval(self, chain: RetrievalChain, req: LiveRequest,
+                        queries: str | list[str]) -> None:
+        req.jobs[chain.origin] = (
+            fanout.start_retrievals(self.ret, req, chain, queries) if isinstance(queries, list)
+            else self.ret.start(req, chain, queries))
 
-    def embed_query(self, req: LiveRequest, uid: str, node: EmbedQuery) -> bool:
-        return self._retrieval(req, node.origin).wait(uid, Stage.EMBEDDED)
-
-    def retrieve(self, req: LiveRequest, uid: str, node: Retrieve) -> bool:
-        return self._whole(req, uid, self._retrieval(req, uid), Stage.SEARCHED)
-
-    def _whole(self, req: LiveRequest, uid: str, job: Job | fanout.Fan, stage: Stage) -> bool:
-        """An unsplit node waits for its whole chain, then assigns the output itself (at once
-        for a map over an empty list)."""
-        if not job.wait(uid, stage):
-            return False
-        req.assign(uid, self.s.hooks)
-        return True
-
-    def assign(self, req: LiveRequest, uid: str, node: RetrieveCommit | Finish) -> bool:
-        req.assign(node.origin, self.s.hooks)
-        return True
-
-    retrieve_commit = finish = assign
-
-    def _retrieval(self, req: LiveRequest, origin: str) -> Job | fanout.Fan:
-        chain = req.program.retrievals[origin]
-        job = fanout.start_retrievals(self.ret, req, chain) if chain.each else \
-            self.ret.start(req, chain, effects.retrieval_query_of(chain.query, req.state.variables))
-        req.jobs[origin] = job
-        return job
-
-    def prefill(self, req: LiveRequest, uid: str, node: Prefill) -> bool:
-        return self._generation(req, node.origin).wait(uid, Stage.PREFILLED)
-
-    def generate(self, req: LiveRequest, uid: str, node: Generate) -> bool:
-        return self._whole(req, uid, self._generation(req, uid), Stage.DECODED)
-
-    def _generation(self, req: LiveRequest, origin: str) -> Job | fanout.Fan:
-        state, chain = req.state, req.program.generations[origin]
-        if chain.each:
-            job: Job | fanout.Fan = fanout.start_generations(self.gen, req, chain)
+    def issue_generation(self, chain: GenerationChain, req: LiveRequest,
+                         prompts: Rendered | list[Rendered]) -> None:
+        if isinstance(prompts, list):  # a map: one job per branch
+            job: Job | fanout.Fan = fanout.start_generations(self.gen, req, chain, prompts)
         else:  # the instance its verify point adopted, else a new one
-            job = req.jobs.get(origin) or self.gen.start(
-                req, chain, effects.generation_prompt_of(chain.prompt, state.variables,
-                                                         chain.system, chain.chat),
-                effects.prompt_segments(chain.flat_prompt, chain.layout, state.variables))
-        req.jobs[origin] = job
+            job = req.jobs.get(chain.origin) or self.gen.start(req, chain, *prompts)
+        req.jobs[chain.origin] = job
         if chain.prefetch is not None:
             self.ahead.prefetch(req, chain)
-        return job
 
-    def spec_verify(self, req: LiveRequest, uid: str, node: SpecVerify) -> bool:
+    def wait(self, unit: SubStage, req: LiveRequest) -> StageWaiter | None:  # type: ignore[override]
+        job = req.jobs[unit.origin]
+        return None if job.wait(unit.id, STAGE_OF[unit.kind]) else job
+
+    def collect_generation(self, chain: GenerationChain, req: LiveRequest, uid: str,
+                           prompts: object) -> StageWaiter | None:
+        return self._assign_when(req, uid, chain.origin, Stage.DECODED)
+
+    def collect_retrieval(self, chain: RetrievalChain, req: LiveRequest, uid: str,
+                          queries: object) -> StageWaiter | None:
+        return self._assign_when(req, uid, chain.origin, Stage.SEARCHED)
+
+    def _assign_when(self, req: LiveRequest, uid: str, origin: str,
+                     stage: Stage) -> StageWaiter | None:
+        """A chain's last unit assigns its output once the job reached `stage`: at once after
+        the units that waited for it; an unsplit node when the report comes (`_reached`), or
+        at once for a map over an empty list."""
+        job = req.jobs[origin]
+        if not job.wait(uid, stage):
+            return job
+        req.assign(origin, self.s.hooks)
+        return None
+
+    def verify(self, unit: Node, req: LiveRequest) -> None:
         """Speculation's commit point. A generation's instance is adopted when the committed
         prompt equals the one it started with, else rolled back (the prefill that follows then
         starts it afresh); a speculative retrieval only warmed the cluster order, so its
         retrieval always runs from its first step."""
-        chain = req.program.generations.get(node.origin)
+        chain = req.program.generations.get(unit.origin)  # type: ignore[attr-defined]
         if chain is not None:
-            prompt = effects.generation_prompt_of(chain.prompt, req.state.variables,
+            prompt = effects.generation_prompt_of(chain.prompt, req.variables,
                                                   chain.system, chain.chat)
             adopted = self.gen.verify(req, chain, prompt)
             if adopted is not None:
                 req.jobs[chain.origin] = adopted
-        return True
 
     # -- engine reports --------------------------------------------------------------------------
 
