@@ -9,7 +9,8 @@ with `--adapt FRONT --adapt-slo p95=SLO`, and sends each the same open-loop Pois
 run and phase, the requests answered, their p95 and mean latency, and for the adaptive run the
 points the requests went to (from /metrics) and the quality of those points as tune measured them
 (EM, F1, recall on its dev questions), weighted by the requests each served. Writes the numbers as
-JSON (`--out`). Not a test: timings depend on the machine and its load.
+JSON (`--out`); each server's log, the adaptive one's switches included, goes to
+$TMPDIR/adapt-bench-{fixed,adapt}.log. Not a test: timings depend on the machine and its load.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 PHASES = (("1x", 1.0), ("2x", 2.0), ("1x again", 1.0))
 
 
-def serve(workflow: Path, port: int, extra: list[str]) -> subprocess.Popen:
+def serve(workflow: Path, port: int, extra: list[str], name: str) -> subprocess.Popen:
     argv = [sys.executable, "-m", "ragraph.cli.main", "serve", str(workflow), "--engine", "sim",
             "--port", str(port), *extra]
-    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"adapt-bench-{port}.log", "w")  # noqa: SIM115
+    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"adapt-bench-{name}.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace, port: int, adapt: bool, points: list[dict]) ->
 
         workflow = Path(os.environ.get("TMPDIR", "/tmp")) / f"{args.workflow.stem}.best.rag"
         workflow.write_text(to_rag(level_graph(load(args.workflow), best)), encoding="utf-8")
-    proc = serve(workflow, port, extra)
+    proc = serve(workflow, port, extra, "adapt" if adapt else "fixed")
     url = f"http://127.0.0.1:{port}"
     try:
         questions = [json.loads(line)["question"] for line in

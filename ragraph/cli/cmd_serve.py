@@ -67,8 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "get 503 (or a stream's 'error' event) saying the server is shutting down "
                    "(60)")
     p.add_argument("--adapt", type=Path, metavar="FRONT_OR_TUNED_FILE",
-                   help="adaptation under load for the first workflow: while the recent p95 or "
-                   "the queue is past --adapt-slo, new requests go to the next cheaper point of "
+                   help="adaptation under load for the first workflow: while the latency a new "
+                   "request should expect (the recent p95 plus its wait in the queue) is past "
+                   "--adapt-slo, new requests go to the next cheaper point of "
                    "the front `ragraph tune` measured (its results file, or the .toml its --out "
                    "wrote), and back when the load falls; each switch logged and counted in "
                    "/metrics")

@@ -23,7 +23,7 @@ from tests.serve.servers import captured_logs, metric, serving
 
 LEVELS = ("w@0", "w@1", "w@2")
 BASE_S = {"w@0": 1.0, "w@1": 0.6, "w@2": 0.3}  # each point's latency at 1x load
-SLO = Switching(slo_s=1.5, queue_limit=8)
+SLO = Switching(slo_s=1.5, concurrency=8)
 
 
 def _drive(adapter: Adapter, loads: list[float], latency=None) -> list[int]:  # noqa: ANN001
@@ -53,21 +53,25 @@ def test_down_past_the_slo_and_back_after_the_load_falls():
     assert adapter.route("other") == "other"  # only the adapted workflow moves
 
 
-def test_the_queue_alone_moves_requests_down():
+def test_the_wait_in_the_queue_counts_its_drain_time_not_its_length():
     queued = [0]
     adapter = Adapter(AdaptPlan("w", LEVELS, SLO), queued=lambda: queued[0])
-    _drive(adapter, [1.0] * 10)
-    queued[0] = 20
+    _drive(adapter, [0.5] * 10)  # p95 0.5 s, a third of the SLO
+    queued[0] = 12  # a burst: 12 ahead, 8 slots freeing every 0.5 s: 0.75 s more, within
+    assert LEVELS.index(adapter.route("w")) == 0
+    queued[0] = 20  # 1.25 s more: past the SLO
     assert LEVELS.index(adapter.route("w")) == 1
 
 
 def test_no_flapping_inside_the_hysteresis_band():
     rng = random.Random(0)
-    adapter = Adapter(AdaptPlan("w", LEVELS, SLO), queued=lambda: rng.randint(0, 4))
+    queued = [0]
+    adapter = Adapter(AdaptPlan("w", LEVELS, SLO), queued=lambda: queued[0])
     assert _drive(adapter, [2.0] * 20)[-1] == 1  # moved down once, past the SLO
-    # Then every latency within the band (0.6 to 1.0 of the SLO), whatever the point: it
-    # neither moves further down nor back up.
-    levels = _drive(adapter, [0.0] * 500, lambda name, load: rng.uniform(0.61, 0.99) * 1.5)
+    # Then every latency within the band (0.6 to 0.85 of the SLO, a request or none queued
+    # ahead), whatever the point: it neither moves further down nor back up.
+    queued[0] = 1
+    levels = _drive(adapter, [0.0] * 500, lambda name, load: rng.uniform(0.61, 0.85) * 1.5)
     assert set(levels) == {1}
 
 
@@ -80,9 +84,9 @@ def test_a_point_settles_before_the_next_switch():
 
 def test_a_bad_rule_names_its_field():
     with pytest.raises(ConfigError, match="adapt-slo"):
-        Switching(slo_s=0, queue_limit=4)
+        Switching(slo_s=0, concurrency=4)
     with pytest.raises(ConfigError, match="settle"):
-        Switching(slo_s=1, queue_limit=4, window=4, settle=5)
+        Switching(slo_s=1, concurrency=4, window=4, settle=5)
 
 
 def _front_file(tmp_path: Path) -> Path:
@@ -123,3 +127,10 @@ def test_serve_adapts_and_metrics_show_the_switch(tmp_path: Path):
         assert metric(server.url, "ragraph_adapt_level") == 1
         assert metric(server.url, "ragraph_adapt_requests_total", point="1") >= 1
         assert metric(server.url, "ragraph_adapt_requests_total", point="0") == settle
+
+
+def test_back_up_only_after_the_cheaper_point_settled_longer():
+    adapter = Adapter(AdaptPlan("w", LEVELS, SLO), queued=lambda: 0)
+    levels = _drive(adapter, [3.0] * 9 + [0.1] * 60)  # past the SLO, then far under it
+    down, up = levels.index(1), levels.index(0, levels.index(1))
+    assert up - down >= SLO.settle_up > SLO.settle
