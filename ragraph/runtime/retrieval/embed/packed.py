@@ -73,8 +73,10 @@ def encode_packed(model, texts: Sequence[str], layers: Sequence[Layer] | None = 
                             token_type_ids=torch.zeros_like(tokens))[0]
         for layer in layers:
             x = layer(x, lengths)
-        pooled = torch.stack([rows.mean(0) for rows in torch.split(x, lengths)])
-        return torch.nn.functional.normalize(pooled, dim=1).to(torch.float32).cpu().numpy()
+        pooled = torch.stack([rows.mean(0) for rows in torch.split(x, lengths)]).cpu()
+        # Normalized on the CPU, which sums each row's squares the same way at any batch size;
+        # CUDA's reduction spreads a row over more or fewer threads as the rows grow in number.
+        return torch.nn.functional.normalize(pooled, dim=1).to(torch.float32).numpy()
 
 
 def _layer(layer, heads: int, x, lengths: list[int]):
