@@ -1,7 +1,8 @@
 """Which retrieval paths run on the GPU, decided once per run from the machine and the flags.
 
-With a CUDA device the query embedder runs there (float64, so batching still never changes a
-query's vector: embedder.py). The hot-cluster cache with TeleRAG prefetch (HedraRAG technique 3)
+With a CUDA device the query embedder of a float64 index runs there (float64, so batching still
+never changes a query's vector); an int8 index's queries stay on the CPU, exact (embedder.py's
+`query_device`). The hot-cluster cache with TeleRAG prefetch (HedraRAG technique 3)
 is off unless `--hot-cache` asks for it, on a GPU machine too: measured end to end on an H200 it
 never made a run faster and cost up to 15% where retrieval was half the work, its scans sharing the
 GPU with the query embedder (docs/benchmarks/gpu.md). Without CUDA its "accelerator" would be torch
@@ -32,7 +33,7 @@ class GpuPaths:
 
     def describe(self) -> str:
         """One line for run and bench output."""
-        where = "cuda" if self.cuda else "cpu (no CUDA device)"
+        where = "cuda (an int8 index's: cpu)" if self.cuda else "cpu (no CUDA device)"
         state = f"on, {self.device}" if self.hot_cache else "off"
         return (f"GPU paths: query embedder {where}; hot-cluster cache + prefetch {state} "
                 f"({self.hot_cache_why})")

@@ -11,8 +11,14 @@ import numpy as np
 import pytest
 
 from ragraph.errors import ConfigError, SearchIndexError
+from ragraph.runtime.devices import cuda_available
 from ragraph.runtime.retrieval.embed import int8
-from ragraph.runtime.retrieval.embed.embedder import Embedder, EmbedderConfig, query_embedder
+from ragraph.runtime.retrieval.embed.embedder import (
+    Embedder,
+    EmbedderConfig,
+    query_device,
+    query_embedder,
+)
 from ragraph.runtime.retrieval.embed.spec import MINILM, EmbedderSpec, check_compatible
 
 from .test_real_data import nq_questions
@@ -112,6 +118,30 @@ def test_a_saturating_int8_kernel_is_detected(monkeypatch):
         int8.int_mm_is_exact.cache_clear()
     monkeypatch.undo()
     assert isinstance(int8.int_mm_is_exact("cpu"), bool)
+
+
+def test_an_int8_index_queried_from_a_gpu_run_embeds_on_the_cpu_and_says_so(wide_bert, caplog):
+    """int8 vectors on CUDA depended on their batch (docs/benchmarks/gpu.md): a run whose queries
+    go to the GPU embeds an int8 index's on the CPU, the vectors CPU runs give; float64 stays
+    on the GPU, and never replaces int8 (that would change the answers)."""
+    spec = dataclasses.replace(Embedder(EmbedderConfig(model=str(wide_bert))).spec,
+                               query_precision="int8")
+    with caplog.at_level("INFO", logger="ragraph.runtime.retrieval.embed.embedder"):
+        embedder = query_embedder(spec, threads=1, device="cuda")
+    assert embedder.device == "cpu" and embedder.spec.query_precision == "int8"
+    assert "int8 queries on the cpu, not cuda" in caplog.text
+    texts = synthetic_questions(16, seed=5)
+    assert (embedder.embed(texts) == wide_query_embedder(wide_bert).embed(texts)).all()
+    assert query_device("float64", "cuda") == "cuda" and query_device("int8", "cpu") == "cpu"
+
+
+@pytest.mark.skipif(not cuda_available(), reason="needs a CUDA device")
+def test_int8_queries_on_cuda_are_batch_invariant(wide_bert):
+    """Not what runs use (int8 stays on the CPU), but the forward itself must not see the batch
+    on a GPU either: the normalization is what did (docs/benchmarks/gpu.md)."""
+    embedder = Embedder(EmbedderConfig(model=str(wide_bert), role="query", device="cuda",
+                                       precision="int8", packed=True))
+    assert_batch_invariant(embedder, synthetic_questions(300, seed=6), threads=(2,), seed=6)
 
 
 def test_builds_record_int8_where_the_model_runs_it(tmp_path):

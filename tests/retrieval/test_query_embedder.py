@@ -132,3 +132,12 @@ def test_embedding_runs_on_the_configured_threads_from_any_thread(monkeypatch):
     thread.join()
     assert seen == [1, 2, 2]
     torch.set_num_threads(before)
+
+
+def test_gpu_runs_say_an_int8_index_embeds_its_queries_on_the_cpu():
+    """embedder.query_device keeps int8 on the CPU; the `GPU paths:` line of run, bench and serve
+    says so beside the GPU's float64 queries."""
+    from ragraph.runtime.devices import gpu_paths
+
+    assert "query embedder cuda (an int8 index's: cpu)" in gpu_paths(None, cuda=True).describe()
+

@@ -22,6 +22,7 @@ padding tokens. Costs and accuracy: docs/benchmarks/embedders.md.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,13 @@ from ragraph.runtime.retrieval.embed.spec import (
     EmbedderSpec,
     check_compatible,
 )
+
+log = logging.getLogger(__name__)
+
+# Why an int8 index's queries never run on a GPU: CUDA's float32 parts round differently from the
+# CPU's, and an int8 rounding step turns a last-bit difference into a whole step, so a GPU run's
+# vectors (and answers) would not be a CPU run's (docs/benchmarks/gpu.md).
+INT8_ON_CPU = "int8 vectors on CUDA are not the CPU's; on the CPU they are what every run gives"
 
 EMBEDDER_NAME = MINILM_NAME
 EMBEDDER_DIM = MINILM_DIM
@@ -99,6 +107,7 @@ class Embedder:
         self.spec = _spec_of(self._model, str(path) if named else self._config.model,
                              self._config)
         self.name = self.spec.name
+        self.device = self._config.device
         self.dim = self.spec.dim
         if index is not None:
             check_compatible(index, self.spec, "the index")
@@ -168,17 +177,27 @@ def query_embedder(spec: EmbedderSpec | None = None, threads: int | None = None,
     """The embedder for search queries of an index built with `spec` (default MiniLM):
     batch-invariant, so batching never changes a result. It computes in the precision the index
     records (`spec.query_precision`: int8 products, or float64 as every index built before int8
-    and every model int8 cannot run), on a GPU as on the CPU (GPU float64 is fast enough for
-    queries: docs/benchmarks/embedders.md)."""
+    and every model int8 cannot run). float64 runs on `device`, a GPU as the CPU; int8 on the CPU
+    (`query_device`; docs/benchmarks/embedders.md)."""
     spec = spec or EmbedderSpec(MINILM_NAME, MINILM_DIM)
     if spec.source != "sentence-transformers":
         raise SearchIndexError(
             f"the index's embedder {spec.name!r} was served over HTTP when the index was built; "
             "pass --embedder-url with a server of that model")
+    where = query_device(spec.query_precision, device)
+    if where != device:
+        log.info("query embedder: %s queries on the cpu, not %s (%s)", spec.query_precision,
+                 device, INT8_ON_CPU)
     return Embedder(EmbedderConfig(
         model=spec.name, role="query", query_prompt=spec.query_prompt,
-        passage_prompt=spec.passage_prompt, threads=threads, device=device,
+        passage_prompt=spec.passage_prompt, threads=threads, device=where,
         precision=spec.query_precision, packed=True), index=spec)
+
+
+def query_device(precision: str, device: str) -> str:
+    """Where queries in `precision` are embedded when a run's queries go to `device`: int8 on
+    the CPU always (INT8_ON_CPU), float64 where asked."""
+    return "cpu" if precision == "int8" else device
 
 
 def check_embedder(index_embedder: str, index_dim: int, embedder_name: str, dim: int) -> None:
