@@ -82,9 +82,11 @@ class LlamaCppApp:
 
     def __init__(self, model_path: str | None, n_threads: int, n_ctx: int,
                  chat_template: str | None = None) -> None:
-        import llama_cpp  # noqa: PLC0415 - optional at import time
+        # The package first: it bounds libgomp's spin before llama_cpp loads it (the same
+        # process setting as ragraph's own engine).
+        from ragraph.runtime.llm.llamacpp.engine import default_model_path  # noqa: PLC0415, I001
 
-        from ragraph.runtime.llm.llamacpp.engine import default_model_path  # noqa: PLC0415
+        import llama_cpp  # noqa: PLC0415 - optional at import time
 
         self._perf = llama_cpp.llama_perf_context
         self._path, self._n_threads, self._n_ctx = model_path or default_model_path(), n_threads, n_ctx

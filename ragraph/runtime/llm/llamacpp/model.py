@@ -12,15 +12,8 @@ import logging
 import os
 from dataclasses import dataclass
 
-# ggml's CPU threads synchronise through OpenMP barriers, hundreds per forward pass. Sleeping at
-# each one (OMP_WAIT_POLICY=PASSIVE) doubled a decode step; spinning without bound stalls when
-# another thread takes a core. A bounded spin is fast both idle and beside a busy thread (figures:
-# docs/benchmarks/code-figures.md#the-llamacpp-engine). libgomp reads this once, when it is
-# loaded, so it must be set before llama_cpp is imported (a user's own setting wins).
-os.environ.setdefault("GOMP_SPINCOUNT", "10000")
-
-import llama_cpp  # noqa: E402
-import numpy as np  # noqa: E402
+import llama_cpp
+import numpy as np
 
 from ragraph.errors import EngineError
 
