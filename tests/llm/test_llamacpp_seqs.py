@@ -191,3 +191,11 @@ def test_only_prompts_sharing_enough_wait_and_they_do_not_block_others() -> None
     # behind it, sharing nothing, starts.
     assert [s.tokens[0] for s in admitted] == [0, 0, 500]
     assert [s.held for s in queue] == [1]
+
+
+def test_a_sequences_token_array_follows_its_tokens_and_is_built_once_per_length() -> None:
+    s = seq([1, 2, 3], n_past=3, seq_id=0)
+    first = s.token_array()
+    assert first.tolist() == [1, 2, 3] and s.token_array() is first  # not rebuilt each round
+    s.tokens.append(4)
+    assert s.token_array().tolist() == [1, 2, 3, 4]

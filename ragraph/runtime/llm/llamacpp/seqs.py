@@ -25,10 +25,19 @@ class Seq:
     held: int = 0  # admission rounds it waited for a running sequence's prefill (admission)
     generated: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    _array: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def rid(self) -> str:
         return self.request.rid
+
+    def token_array(self) -> np.ndarray:
+        """`tokens` as int64, rebuilt only when a token was appended (the only way they
+        change): admission compares every running sequence with each waiting prompt, every
+        round of the decode thread."""
+        if self._array is None or len(self._array) != len(self.tokens):
+            self._array = np.asarray(self.tokens, dtype=np.int64)
+        return self._array
 
     @property
     def pending(self) -> int:

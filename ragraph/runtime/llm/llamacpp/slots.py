@@ -74,7 +74,7 @@ class SeqSlots:
         """The longest prefix of `prompt` (but its last token) that a running sequence holds
         or is computing: its prompt counts whole, computed or not."""
         target = np.asarray(prompt, dtype=np.int64)
-        return max((min(common_prefix(target, np.asarray(s.tokens, dtype=np.int64)),
+        return max((min(common_prefix(target, s.token_array()),
                         len(prompt) - 1) for s in running), default=0)
 
     def _best_source(self, target: np.ndarray,
@@ -82,7 +82,7 @@ class SeqSlots:
         """The longest reusable prefix of `target`: (its length, the stream, whether stored)."""
         best, best_src, from_store = 0, -1, False
         sources = [(e.slot, e.tokens, True) for e in self.store] + [
-            (s.seq_id, np.asarray(s.tokens[: s.n_past], dtype=np.int64), False) for s in running
+            (s.seq_id, s.token_array()[: s.n_past], False) for s in running
         ]
         for src, tokens, stored in sources:
             n = min(common_prefix(target, tokens), len(target) - 1)
