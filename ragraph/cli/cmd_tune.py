@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from ragraph.runtime.request import Request
     from ragraph.tune.front import Constraint
     from ragraph.tune.results import Results, context_of
-    from ragraph.tune.space import space_for
+    from ragraph.tune.space import shipped, space_for
 
     for name in ("workflow", "dev"):
         if not getattr(args, name).is_file():
@@ -96,11 +96,14 @@ def run(args: argparse.Namespace) -> int:
                           "index": config.search.index, "executor": config.scheduler.executor})
     results = Results.open(args.results or Path(f"{stem}.tune.jsonl"), context)
     console = Console(highlight=False, soft_wrap=True)
-    searched = asyncio.run(_search(graph, requests, config, space, results, console))
+    default = shipped(graph, config.search.nprobe, config.scheduler.passes,
+                      config.scheduler.concurrency)
+    searched = asyncio.run(_search(graph, requests, config, space, results, default, console))
     return _report(args, config, graph, searched, constraint, console)
 
 
-async def _search(graph, requests, config, space, results, console):  # noqa: ANN001, ANN202
+async def _search(graph, requests, config, space, results, default,  # noqa: ANN001, ANN202
+                  console):
     from ragraph.tune.measure import BenchMeasure
     from ragraph.tune.report import progress_line
     from ragraph.tune.search import search
@@ -111,12 +114,13 @@ async def _search(graph, requests, config, space, results, console):  # noqa: AN
     if len(results.measured) < space.size:
         await measure.warm_up(space.point(space.quality_settings()[0], space.reference))
     return await search(space, measure, results,
-                        lambda step: console.print(progress_line(step), markup=False))
+                        lambda step: console.print(progress_line(step), markup=False), default)
 
 
 def _report(args, config, graph, searched, constraint, console) -> int:  # noqa: ANN001
     from ragraph.tune.front import exactness, front, low_p95, recommend, throughput
     from ragraph.tune.report import (
+        default_lines,
         exactness_lines,
         front_table,
         prediction_lines,
@@ -124,7 +128,7 @@ def _report(args, config, graph, searched, constraint, console) -> int:  # noqa:
     )
 
     points = searched.measured
-    rec = recommend(points, constraint)
+    rec = recommend(points, constraint, searched.default)
     within = [m for m in points if constraint.met(m)] or points
     fronts = front(within, throughput), front(points, low_p95)
     console.print(front_table(f"quality vs throughput ({constraint.describe()})", fronts[0],
@@ -133,7 +137,7 @@ def _report(args, config, graph, searched, constraint, console) -> int:  # noqa:
     on_front = list({m.point: m for m in (*fronts[0], *fronts[1])}.values())
     for line in prediction_lines(points, on_front, searched.pruned, searched.by_model):
         console.print(line, markup=False)
-    for line in recommendation_lines(rec):
+    for line in [*recommendation_lines(rec), *default_lines(rec)]:
         console.print(line, markup=False)
     compared, mismatches = exactness(points)
     for line in exactness_lines(compared, mismatches):

@@ -71,18 +71,21 @@ class Recommendation:
     point: Measurement | None  # None: no point meets the constraint
     best: Measurement  # the best quality measured, constraint or not
     constraint: Constraint
+    default: Measurement | None = None  # the shipped default's point, to compare with
+    fastest: Measurement | None = None  # the fastest point that meets the constraint
 
 
-def recommend(points: Sequence[Measurement], constraint: Constraint) -> Recommendation:
+def recommend(points: Sequence[Measurement], constraint: Constraint,
+              default: Measurement | None = None) -> Recommendation:
     """The fastest point within one EM point of the best quality that meets the constraint."""
     best = max(points, key=lambda m: (m.quality, m.throughput_rps))
     meets = [m for m in points if constraint.met(m)]
     if not meets:
-        return Recommendation(None, best, constraint)
+        return Recommendation(None, best, constraint, default)
     top = max(m.em for m in meets)
     near = [m for m in meets if m.em >= top - EM_SLACK]
     return Recommendation(max(near, key=lambda m: (m.throughput_rps, m.quality)), best,
-                          constraint)
+                          constraint, default, max(meets, key=lambda m: m.throughput_rps))
 
 
 @dataclass(frozen=True)

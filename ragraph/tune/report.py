@@ -86,6 +86,36 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
     return lines
 
 
+def default_lines(rec: Recommendation) -> list[str]:
+    """The shipped default's own point, and the recommendation against it: its throughput
+    ratio and EM/F1 difference, or, where the recommendation is the default, why."""
+    default, chosen = rec.default, rec.point
+    if default is None:
+        return []
+    target = rec.constraint.describe()
+    misses = "" if rec.constraint.met(default) else f" (it misses {target})"
+    lines = [f"the default ({default.point.key}): {describe(default)}{misses}"]
+    if chosen is None:
+        return lines
+    if chosen.point == default.point:
+        return [*lines, f"  the recommendation is the default: {_why_default(rec)}"]
+    ratio = (chosen.throughput_rps / default.throughput_rps if default.throughput_rps
+             else float("inf"))
+    return [*lines, f"  the recommendation against it: {ratio:.2f}x its throughput, EM "
+                    f"{_delta(chosen.em, default.em)}, F1 {_delta(chosen.f1, default.f1)} "
+                    f"points, p95 {chosen.p95_s:.2f}s against {default.p95_s:.2f}s"]
+
+
+def _why_default(rec: Recommendation) -> str:
+    fastest, chosen = rec.fastest, rec.point
+    if fastest is None or chosen is None or fastest.throughput_rps <= chosen.throughput_rps:
+        return "no measured configuration that meets the target is faster"
+    speedup = fastest.throughput_rps / chosen.throughput_rps
+    return (f"the faster ones that meet the target answer more than 1 EM point below the best "
+            f"that does (the fastest, {fastest.point.key}: {speedup:.2f}x, EM "
+            f"{_delta(fastest.em, chosen.em)} points against it)")
+
+
 def _delta(mine: float, best: float) -> str:
     return f"{100 * (mine - best):+.1f}"
 

@@ -2,8 +2,9 @@
 other speed settings (the reference pipeline's first) of each quality setting no cheaper one
 dominates (`front.dominated_setting`), best quality first, each predicted by the speed model
 before it is measured and skipped where the prediction is dominated by its margin
-(`predict.predicted_out`). A point already in the results file is taken from it, never measured
-again."""
+(`predict.predicted_out`); last the shipped default's own point, where the search left it out,
+since the recommendation is compared with it. A point already in the results file is taken from
+it, never measured again."""
 
 from __future__ import annotations
 
@@ -36,10 +37,11 @@ class Searched:
     measured: list[Measurement]
     pruned: int  # points not measured: of dominated quality settings, or predicted dominated
     by_model: int = 0  # of those, the points the speed model predicted dominated
+    default: Measurement | None = None  # the shipped default's point (None: none was given)
 
 
-async def search(space: Space, measure: Measure, results: Results,
-                 progress: Progress) -> Searched:
+async def search(space: Space, measure: Measure, results: Results, progress: Progress,
+                 default: Point | None = None) -> Searched:
     settings = space.quality_settings()
     others = sorted((s for s in space.speed_settings() if s != space.reference),
                     key=lambda s: (s[0] != space.reference[0], s))
@@ -73,4 +75,21 @@ async def search(space: Space, measure: Measure, results: Results,
                 continue
             await take(point, planned - skipped)
     dominated = (len(settings) - len(kept)) * len(others)
-    return Searched(done, pruned=dominated + skipped, by_model=skipped)
+    searched = Searched(done, pruned=dominated + skipped, by_model=skipped)
+    if default is None:
+        return searched
+    late = all(m.point != default for m in done)
+    if late:
+        await take(default, planned - skipped + 1)
+    return _with_default(searched, default, late and space.holds(default),
+                         default.quality in kept)
+
+
+def _with_default(searched: Searched, default: Point, pruned: bool, by_model: bool) -> Searched:
+    """`searched` with the default's measurement. A default point of the space that a pruning
+    rule left out (`pruned`; by the speed model where its setting was `kept`) was measured all
+    the same: it no longer counts as not measured."""
+    mine = next(m for m in searched.measured if m.point == default)
+    fewer = 1 if pruned else 0
+    return replace(searched, pruned=searched.pruned - fewer,
+                   by_model=searched.by_model - (fewer if by_model else 0), default=mine)

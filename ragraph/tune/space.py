@@ -87,6 +87,10 @@ class Space:
         nprobe, topk, rounds, gen_share = quality
         return Point(nprobe, topk, rounds, *speed, gen_share=gen_share)
 
+    def holds(self, point: Point) -> bool:
+        return (point.quality in self.quality_settings()
+                and (point.passes, point.concurrency) in self.speed_settings())
+
     @property
     def size(self) -> int:
         return len(self.quality_settings()) * len(self.speed_settings())
@@ -111,6 +115,13 @@ def space_for(graph: RAGraph, quick: bool, nprobe: int = 32) -> Space:
                  topk=_values(max(1, topk // 2), topk, 2 * topk),
                  rounds=(None,) if rounds is None else tuple(range(1, rounds + 1)),
                  passes=("-O0", "-O2"), concurrency=(1, 4, 8, 16), gen_share=shares)
+
+
+def shipped(graph: RAGraph, nprobe: int, passes: str, concurrency: int) -> Point:
+    """The point the run would take without tune: the workflow as written (its top-k and loop
+    bound as the space reads them, every generation's whole length) at the run's nprobe,
+    passes and concurrency (the shipped defaults, unless flags or a config file set them)."""
+    return Point(nprobe, workflow_topk(graph), workflow_rounds(graph), passes, concurrency)
 
 
 def _values(*values: int) -> tuple[int, ...]:
