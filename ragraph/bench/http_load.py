@@ -21,6 +21,7 @@ import numpy as np
 
 from ragraph.bench.arrivals import arrive, poisson_offsets
 from ragraph.errors import ConfigError
+from ragraph.runtime.outcome import percentile
 from ragraph.runtime.request import Request
 
 
@@ -67,12 +68,10 @@ class LoadReport:
         return len(self.ok) / self.wall_s if self.wall_s > 0 else 0.0
 
     def latency(self, q: float) -> float | None:
-        values = [s.latency_s for s in self.ok]
-        return float(np.percentile(values, q)) if values else None
+        return percentile([s.latency_s for s in self.ok], q)
 
     def first_token(self, q: float) -> float | None:
-        values = [s.first_token_s for s in self.ok if s.first_token_s is not None]
-        return float(np.percentile(values, q)) if values else None
+        return percentile([s.first_token_s for s in self.ok if s.first_token_s is not None], q)
 
     def errors(self) -> Counter[str]:
         return Counter(str(s.status) if s.status else "connection" for s in self.shots

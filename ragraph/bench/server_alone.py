@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import numpy as np
 
 from ragraph.bench.server_stats import auth
 from ragraph.ir import Sampling
 from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.chat import Prompt, as_dicts
+from ragraph.runtime.outcome import percentile
 
 LABEL = "server alone"
 
@@ -55,7 +55,7 @@ class Replay:
     workers: int
 
     def latency(self, q: float) -> float:
-        return float(np.percentile(self.latencies, q)) if self.latencies else 0.0
+        return percentile(self.latencies, q, 0.0)
 
 
 def lanes(calls: Sequence[SentCall]) -> list[list[SentCall]]:

@@ -114,6 +114,14 @@ class Summary:
     ttft_p50_s: float | None
 
 
+def percentile(values: Sequence[float] | np.ndarray, q: float,
+               empty: float | None = None) -> float | None:
+    """The q-th percentile as every report of ragraph gives it (numpy's linear interpolation
+    between the two nearest values), so the bench, the server and `serve --adapt` agree;
+    `empty` for no values."""
+    return float(np.percentile(values, q)) if len(values) else empty
+
+
 def summarize(outcomes: Sequence[Outcome], wall_s: float) -> Summary:
     lat = np.array([o.latency for o in outcomes]) if outcomes else np.zeros(1)
     ttft = [o.first_token_at - o.admitted_at for o in outcomes if o.first_token_at is not None]
@@ -122,9 +130,9 @@ def summarize(outcomes: Sequence[Outcome], wall_s: float) -> Summary:
         errors=sum(o.error is not None for o in outcomes),
         wall_s=wall_s,
         throughput_rps=len(outcomes) / wall_s if wall_s > 0 else 0.0,
-        p50_s=float(np.percentile(lat, 50)),
-        p95_s=float(np.percentile(lat, 95)),
-        p99_s=float(np.percentile(lat, 99)),
+        p50_s=percentile(lat, 50, 0.0),
+        p95_s=percentile(lat, 95, 0.0),
+        p99_s=percentile(lat, 99, 0.0),
         mean_s=float(lat.mean()),
         ttft_p50_s=float(np.median(ttft)) if ttft else None,
     )
