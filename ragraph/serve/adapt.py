@@ -11,6 +11,8 @@ routes, logs and counts every switch in `/metrics`."""
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,7 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.hub import Ticket
-from ragraph.runtime.outcome import Outcome
+from ragraph.runtime.outcome import Outcome, percentile
 
 log = logging.getLogger("ragraph.serve")
 
@@ -34,7 +36,14 @@ class Switching:
     served `settle` requests since the last switch (`settle_up` before a move back up): the p95
     then describes it, not the point before (whose slow requests are still finishing when a
     switch down is made). The queue's length alone was a poor signal: a burst of arrivals
-    fills it on a server that is not overloaded (docs/benchmarks/adapt.md)."""
+    fills it on a server that is not overloaded (docs/benchmarks/adapt.md).
+
+    A move back up also needs the arrivals to have fallen: the recent rate below `up_share` of
+    the rate since the dearer point was left (`forget_s` after that, the dearer point is tried
+    again whatever the rate: the machine itself may have got faster). A cheaper point keeps up
+    with the load the dearer one could not, so its low latency says nothing about whether the
+    dearer one would now: on latency alone, a 2x phase went down and back up to the best point,
+    whose queue then pushed it down again (docs/benchmarks/adapt.md)."""
 
     slo_s: float
     concurrency: int  # requests the server runs at once: the queue drains this many at a time
@@ -45,6 +54,9 @@ class Switching:
     # dearer point left, so its first answers say little about whether the load fell (with
     # `settle` alone, a 2x phase went down and back up twice: docs/benchmarks/adapt.md).
     settle_up: int = 32
+    rates_over: int = 64  # the recent arrivals the arrival rate is read over
+    up_share: float = 0.75
+    forget_s: float = 60.0
 
     def __post_init__(self) -> None:
         if not self.slo_s > 0:
@@ -57,6 +69,8 @@ class Switching:
             raise ConfigError("settle", f"must be in 1..window ({self.window}), got {self.settle}")
         if self.settle_up < self.settle:
             raise ConfigError("settle_up", f"must be at least settle ({self.settle})")
+        if not 0 < self.up_share <= 1:
+            raise ConfigError("up_share", f"must be in (0, 1], got {self.up_share}")
 
     def pressure(self, recent: Sequence[float], queued: int) -> float:
         """The next request's expected latency over the SLO, from the recent latencies."""
@@ -65,19 +79,32 @@ class Switching:
         wait = queued * float(np.mean(recent)) / self.concurrency
         return (p95(recent) + wait) / self.slo_s
 
-    def next_level(self, level: int, levels: int, pressure: float, served: int) -> int:
-        """The point (0: the best quality) the next request goes to; `served`: requests the
-        current point finished since the last switch."""
-        if served >= self.settle and pressure > 1 and level + 1 < levels:
+    def next_level(self, level: int, levels: int, signal: Signal) -> int:
+        """The point (0: the best quality) the next request goes to."""
+        if signal.served >= self.settle and signal.pressure > 1 and level + 1 < levels:
             return level + 1
-        if served >= self.settle_up and pressure < self.low and level > 0:
+        if signal.served >= self.settle_up and signal.pressure < self.low and level > 0 and (
+                signal.since_left_rps is None
+                or signal.rate_rps < self.up_share * signal.since_left_rps):
             return level - 1
         return level
 
 
+@dataclass(frozen=True)
+class Signal:
+    """What the rule reads when a request arrives."""
+
+    pressure: float
+    served: int  # requests the current point finished since the last switch
+    rate_rps: float  # the recent arrivals, requests/s
+    # The arrivals per second since the next dearer point was last left (None: never, or
+    # over `forget_s` ago).
+    since_left_rps: float | None = None
+
+
 def p95(latencies: Sequence[float]) -> float:
-    """As the bench reports it (`runtime.outcome`: numpy's interpolated percentile)."""
-    return float(np.percentile(latencies, 95)) if len(latencies) else float("nan")
+    """As every report of ragraph reads it (`runtime.outcome.percentile`)."""
+    return percentile(latencies, 95, float("nan"))
 
 
 @dataclass(frozen=True)
@@ -94,11 +121,16 @@ class Adapter:
     """Routes each new request of the adapted workflow to the current point; a HubListener,
     so it hears every request finish."""
 
-    def __init__(self, plan: AdaptPlan, queued: Callable[[], int]) -> None:
-        self.plan, self.queued = plan, queued
+    def __init__(self, plan: AdaptPlan, queued: Callable[[], int],
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.plan, self.queued, self.clock = plan, queued, clock
         self.level = 0
         self.served = 0  # requests the current point finished since the last switch
         self.recent: deque[float] = deque(maxlen=plan.switching.window)
+        self.arrivals: deque[float] = deque(maxlen=plan.switching.rates_over)
+        self.arrived = 0
+        self.switched_at = -math.inf
+        self.left: dict[int, tuple[int, float]] = {}  # point: (arrived, when) as it was left
         self.switches: Counter | None = None
         self.routed: Counter | None = None
 
@@ -118,25 +150,45 @@ class Adapter:
         plan = self.plan
         if workflow != plan.base:
             return workflow
+        now = self.clock()
+        self.arrivals.append(now)
+        self.arrived += 1
         queued = self.queued()
-        pressure = plan.switching.pressure(self.recent, queued)
-        level = plan.switching.next_level(self.level, len(plan.levels), pressure, self.served)
+        signal = Signal(plan.switching.pressure(self.recent, queued), self.served,
+                        self.rate(), self._since_left(self.level - 1, now))
+        level = plan.switching.next_level(self.level, len(plan.levels), signal)
         if level != self.level:
-            self._switch(level, pressure, queued)
+            self._switch(level, signal, queued, now)
         if self.routed is not None:
             self.routed.labels(str(self.level)).inc()
         return plan.levels[self.level]
 
-    def _switch(self, level: int, pressure: float, queued: int) -> None:
+    def rate(self) -> float:
+        """The recent arrivals per second, since the last switch only (inf before two): a
+        rate read partly over the load before a move down would make a fall of it."""
+        times = [t for t in self.arrivals if t >= self.switched_at]
+        span = times[-1] - times[0] if times else 0.0
+        return (len(times) - 1) / span if span > 0 else math.inf
+
+    def _since_left(self, level: int, now: float) -> float | None:
+        arrived, when = self.left.get(level, (0, -math.inf))
+        if now - when >= self.plan.switching.forget_s or now <= when:
+            return None
+        return (self.arrived - arrived) / (now - when)
+
+    def _switch(self, level: int, signal: Signal, queued: int, now: float) -> None:
         direction = "down" if level > self.level else "up"
         # A warning: the answers' quality changes, and the server's log should say so by default.
         log.warning("adapt: new %s requests %s from %s to %s (p95 %s, %d queued, SLO %gs, "
-                 "pressure %.2f)", self.plan.base, direction, self.plan.levels[self.level],
-                 self.plan.levels[level], f"{p95(self.recent):.2f}s", queued,
-                 self.plan.switching.slo_s, pressure)
+                    "pressure %.2f, arrivals %.1f/s)", self.plan.base, direction,
+                    self.plan.levels[self.level], self.plan.levels[level],
+                    f"{p95(self.recent):.2f}s", queued, self.plan.switching.slo_s,
+                    signal.pressure, signal.rate_rps)
         if self.switches is not None:
             self.switches.labels(direction).inc()
-        self.level, self.served = level, 0
+        if direction == "down":
+            self.left[self.level] = (self.arrived, now)
+        self.level, self.served, self.switched_at = level, 0, now
         self.recent.clear()
 
     def submitted(self, ticket: Ticket) -> None:
