@@ -101,6 +101,11 @@ class CellResult:
     cached_tokens: int = 0
     completion_tokens: int = 0
     decode_steps: int = 0  # batched decode passes (completion tokens / steps = mean batch)
+    # The rest of the LLM engine's counted work (`EngineCounters`; 0 where not counted):
+    # sequences its decode passes advanced, positions of computed prompt and decoded tokens.
+    decode_tokens: int = 0
+    prefill_context: int = 0
+    decode_context: int = 0
     # On a llama-server: slots busy per llama_decode call, on average (its own count; its
     # decode_steps count prompt chunks too).
     server_batch: float | None = None
@@ -199,7 +204,9 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
     result = replace(result, llm_tokens=used.prompt_tokens - used.cached_tokens
                      + used.completion_tokens, prefill_s=used.prefill_s, decode_s=used.decode_s,
                      cached_tokens=used.cached_tokens, completion_tokens=used.completion_tokens,
-                     decode_steps=used.decode_steps, hot_served=hot, queries_embedded=queries,
+                     decode_steps=used.decode_steps, decode_tokens=used.decode_tokens,
+                     prefill_context=used.prefill_context, decode_context=used.decode_context,
+                     hot_served=hot, queries_embedded=queries,
                      hot_resident=None if cache_end is None else cache_end.resident_fraction)
     if server is not None:
         result = _server_work(result, config, server)

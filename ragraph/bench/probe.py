@@ -1,13 +1,18 @@
 """The engines' own rates, measured alone before a bench run's first cell (`bench.bounds`).
 
-The LLM engine (a fresh one, as every executor gets): prompts of about PROMPT_WORDS words, one
-alone and as many at once as the run keeps in flight (up to PREFILL_WORDS words in all), one
-token each, for its prefill rate (the better of the two); then short prompts
-decoding DECODE_TOKENS tokens, one alone and as many as the run keeps in flight, for the time of
-a decode step at those batches. Times are the engine's own timers where it keeps them (llama.cpp,
-the simulated GPU) and the wall clock where it does not (an HTTP server: a run of one token is
-subtracted from a run of DECODE_TOKENS). Every prompt starts with its own words, so no prefix
-cache serves one.
+The LLM engine (a fresh one, as every executor gets), on prompts of exact token counts (the
+engine's own tokenizer; words where it has none), each starting with its own words so that no
+prefix cache serves one:
+- prefill: a prompt of PREFILL_TOKENS (one full llama.cpp pass) alone, twice, and as many at
+  once as the run keeps in flight (up to BATCH_TOKENS in all), one token each; and one of
+  LONG_TOKENS. The rate of the best of the short ones and the long one's slower tokens give the
+  cost of a prompt token at position 0 and of each position it attends to.
+- decode: prompts of DECODE_PROMPT tokens decoding DECODE_TOKENS, one alone and as many as the
+  run keeps in flight, and the long prompt decoding alone: a step's fixed cost, its cost a
+  sequence and a position attended.
+Times are the engine's own timers where it keeps them (llama.cpp, the simulated GPU) and the
+wall clock where it does not (an HTTP server: a run of one token is subtracted from a run of
+DECODE_TOKENS; positions are then not priced).
 
 The embedder: PROBE_QUERIES questions one at a time and in one batch. The search engine: those
 queries probed and scanned in one balanced step at each nprobe of the run, on the search threads
@@ -19,11 +24,12 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from ragraph.bench.bounds import LlmRates, Rates, fit_decode
+from ragraph.bench.bounds import LlmRates, Rates, fit_line
+from ragraph.errors import EngineError
 from ragraph.ir.nodes import Sampling
 from ragraph.runtime.llm.protocol import (
     EngineCounters,
@@ -34,14 +40,19 @@ from ragraph.runtime.llm.protocol import (
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask
 from ragraph.runtime.search_service import SearchService
 
-PROMPT_WORDS = 384
-PREFILL_WORDS = 6144
-DECODE_WORDS = 48
+PREFILL_TOKENS = 512
+LONG_TOKENS = 1536
+BATCH_TOKENS = 4096
+DECODE_PROMPT = 64
 DECODE_TOKENS = 16
 PROBE_QUERIES = 16
 K = 10
 FILLER = ("The river rises in the northern hills and runs south through farmland, past two "
           "market towns and an old mill, before it reaches the sea at a wide estuary. ")
+
+# A request of a prompt of this many tokens, decoding that many (token ids where the engine
+# tokenizes, else text).
+Prompter = Callable[[int, int], GenerationRequest]
 
 
 def shares_cores(engine: str, url: str | None) -> bool:
@@ -53,49 +64,120 @@ def shares_cores(engine: str, url: str | None) -> bool:
     return engine == "openai" and host in ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 
 
-async def probe_llm(engine: LLMEngine, batch: int) -> LlmRates:
-    """Prefill rate and decode step times of a started engine, alone; `batch`: the most
-    sequences the run keeps in flight."""
-    await run_prompts(engine, 1, 8, 1)  # untimed: the first call's one-off costs
-    most = max(1, min(batch, PREFILL_WORDS // PROMPT_WORDS))
-    prefill = [await _prefill(engine, b) for b in sorted({1, most})]
-    points = [await _decode(engine, b) for b in sorted({1, batch})]
-    timers = all(p.timed for p in prefill) and all(p.timed for p in points)
-    return LlmRates(max(p.rate for p in prefill), *fit_decode([p.point for p in points]),
-                    "engine timers" if timers else "wall clock")
-
-
 @dataclass(frozen=True)
-class _Measured:
-    rate: float = 0.0  # prefill tokens a second
-    point: tuple[float, float] = (0.0, 0.0)  # decode: (mean batch, seconds a step)
-    timed: bool = True  # by the engine's own timers
+class _Run:
+    """What the engine counted for one batch of probe prompts, and the wall time it took."""
+
+    used: EngineCounters
+    wall_s: float
+    results: tuple[GenerationResult, ...]
+
+    @property
+    def timed(self) -> bool:
+        return self.used.prefill_s > 0
+
+    def prefill_point(self) -> tuple[float, float]:
+        """(a computed token's mean position, its seconds)."""
+        computed = max(self.used.prompt_tokens - self.used.cached_tokens, 1)
+        seconds = self.used.prefill_s if self.timed else self.wall_s
+        return self.used.prefill_context / computed, seconds / computed
+
+    def decode_point(self) -> tuple[float, float, float]:
+        """(a step's mean batch, its mean positions attended, its seconds)."""
+        steps = max(self.used.decode_steps, 1)
+        sequences = self.used.decode_tokens or self.used.completion_tokens
+        return sequences / steps, self.used.decode_context / steps, self.used.decode_s / steps
 
 
-async def _prefill(engine: LLMEngine, batch: int) -> _Measured:
+async def probe_llm(engine: LLMEngine, batch: int) -> LlmRates:
+    """Prefill and decode rates of a started engine, alone; `batch`: the most sequences the
+    run keeps in flight."""
+    await run_prompts(engine, 1, 8, 1)  # untimed: the first call's one-off costs
+    prompt = await _prompter(engine)
+    most = max(1, min(batch, BATCH_TOKENS // PREFILL_TOKENS))
+    short = [await _run(engine, prompt, b, PREFILL_TOKENS, 1) for b in (1, 1, most)]
+    long = await _run(engine, prompt, 1, LONG_TOKENS, DECODE_TOKENS)
+    steps = [await _run(engine, prompt, b, DECODE_PROMPT, DECODE_TOKENS) for b in sorted({1, batch})]
+    timed = all(r.timed for r in [*short, long, *steps])
+    if not timed:
+        return await _by_wall_clock(engine, prompt, short, steps)
+    token_s, pos_s = _prefill_costs(short, long)
+    step_s, per_seq, context_s = _decode_costs(steps, long)
+    return LlmRates(1 / token_s if token_s > 0 else float("inf"), step_s, per_seq,
+                    "engine timers", prefill_pos_s=pos_s, context_s=context_s)
+
+
+def _prefill_costs(short: Sequence[_Run], long: _Run) -> tuple[float, float]:
+    """(seconds a prompt token at position 0, plus seconds a position it attends to): the line
+    through the best short prompt alone and the long one, then the best of any batch at it."""
+    alone = min((r.prefill_point() for r in short[:2]), key=lambda p: p[1])
+    at_zero, per_pos = fit_line([alone, long.prefill_point()])
+    if per_pos == 0:  # longer prompts no slower a token (a fixed cost a pass): the cheaper
+        at_zero = min(alone[1], long.prefill_point()[1])
+    best = min(y - per_pos * x for x, y in (r.prefill_point() for r in short))
+    return min(at_zero, max(best, 0.0)), per_pos
+
+
+def _decode_costs(steps: Sequence[_Run], long: _Run) -> tuple[float, float, float]:
+    """(a step's fixed seconds, a sequence's, a position's): the position cost from one
+    sequence at two contexts, then the line through the batches without it."""
+    (_, ctx1, t1), (_, ctx_long, t_long) = steps[0].decode_point(), long.decode_point()
+    context_s = max((t_long - t1) / (ctx_long - ctx1), 0.0) if ctx_long > ctx1 else 0.0
+    points = [(b, t - context_s * ctx) for b, ctx, t in (r.decode_point() for r in steps)]
+    return (*fit_line(points), context_s)
+
+
+async def _by_wall_clock(engine: LLMEngine, prompt: Prompter, short: Sequence[_Run],
+                         steps: Sequence[_Run]) -> LlmRates:
+    """Rates of an engine without timers: prompts' wall time, and for decoding, the same
+    batch with one token each subtracted; positions not priced."""
+    token_s = min(r.prefill_point()[1] for r in short)
+    points = []
+    for run in steps:
+        count = len(run.results)
+        first = await _run(engine, prompt, count, DECODE_PROMPT, 1)
+        longest = max(max(r.completion_tokens for r in run.results), 1)
+        points.append((sum(r.completion_tokens for r in run.results) / longest,
+                       max(run.wall_s - first.wall_s, 0.0) / max(longest - 1, 1)))
+    return LlmRates(1 / token_s, *fit_line(points), "wall clock")
+
+
+async def _prompter(engine: LLMEngine) -> Prompter:
+    """Requests of exact token counts where the engine tokenizes (each prompt's own words
+    first, then the filler's tokens), else of about that many words."""
+    try:
+        filler = await asyncio.to_thread(engine.tokenize, FILLER * 8)
+        filler = filler[len(await asyncio.to_thread(engine.tokenize, "")):]  # BOS: the head's
+    except (EngineError, NotImplementedError, AttributeError):  # no tokenizer
+        filler = ()
+
+    def request(tokens: int, max_tokens: int) -> GenerationRequest:
+        params = Sampling(max_tokens=max_tokens)
+        rid, head = f"probe-{secrets.token_hex(6)}", f"Probe {secrets.token_hex(8)}: "
+        if not filler:
+            # About 4 tokens for 3 words: within `tokens`.
+            return GenerationRequest(rid=rid, prompt=head + _words(tokens * 3 // 4),
+                                     params=params)
+        own = engine.tokenize(head)
+        body = (filler * (tokens // len(filler) + 1))[: max(tokens - len(own), 0)]
+        return GenerationRequest(rid=rid, prompt_ids=tuple(own) + body, params=params)
+
+    return request
+
+
+async def _run(engine: LLMEngine, prompt: Prompter, count: int, tokens: int,
+               max_tokens: int) -> _Run:
+    """`count` probe prompts of `tokens` tokens at once, within the engine's context."""
+    if engine.context_length > 0:
+        tokens = min(tokens, engine.context_length - max_tokens - 1)
     before, start = engine.counters(), time.perf_counter()
-    results = await run_prompts(engine, batch, PROMPT_WORDS, 1)
-    wall, used = time.perf_counter() - start, _since(engine.counters(), before)
-    if used.prefill_s > 0:
-        return _Measured(rate=(used.prompt_tokens - used.cached_tokens) / used.prefill_s)
-    computed = sum(r.prompt_tokens - r.cached_tokens for r in results)
-    return _Measured(rate=computed / wall, timed=False)
+    streams = [engine.submit(prompt(tokens, max_tokens)) for _ in range(count)]
+    results = tuple(await asyncio.gather(*(s.result() for s in streams)))
+    return _Run(_since(engine.counters(), before), time.perf_counter() - start, results)
 
 
-async def _decode(engine: LLMEngine, batch: int) -> _Measured:
-    before, start = engine.counters(), time.perf_counter()
-    results = await run_prompts(engine, batch, DECODE_WORDS, DECODE_TOKENS)
-    wall, used = time.perf_counter() - start, _since(engine.counters(), before)
-    if used.decode_steps > 0 and used.decode_s > 0:
-        return _Measured(point=(used.completion_tokens / used.decode_steps,
-                                used.decode_s / used.decode_steps))
-    # No timers: the same batch with one token each is the prompts' share of the wall time.
-    start = time.perf_counter()
-    await run_prompts(engine, batch, DECODE_WORDS, 1)
-    first = time.perf_counter() - start
-    longest = max(max(r.completion_tokens for r in results), 1)
-    return _Measured(point=(sum(r.completion_tokens for r in results) / longest,
-                            max(wall - first, 0.0) / max(longest - 1, 1)), timed=False)
+def _words(count: int) -> str:
+    return " ".join((FILLER * (count // len(FILLER.split()) + 1)).split()[:count])
 
 
 async def run_prompts(engine: LLMEngine, count: int, words: int,
@@ -104,22 +186,18 @@ async def run_prompts(engine: LLMEngine, count: int, words: int,
     a quarter of the engine's context in words (a word is one to two tokens)."""
     if engine.context_length > 0:
         words = min(words, engine.context_length // 4)
-    filler = (FILLER * (words // len(FILLER.split()) + 1)).split()[:words]
     params = Sampling(max_tokens=tokens)
     streams = [engine.submit(GenerationRequest(
         rid=f"probe-{secrets.token_hex(6)}",
-        prompt=f"Probe {secrets.token_hex(8)}: " + " ".join(filler), params=params))
+        prompt=f"Probe {secrets.token_hex(8)}: " + _words(words), params=params))
         for _ in range(count)]
     return list(await asyncio.gather(*(s.result() for s in streams)))
 
 
 def _since(after: EngineCounters, before: EngineCounters) -> EngineCounters:
-    return EngineCounters(
-        prompt_tokens=after.prompt_tokens - before.prompt_tokens,
-        cached_tokens=after.cached_tokens - before.cached_tokens,
-        completion_tokens=after.completion_tokens - before.completion_tokens,
-        prefill_s=after.prefill_s - before.prefill_s, decode_s=after.decode_s - before.decode_s,
-        decode_steps=after.decode_steps - before.decode_steps)
+    fields = ("prompt_tokens", "cached_tokens", "completion_tokens", "prefill_s", "decode_s",
+              "decode_steps", "decode_tokens", "prefill_context", "decode_context")
+    return EngineCounters(**{f: getattr(after, f) - getattr(before, f) for f in fields})
 
 
 def probe_search(search: SearchService, questions: Sequence[str],

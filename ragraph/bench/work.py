@@ -12,7 +12,9 @@ from ragraph.bench.cells import CellResult
 def work_of(row: CellResult) -> Work:
     return Work(prompt_tokens=row.llm_tokens - row.completion_tokens,
                 completion_tokens=row.completion_tokens, decode_steps=row.decode_steps,
-                queries=row.queries_embedded, vectors=row.vectors_scanned)
+                queries=row.queries_embedded, vectors=row.vectors_scanned,
+                decode_tokens=row.decode_tokens, prefill_context=row.prefill_context,
+                decode_context=row.decode_context)
 
 
 def with_bound(row: CellResult, rates: Rates | None) -> CellResult:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ragraph.bench.bounds import LlmRates, Rates, Work, fit_decode, least_time
+from ragraph.bench.bounds import LlmRates, Rates, Work, fit_line, least_time
 from ragraph.bench.probe import DECODE_TOKENS, probe_llm, run_prompts, shares_cores
 from ragraph.runtime.llm.sim.clock import VirtualClock
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
@@ -45,13 +45,13 @@ def test_counted_scans_price_the_search_and_uncounted_decode_steps_are_one_a_tok
 
 
 def test_the_decode_line_goes_through_affine_points_and_stays_non_negative():
-    assert fit_decode([(1, 0.012), (8, 0.026), (16, 0.042)]) == pytest.approx((0.01, 0.002))
-    assert fit_decode([(4, 0.03)]) == (0.03, 0.0)  # one batch: flat
-    assert fit_decode([(1, 0.05), (8, 0.04)]) == (pytest.approx(0.045), 0.0)  # noise: flat
-    step, per = fit_decode([(1, 0.001), (10, 0.1)])  # a line through below zero: the origin's
+    assert fit_line([(1, 0.012), (8, 0.026), (16, 0.042)]) == pytest.approx((0.01, 0.002))
+    assert fit_line([(4, 0.03)]) == (0.03, 0.0)  # one batch: flat
+    assert fit_line([(1, 0.05), (8, 0.04)]) == (pytest.approx(0.045), 0.0)  # noise: flat
+    step, per = fit_line([(1, 0.001), (10, 0.1)])  # a line through below zero: the origin's
     assert step == 0.0 and per == pytest.approx((0.001 + 1.0) / 101)
     with pytest.raises(ValueError):
-        fit_decode([])
+        fit_line([])
 
 
 @dataclass(frozen=True)
@@ -84,17 +84,20 @@ def test_the_probe_measures_a_known_engine_and_prices_known_work_at_its_time():
         return found, before, after
 
     found, before, after = asyncio.run(go())
-    # The better prefill: 8 prompts in one step, the 10 ms shared; ~0.1 ms a token.
+    # The better prefill: 8 prompts in one step, the 10 ms shared; ~0.1 ms a token. This
+    # engine's cost does not grow with positions.
     assert 9000 < found.prefill_tok_s < 10_000
-    # Decode: 10 ms a step plus 1 ms a sequence, the first token of each coming with its prompt
-    # (so a step's batch reads 16/15 of the sequences in it).
+    assert found.prefill_pos_s == 0.0 and found.context_s == 0.0
+    # Decode: 10 ms a step plus 1 ms a sequence, exactly: the engine counts the sequences its
+    # steps advanced (the first token of each comes with its prompt, in no decode step).
     assert found.step_s == pytest.approx(0.01)
-    assert found.token_s == pytest.approx(1e-3 * 15 / 16)
+    assert found.token_s == pytest.approx(1e-3)
     assert found.timed_by == "engine timers"
     busy = (after.prefill_s - before.prefill_s) + (after.decode_s - before.decode_s)
     work = Work(prompt_tokens=after.prompt_tokens - before.prompt_tokens,
                 completion_tokens=after.completion_tokens - before.completion_tokens,
-                decode_steps=after.decode_steps - before.decode_steps, queries=0, vectors=0)
+                decode_steps=after.decode_steps - before.decode_steps, queries=0, vectors=0,
+                decode_tokens=after.decode_tokens - before.decode_tokens)
     priced = least_time(work, Rates(found, 0.0, 1.0, ((8, 0.0),), False), nprobe=8)
     # Decode exactly; prefill at the probe's best rate (longer prompts than this cell's).
     assert priced.llm_s == pytest.approx(busy, rel=0.02)
@@ -166,3 +169,119 @@ def test_the_probes_prompts_fit_a_small_context():
             return await run_prompts(engine, 2, 384, 1)
 
     assert all(r.finish_reason != "error" and r.prompt_tokens < 400 for r in asyncio.run(go()))
+
+
+class AttentionEngine:
+    """A CPU engine's costs, in simulated seconds, as llama.cpp's grow: each prompt prefills
+    alone in passes of up to 512 tokens (a pass F, a token P, and C for each position it
+    attends to); a decode step costs S, K a sequence and A a position, every sequence padded to
+    the longest context in the step. Requests submitted together run as one batch; each
+    generates exactly max_tokens tokens, the first from its prompt's pass."""
+
+    F, P, C, S, K, A = 0.002, 1e-3, 1e-6, 0.008, 0.005, 1e-6
+    name, simulated, batch_invariant, context_length = "attention", False, False, 4096
+
+    def __init__(self) -> None:
+        from ragraph.runtime.llm.protocol import EngineCounters
+
+        self.tally = EngineCounters()
+        self._batch: list = []
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        return None
+
+    def tokenize(self, text: str) -> tuple[int, ...]:
+        return tuple(10 + sum(map(ord, w)) % 1000 for w in text.split())
+
+    def counters(self):
+        return self.tally.snapshot()
+
+    def submit(self, request):
+        from ragraph.runtime.llm.stream import GenerationStream
+
+        stream = GenerationStream(request.rid, lambda _rid: None)
+        if not self._batch:
+            asyncio.get_running_loop().call_soon(self._run_batch)
+        self._batch.append((request, stream))
+        return stream
+
+    def _run_batch(self) -> None:
+        from ragraph.runtime.llm.protocol import GenerationResult, positions
+
+        batch, self._batch, t = self._batch, [], self.tally
+        lengths = [len(r.prompt_ids or self.tokenize(r.prompt or "")) for r, _ in batch]
+        for n in lengths:
+            for start in range(0, n, 512):
+                take = min(512, n - start)
+                t.prefill_s += self.F + self.P * take + self.C * positions(start, take)
+                t.prefill_context += positions(start, take)
+            t.prompt_tokens += n
+        contexts = list(lengths)
+        for step in range(1, max(r.params.max_tokens for r, _ in batch)):
+            live = [i for i, (r, _) in enumerate(batch) if r.params.max_tokens > step]
+            t.decode_s += self.S + self.K * len(live) + self.A * len(live) * max(
+                contexts[i] for i in live)
+            t.decode_steps += 1
+            t.decode_tokens += len(live)
+            t.decode_context += sum(contexts[i] for i in live)
+            for i in live:
+                contexts[i] += 1
+        for (r, stream), n in zip(batch, lengths, strict=True):
+            k = r.params.max_tokens
+            t.completion_tokens += k
+            stream.finish(GenerationResult(r.rid, "", (0,) * k, "length", n, 0, k))
+
+
+def _busy_and_work(engine: AttentionEngine, before) -> tuple[float, Work]:
+    a = engine.counters()
+    busy = (a.prefill_s - before.prefill_s) + (a.decode_s - before.decode_s)
+    return busy, Work(prompt_tokens=a.prompt_tokens - before.prompt_tokens,
+                      completion_tokens=a.completion_tokens - before.completion_tokens,
+                      decode_steps=a.decode_steps - before.decode_steps, queries=0, vectors=0,
+                      decode_tokens=a.decode_tokens - before.decode_tokens,
+                      prefill_context=a.prefill_context - before.prefill_context,
+                      decode_context=a.decode_context - before.decode_context)
+
+
+def _run_on(engine: AttentionEngine, shapes: list[tuple[int, int]]) -> tuple[float, Work]:
+    from ragraph.ir.nodes import Sampling
+    from ragraph.runtime.llm.protocol import GenerationRequest
+
+    async def go():
+        before = engine.counters()
+        streams = [engine.submit(GenerationRequest(rid=f"r{i}", prompt_ids=(1,) * n,
+                                                   params=Sampling(max_tokens=k)))
+                   for i, (n, k) in enumerate(shapes)]
+        await asyncio.gather(*(s.result() for s in streams))
+        return _busy_and_work(engine, before)
+
+    return asyncio.run(go())
+
+
+def test_the_probe_finds_what_prompt_and_context_lengths_cost():
+    engine = AttentionEngine()
+    found = asyncio.run(probe_llm(engine, batch=8))
+    E = AttentionEngine
+    assert found.prefill_pos_s == pytest.approx(E.C, rel=1e-6)
+    # A prompt token at position 0, the pass's fixed cost spread over a full pass.
+    assert 1 / found.prefill_tok_s == pytest.approx(E.P + E.F / 512, rel=1e-6)
+    assert (found.step_s, found.token_s, found.context_s) == pytest.approx((E.S, E.K, E.A))
+
+
+@pytest.mark.parametrize("shapes", [
+    [(64, 8)] * 16,  # short prompts: cheaper a token than the probe's
+    [(1500, 4)] * 4,  # long ones: dearer
+    [(64, 24)] * 4 + [(700, 24)] * 2 + [(1200, 24)] * 2,  # short beside long: padded steps
+])
+def test_a_runs_work_at_the_probed_rates_is_a_bound_on_its_time_and_near_it(shapes):
+    # The probe priced every prompt token at one rate, measured on prompts of ~480 tokens:
+    # a run of short prompts came out at more than 100% of that "bound".
+    engine = AttentionEngine()
+    found = asyncio.run(probe_llm(engine, batch=8))
+    busy, work = _run_on(engine, shapes)
+    priced = least_time(work, Rates(found, 0.0, 1.0, ((8, 0.0),), True), nprobe=8).llm_s
+    assert priced <= busy * (1 + 1e-9)
+    assert priced >= 0.8 * busy  # the padding of short sequences to long ones is the rest

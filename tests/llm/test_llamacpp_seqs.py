@@ -54,6 +54,17 @@ def test_decode_pass_lists_every_decoding_sequence_by_id_and_prefills_fill_the_b
     assert [(s.seq_id, k) for s, k in plan.prefill] == [(2, 300), (3, 100)]
 
 
+def test_a_steps_passes_count_the_positions_they_compute() -> None:
+    # What the engine's counters add for pricing attention (bench.bounds): each decoding
+    # sequence its one position, each prefill chunk its positions from n_past on.
+    a = seq(list(range(1000)), 900, 3)  # prefills 100 tokens at positions 900..999
+    b = seq([1, 2, 3], 2, 1)  # decodes position 2
+    d = seq([4, 5], 1, 0)  # decodes position 1
+    plan = plan_step([a, b, d], n_batch=512)
+    assert plan.decode_context() == 2 + 1
+    assert plan.prefill_context() == sum(range(900, 1000))
+
+
 def test_common_prefix() -> None:
     assert common_prefix(np.array([1, 2, 3]), np.array([1, 2, 4, 5])) == 2
     assert common_prefix(np.array([1, 2]), np.array([1, 2, 3])) == 2

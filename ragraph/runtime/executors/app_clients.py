@@ -19,7 +19,7 @@ from ragraph.ir import Sampling
 from ragraph.ir.values import GeneratedText, Passages
 from ragraph.runtime.llm.chat import ChatMessage, Prompt, as_dicts
 from ragraph.runtime.llm.failure import overflow
-from ragraph.runtime.llm.protocol import EngineCounters, LLMEngine
+from ragraph.runtime.llm.protocol import EngineCounters, LLMEngine, positions
 from ragraph.runtime.llm.settings import LlmConfig
 from ragraph.runtime.scheduler.config import SchedulerConfig
 from ragraph.runtime.search_service import SearchService
@@ -149,6 +149,13 @@ class LlamaCppApp:
         u.cached_tokens += max(usage["prompt_tokens"] - computed, 0)
         u.prefill_s += (after.t_p_eval_ms - before.t_p_eval_ms) / 1000
         u.decode_s += (after.t_eval_ms - before.t_eval_ms) / 1000
+        # One sequence: its computed prompt ends at the prompt's end, and each decode pass
+        # (one token) follows it.
+        decoded = max(after.n_eval - before.n_eval, 0)
+        n = usage["prompt_tokens"]
+        u.decode_tokens += decoded
+        u.prefill_context += positions(max(n - computed, 0), min(computed, n))
+        u.decode_context += positions(n, decoded)
 
     def counters(self) -> EngineCounters:
         return self._usage.snapshot()

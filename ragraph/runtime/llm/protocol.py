@@ -157,6 +157,14 @@ class EngineCounters:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     decode_steps: int = 0
+    # The work inside those passes, for pricing it at an engine's rates (`bench.bounds`); 0
+    # where not observable: sequences advanced by decode passes (a step's batch, summed; the
+    # first token of a generation comes from its prompt's pass, not from one), and the KV
+    # positions each computed token attended up to (its position, summed), of prompt tokens and
+    # of decoded ones: attention costs grow with them.
+    decode_tokens: int = 0
+    prefill_context: int = 0
+    decode_context: int = 0
     simulated: bool = False
 
     @property
@@ -173,6 +181,12 @@ class EngineCounters:
 
     def snapshot(self, simulated: bool = False) -> EngineCounters:
         return replace(self, simulated=simulated)
+
+
+def positions(start: int, count: int) -> int:
+    """The positions `start` .. `start + count - 1` summed: what `count` tokens computed from
+    position `start` on add to `EngineCounters.prefill_context` / `decode_context`."""
+    return count * start + count * (count - 1) // 2
 
 
 @runtime_checkable

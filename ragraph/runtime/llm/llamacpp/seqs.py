@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragraph.runtime.llm.protocol import GenerationRequest
+from ragraph.runtime.llm.protocol import GenerationRequest, positions
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.textout import OutputText
 
@@ -52,6 +52,15 @@ class StepPlan:
 
     decode: list[Seq]
     prefill: list[tuple[Seq, int]]
+
+    def decode_context(self) -> int:
+        """The positions the decode pass computes, summed (before it runs)."""
+        return sum(seq.n_past for seq in self.decode)
+
+    def prefill_context(self) -> int:
+        """The positions the prefill pass computes, summed (before it runs): each chunk's
+        `take` tokens from `n_past` on."""
+        return sum(positions(seq.n_past, take) for seq, take in self.prefill)
 
 
 def plan_step(seqs: list[Seq], n_batch: int) -> StepPlan:

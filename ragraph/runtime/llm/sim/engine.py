@@ -27,6 +27,7 @@ from ragraph.runtime.llm.protocol import (
     GenerationRequest,
     GenerationResult,
     TokenEvent,
+    positions,
 )
 from ragraph.runtime.llm.sim.clock import Clock, RealClock
 from ragraph.runtime.llm.sim.costmodel import CostModel
@@ -195,12 +196,17 @@ class SimEngine(EngineBase):
             await self._clock.sleep(max(end - self._clock.now(), 0.0))
             self._tally.steps += 1
             # Simulated seconds, so a bench can say how busy the simulated GPU was; a step that
-            # prefills counts as prefill (its decode tokens ride along in the same pass).
+            # prefills counts as prefill (its decode tokens ride along in the same pass, counted
+            # in decode_tokens but not as a decode step: one forward, one step's fixed cost).
             if prefill:
                 self._tally.prefill_s += step_s
             elif decoding:
                 self._tally.decode_s += step_s
                 self._tally.decode_steps += 1
+            self._tally.decode_tokens += len(decoding)
+            self._tally.decode_context += context
+            self._tally.prefill_context += sum(
+                positions(s.cached, len(s.prompt_ids) - s.cached) for s in admitted)
             for seq in admitted:
                 seq.prefilled = True
                 self._prefix.insert(seq.prompt_ids)
