@@ -210,3 +210,25 @@ def test_a_sequences_token_array_follows_its_tokens_and_is_built_once_per_length
     assert first.tolist() == [1, 2, 3] and s.token_array() is first  # not rebuilt each round
     s.tokens.append(4)
     assert s.token_array().tolist() == [1, 2, 3, 4]
+
+
+def test_prefilling_sequences_between_decoding_ones_join_the_decode_pass() -> None:
+    # llama.cpp runs ids 0, 2 without 1 as two forwards; with 1's next prompt token it is one.
+    a = seq([1, 2, 3], 2, 0)  # decoding
+    b = seq(list(range(100)), 10, 1)  # prefilling: 90 tokens pending
+    c = seq([4, 5, 6], 2, 2)  # decoding
+    plan = plan_step([a, b, c], n_batch=512)
+    assert [(s.seq_id, k) for s, k in plan.decode_pass()] == [(0, 1), (1, 1), (2, 1)]
+    assert plan.decode == [a, c] and plan.fill == [b]
+    assert [(s.seq_id, k) for s, k in plan.prefill] == [(1, 89)]  # the rest, after the fill
+    assert plan.decode_context() == 2 + 2 and plan.fill_context() == 10
+    # The step's prompt tokens stay within n_batch: the fill comes out of the prefill budget.
+    plan = plan_step([a, seq(list(range(600)), 0, 1), c], n_batch=512)
+    assert [(s.seq_id, k) for s, k in plan.prefill] == [(1, 511)]
+    # A sequence above the decoding ones needs no filling; one whose KV reaches further than
+    # theirs would make them attend further (llama.cpp pads to the longest): not filled.
+    d = seq(list(range(400)), 300, 3)
+    far = seq(list(range(1000)), 700, 1)
+    plan = plan_step([a, far, c, d], n_batch=512)
+    assert plan.fill == [] and [s.seq_id for s, _ in plan.decode_pass()] == [0, 2]
+    assert [(s.seq_id, k) for s, k in plan.prefill] == [(1, 300), (3, 100)]

@@ -10,6 +10,10 @@ from ragraph.runtime.llm.protocol import GenerationRequest, positions
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.textout import OutputText
 
+# llama.cpp sizes a forward's attention to the longest sequence in it, rounded up to this many
+# KV cells (llama_kv_cache::get_n_kv, at least 256).
+KV_PAD = 256
+
 
 @dataclass(eq=False)
 class Seq:
@@ -48,32 +52,68 @@ class Seq:
 @dataclass(frozen=True)
 class StepPlan:
     """One engine step: a decode pass (one token of every decoding sequence) and a prefill pass
-    (chunks of prompts), run as two `llama_decode` calls so each is timed on its own."""
+    (chunks of prompts), run as two `llama_decode` calls so each is timed on its own.
+
+    llama.cpp computes a batch over per-sequence KV streams in runs of consecutive ids, one
+    forward each (`split_equal(sequential=True)`): a decode pass over ids 0, 1, 3 is two
+    forwards, each paying a step's fixed cost (the weights read again). So each prefilling
+    sequence whose id lies between decoding ones (`fill`) gives the decode pass its next prompt
+    token, and the pass stays one run."""
 
     decode: list[Seq]
     prefill: list[tuple[Seq, int]]
+    fill: list[Seq] = field(default_factory=list)
+
+    def decode_pass(self) -> list[tuple[Seq, int]]:
+        """The decode pass's sequences by id, one token each (a filler's: a prompt token)."""
+        return [(seq, 1) for seq in sorted([*self.decode, *self.fill], key=lambda s: s.seq_id)]
 
     def decode_context(self) -> int:
-        """The positions the decode pass computes, summed (before it runs)."""
+        """The positions the decode pass decodes, summed (before it runs)."""
         return sum(seq.n_past for seq in self.decode)
 
+    def fill_context(self) -> int:
+        """The positions of the prompt tokens the decode pass computes (before it runs)."""
+        return sum(seq.n_past for seq in self.fill)
+
     def prefill_context(self) -> int:
-        """The positions the prefill pass computes, summed (before it runs): each chunk's
-        `take` tokens from `n_past` on."""
+        """The positions the prefill pass computes, summed (after the decode pass, before it
+        runs): each chunk's `take` tokens from `n_past` on."""
         return sum(positions(seq.n_past, take) for seq, take in self.prefill)
 
 
 def plan_step(seqs: list[Seq], n_batch: int) -> StepPlan:
-    """Every decoding sequence advances one token; prefills fill `n_batch` tokens in admission
-    order, chunked to what is left. Both passes list sequences by id: llama.cpp batches
-    per-sequence KV streams only in runs of consecutive ids, in increasing order."""
+    """Every decoding sequence advances one token, with the prefilling ones between them
+    (`StepPlan.fill`); prefills fill `n_batch` tokens in admission order, chunked to what is
+    left. Both passes list sequences by id: llama.cpp batches per-sequence KV streams only in
+    runs of consecutive ids, in increasing order."""
     decode = sorted((s for s in seqs if s.pending == 1), key=lambda s: s.seq_id)
+    fill = _fillers(seqs, decode)
+    filled = {id(s) for s in fill}
     prefill: list[tuple[Seq, int]] = []
-    budget = n_batch
+    budget = n_batch - len(fill)  # the fillers' tokens went to the decode pass
     for seq in seqs:
+        pending = seq.pending - (id(seq) in filled)
         if seq.pending > 1 and budget > 0:
-            take = min(seq.pending, budget)
+            take = min(pending, budget)
             prefill.append((seq, take))
             budget -= take
     prefill.sort(key=lambda p: p[0].seq_id)
-    return StepPlan(decode, prefill)
+    return StepPlan(decode, prefill, fill)
+
+
+def _fillers(seqs: list[Seq], decode: list[Seq]) -> list[Seq]:
+    """The prefilling sequences between the lowest and highest decoding ids whose KV reaches
+    no further than the decoding ones' (in KV_PAD cells): llama.cpp pads every sequence of a
+    forward to the longest one's cells, so a filler that reached further would make each
+    decoding sequence attend further than it does now."""
+    if not decode:
+        return []
+    low, high = decode[0].seq_id, decode[-1].seq_id
+    reach = max(_padded(s.n_past + 1) for s in decode)
+    return sorted((s for s in seqs if s.pending > 1 and low < s.seq_id < high
+                   and _padded(s.n_past + 1) <= reach), key=lambda s: s.seq_id)
+
+
+def _padded(cells: int) -> int:
+    return max(KV_PAD, -(-cells // KV_PAD) * KV_PAD)
