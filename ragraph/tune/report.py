@@ -120,16 +120,26 @@ def _delta(mine: float, best: float) -> str:
     return f"{100 * (mine - best):+.1f}"
 
 
-def exactness_lines(compared: int, mismatches: Sequence[Mismatch]) -> list[str]:
-    """Loud on a mismatch: every question answered differently is listed."""
+def exactness_lines(compared: int, mismatches: Sequence[Mismatch],
+                    promised: bool = True) -> list[str]:
+    """Loud on a mismatch where the engine promises answers independent of batching (`promised`):
+    every question answered differently is listed. Where it does not (the batched llama.cpp
+    engine, a server), the same list says what batching changed, as that engine allows."""
     if compared == 0:
         return ["exactness: no quality setting was measured at two speed settings; not checked"]
     if not mismatches:
         return [f"exactness: OK, the speed knobs changed no answer ({compared} quality settings "
                 "compared, each across its speed settings)"]
-    lines = [f"EXACTNESS VIOLATED: {len(mismatches)} answers differ between configurations that "
-             "differ only in speed knobs (passes, concurrency); their quality figures are not "
-             "comparable. On llama.cpp, --exact makes answers independent of batching."]
+    if promised:
+        head = (f"EXACTNESS VIOLATED: {len(mismatches)} answers differ between configurations "
+                "that differ only in speed knobs (passes, concurrency); their quality figures "
+                "are not comparable.")
+    else:
+        head = (f"exactness: not promised by this engine, which batches as it runs: "
+                f"{len(mismatches)} answers differ between configurations that differ only in "
+                "speed knobs (passes, concurrency), so their quality figures differ by that "
+                "much. On llama.cpp, --exact makes answers independent of batching.")
+    lines = [head]
     for m in mismatches:
         lines.append(f"  question {m.question}: {m.a.point.key} -> {dict(m.a.answers)[m.question]!r}"
                      f" but {m.b.point.key} -> {dict(m.b.answers)[m.question]!r}")

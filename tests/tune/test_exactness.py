@@ -33,3 +33,23 @@ def test_an_answer_changed_by_concurrency_is_flagged():
 def test_nothing_to_compare_says_so():
     compared, mismatches = exactness([surface(Point(8, 5, 2, "-O2", 4))])
     assert compared == 0 and "not checked" in exactness_lines(compared, mismatches)[0]
+
+
+def test_an_engine_that_does_not_promise_it_lists_the_changes_without_a_violation():
+    base, fast = Point(8, 5, 2, "-O2", 4), Point(8, 5, 2, "-O2", 16)
+    compared, mismatches = exactness([surface(base, {"q1": "Paris"}),
+                                      surface(fast, {"q1": "Lyon"})])
+    lines = exactness_lines(compared, mismatches, promised=False)
+    assert "VIOLATED" not in lines[0] and lines[0].startswith("exactness: not promised")
+    assert "1 answers differ" in lines[0] and "--exact" in lines[0]
+    assert "question q1" in lines[1]
+
+
+def test_which_settings_promise_answers_independent_of_batching():
+    from ragraph.runtime.llm.settings import LlmConfig
+    from ragraph.runtime.llm.sim.engine import SimEngine
+
+    assert LlmConfig(engine="sim").batch_invariant and SimEngine.batch_invariant
+    assert LlmConfig(engine="llamacpp", exact=True).batch_invariant
+    assert not LlmConfig(engine="llamacpp").batch_invariant
+    assert not LlmConfig(engine="openai", url="http://127.0.0.1:1").batch_invariant

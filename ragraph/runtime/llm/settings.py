@@ -65,6 +65,12 @@ class LlmConfig:
         if self.engine == "sglang" and not (self.url or self.model):
             raise ConfigError("model", "the sglang engine needs --model (in-process) or --url")
 
+    @property
+    def batch_invariant(self) -> bool:
+        """Whether the engine these settings build promises each answer whatever it is batched
+        with (its `batch_invariant`): the simulated engine, and llama.cpp's serial-exact mode."""
+        return self.engine == "sim" or (self.engine == "llamacpp" and self.exact)
+
     def _check_model_options(self) -> None:
         if self.ctx is not None and (isinstance(self.ctx, bool) or not isinstance(self.ctx, int)
                                      or self.ctx < 16):
