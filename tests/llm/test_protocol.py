@@ -74,3 +74,28 @@ def test_engines_say_whether_batching_can_change_an_answer():
     http = create_engine("openai", OpenAIHttpConfig(base_url="http://127.0.0.1:9"))
     assert not http.batch_invariant
     assert not ReplicaRouter([create_engine("sim"), http]).batch_invariant
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("prefix_reuse", [False, True])
+def test_the_settings_promise_what_the_llamacpp_engine_they_build_promises(exact, prefix_reuse):
+    """tune reads the promise from the settings alone (it holds no engine): the engine those
+    settings build, at any concurrency, must say the same, and only --exact promises it."""
+    from ragraph.runtime.llm.registry import engine_for
+    from ragraph.runtime.llm.settings import LlmConfig
+
+    llm = LlmConfig(engine="llamacpp", exact=exact, prefix_reuse=prefix_reuse)
+    for in_flight in (1, 4, 32):
+        assert engine_for(llm, in_flight).batch_invariant is llm.batch_invariant is exact
+
+
+def test_one_running_llamacpp_sequence_beside_stored_prefixes_is_not_serial_exact():
+    # A prompt may start from another's stored KV, computed in other batches: not alone.
+    from ragraph.runtime.llm import create_engine
+    from ragraph.runtime.llm.llamacpp.config import LlamaCppConfig
+
+    assert not LlamaCppConfig(max_running=1, prefix_slots=4).batch_invariant
+    assert LlamaCppConfig(max_running=1, prefix_slots=0).batch_invariant
+    for config in (LlamaCppConfig(max_running=1, prefix_slots=4), LlamaCppConfig(),
+                   LlamaCppConfig(max_running=1, prefix_slots=0)):
+        assert create_engine("llamacpp", config).batch_invariant is config.batch_invariant

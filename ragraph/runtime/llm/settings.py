@@ -68,8 +68,15 @@ class LlmConfig:
     @property
     def batch_invariant(self) -> bool:
         """Whether the engine these settings build promises each answer whatever it is batched
-        with (its `batch_invariant`): the simulated engine, and llama.cpp's serial-exact mode."""
-        return self.engine == "sim" or (self.engine == "llamacpp" and self.exact)
+        with (its `batch_invariant`): the simulated engine, and llama.cpp's serial-exact mode,
+        asked of the llama.cpp config these settings build, as the engine asks it."""
+        if self.engine != "llamacpp":
+            return self.engine == "sim"
+        # Here, not at the top: the llama.cpp package sets libgomp's spin policy on import,
+        # which only a run on that engine should get.
+        from ragraph.runtime.llm.llamacpp.config import LlamaCppConfig  # noqa: PLC0415
+
+        return LlamaCppConfig.of(self, in_flight=1).batch_invariant  # any in_flight: the same
 
     def _check_model_options(self) -> None:
         if self.ctx is not None and (isinstance(self.ctx, bool) or not isinstance(self.ctx, int)
