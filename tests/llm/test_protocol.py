@@ -99,3 +99,22 @@ def test_one_running_llamacpp_sequence_beside_stored_prefixes_is_not_serial_exac
     for config in (LlamaCppConfig(max_running=1, prefix_slots=4), LlamaCppConfig(),
                    LlamaCppConfig(max_running=1, prefix_slots=0)):
         assert create_engine("llamacpp", config).batch_invariant is config.batch_invariant
+
+
+def test_engines_say_whose_code_forms_their_batches():
+    """The conformance suite holds an engine whose batches ragraph forms to the first tokens of
+    each answer, and a server's (which batches as it sees fit) to each request's own stream."""
+    from ragraph.runtime.distributed.replicas import ReplicaRouter
+    from ragraph.runtime.llm import create_engine
+    from ragraph.runtime.llm.http.openai import OpenAIHttpConfig
+    from ragraph.runtime.llm.http.sglang import SGLangConfig
+    from ragraph.runtime.llm.llamacpp.config import LlamaCppConfig
+
+    assert create_engine("sim").schedules_batches
+    assert create_engine("llamacpp", LlamaCppConfig()).schedules_batches
+    http = create_engine("openai", OpenAIHttpConfig(base_url="http://127.0.0.1:9"))
+    assert not http.schedules_batches
+    assert not create_engine("sglang", SGLangConfig(mode="http")).schedules_batches
+    assert not create_engine("sglang", SGLangConfig(model_path="m")).schedules_batches
+    assert ReplicaRouter([create_engine("sim"), create_engine("sim")]).schedules_batches
+    assert not ReplicaRouter([create_engine("sim"), http]).schedules_batches

@@ -66,6 +66,7 @@ class ReplicaRouter(EngineBase):
         self.config = config or RouterConfig()
         self.simulated = bool(engines[0].simulated)  # type: ignore[misc]
         self.batch_invariant = all(e.batch_invariant for e in engines)
+        self.schedules_batches = all(e.schedules_batches for e in engines)
         self._tables = [PrefixTable(self.config.table_blocks) for _ in engines]
         self._load = [0] * len(engines)
         self._down: set[int] = set()

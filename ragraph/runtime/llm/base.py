@@ -45,6 +45,8 @@ class EngineBase:
     simulated: ClassVar[bool] = False
     # Whether a request's greedy tokens are the same whatever runs beside it (`LLMEngine`).
     batch_invariant: bool = False
+    # Whether ragraph's own code forms its batches (`LLMEngine`).
+    schedules_batches: bool = True
 
     def __init__(self, name: str, context_length: int) -> None:
         self.name = name

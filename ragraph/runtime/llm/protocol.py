@@ -205,6 +205,11 @@ class LLMEngine(Protocol):
     # and executor must give the same answers. False where batching may flip a near-tie (batched
     # llama.cpp, any server).
     batch_invariant: bool
+    # True where ragraph's own code forms the batches (the llama.cpp decode thread, the
+    # simulated GPU). False where a server or another runtime's scheduler does (an HTTP server,
+    # SGLang): ragraph then controls neither what runs beside a request nor how, only that
+    # each request gets its own stream.
+    schedules_batches: bool
     context_length: int
 
     async def start(self) -> None: ...

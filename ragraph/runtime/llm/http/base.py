@@ -55,6 +55,7 @@ class HttpStreamingEngine(EngineBase):
 
     # Answers 200 while the server is up (OpenAI-compatible servers list their models there).
     health_path = "/v1/models"
+    schedules_batches = False  # the server does
 
     def __init__(self, name: str, context_length: int, base_url: str, timeout_s: float,
                  connect_timeout_s: float) -> None:

@@ -94,6 +94,8 @@ def import_sglang() -> Any:
 class SGLangEngine(EngineBase):
     """`LLMEngine` over an in-process `sglang.Engine`."""
 
+    schedules_batches = False  # SGLang's own scheduler does
+
     def __init__(self, config: SGLangConfig) -> None:
         if config.mode != "engine":
             raise ConfigError("mode", "SGLangEngine is the in-process engine; use SGLangHttpEngine")
