@@ -32,9 +32,11 @@ class FakeKv:
         return self.pos_min.get(seq_id, 0)
 
 
-def seq(tokens: list[int], n_past: int, seq_id: int = 0) -> Seq:
-    r = GenerationRequest(f"r{seq_id}", prompt_ids=tuple(tokens))
-    s = Seq(r, GenerationStream(r.rid, lambda _rid: None), list(tokens), len(tokens), seq_id,
+def seq(tokens: list[int], n_past: int, seq_id: int = 0, n_prompt: int | None = None) -> Seq:
+    """A sequence of `tokens`, the first `n_prompt` (all) its prompt, the rest generated."""
+    n_prompt = len(tokens) if n_prompt is None else n_prompt
+    r = GenerationRequest(f"r{seq_id}", prompt_ids=tuple(tokens[:n_prompt]))
+    s = Seq(r, GenerationStream(r.rid, lambda _rid: None), list(tokens), n_prompt, seq_id,
             OutputText(), None)
     s.n_past = n_past
     return s
@@ -58,8 +60,8 @@ def test_a_steps_passes_count_the_positions_they_compute() -> None:
     # What the engine's counters add for pricing attention (bench.bounds): each decoding
     # sequence its one position, each prefill chunk its positions from n_past on.
     a = seq(list(range(1000)), 900, 3)  # prefills 100 tokens at positions 900..999
-    b = seq([1, 2, 3], 2, 1)  # decodes position 2
-    d = seq([4, 5], 1, 0)  # decodes position 1
+    b = seq([1, 2, 3], 2, 1, n_prompt=2)  # decodes position 2
+    d = seq([4, 5], 1, 0, n_prompt=1)  # decodes position 1
     plan = plan_step([a, b, d], n_batch=512)
     assert plan.decode_context() == 2 + 1
     assert plan.prefill_context() == sum(range(900, 1000))
@@ -214,14 +216,14 @@ def test_a_sequences_token_array_follows_its_tokens_and_is_built_once_per_length
 
 def test_prefilling_sequences_between_decoding_ones_join_the_decode_pass() -> None:
     # llama.cpp runs ids 0, 2 without 1 as two forwards; with 1's next prompt token it is one.
-    a = seq([1, 2, 3], 2, 0)  # decoding
+    a = seq([1, 2, 3], 2, 0, n_prompt=2)  # decoding
     b = seq(list(range(100)), 10, 1)  # prefilling: 90 tokens pending
-    c = seq([4, 5, 6], 2, 2)  # decoding
+    c = seq([4, 5, 6], 2, 2, n_prompt=2)  # decoding
     plan = plan_step([a, b, c], n_batch=512)
     assert [(s.seq_id, k) for s, k in plan.decode_pass()] == [(0, 1), (1, 1), (2, 1)]
     assert plan.decode == [a, c] and plan.fill == [b]
     assert [(s.seq_id, k) for s, k in plan.prefill] == [(1, 89)]  # the rest, after the fill
-    assert plan.decode_context() == 2 + 2 and plan.fill_context() == 10
+    assert plan.decode_context() == 2 + 2 and plan.pass_prompt_context() == 10
     # The step's prompt tokens stay within n_batch: the fill comes out of the prefill budget.
     plan = plan_step([a, seq(list(range(600)), 0, 1), c], n_batch=512)
     assert [(s.seq_id, k) for s, k in plan.prefill] == [(1, 511)]
@@ -232,3 +234,21 @@ def test_prefilling_sequences_between_decoding_ones_join_the_decode_pass() -> No
     plan = plan_step([a, far, c, d], n_batch=512)
     assert plan.fill == [] and [s.seq_id for s, _ in plan.decode_pass()] == [0, 2]
     assert [(s.seq_id, k) for s, k in plan.prefill] == [(1, 300), (3, 100)]
+
+
+def test_a_prompt_token_in_the_decode_pass_is_prompt_work_and_no_decoding_sequence() -> None:
+    # The bound (bench.bounds) prices prompt tokens at the prefill rate and each decoding
+    # sequence at a step's rate a sequence: a prompt token counted as both was priced twice.
+    # A prompt whose prefix was reused has its last token left (its logits give the first
+    # generated token): it rides in the decode pass, and so does a filler's next token.
+    gen = seq([1, 2, 3, 9], 3, 0, n_prompt=3)  # feeds back its generated token, position 3
+    cached = seq(list(range(50, 70)), 19, 1)  # a reused prefix: its last prompt token left
+    filler = seq(list(range(100, 200)), 10, 2)  # prefilling between decoding ids
+    top = seq([5, 6, 7], 2, 3, n_prompt=2)  # generating, position 2
+    plan = plan_step([gen, cached, filler, top], n_batch=512)
+    assert [s.seq_id for s, _ in plan.decode_pass()] == [0, 1, 2, 3]
+    assert plan.decode == [gen, cached, top] and plan.fill == [filler]
+    assert plan.generating() == [gen, top]  # the decode step's sequences
+    assert plan.decode_context() == 3 + 2
+    assert plan.pass_prompt_context() == 19 + 10  # the prompt tokens' positions, once
+    assert [(s.seq_id, k) for s, k in plan.prefill] == [(2, 89)]  # the filler's rest

@@ -153,15 +153,17 @@ class EngineCounters:
     completion_tokens: int = 0
     # Forward passes (llama.cpp `llama_decode` calls, simulated steps); 0 where not observable.
     steps: int = 0
-    # Seconds the engine computed prompts and decode steps; 0 where not observable (HTTP).
+    # Seconds the engine spent in prompt passes and in decode passes, each pass's own (a
+    # llama.cpp decode pass computes a few prompt tokens too: `llamacpp.seqs.StepPlan`); 0
+    # where not observable (HTTP).
     prefill_s: float = 0.0
     decode_s: float = 0.0
     decode_steps: int = 0
     # The work inside those passes, for pricing it at an engine's rates (`bench.bounds`); 0
     # where not observable: sequences advanced by decode passes (a step's batch, summed; the
-    # first token of a generation comes from its prompt's pass, not from one), and the KV
-    # positions each computed token attended up to (its position, summed), of prompt tokens and
-    # of decoded ones: attention costs grow with them.
+    # first token of a generation comes from its prompt's last token, prompt work wherever it
+    # is computed), and the KV positions each computed token attended up to (its position,
+    # summed), of prompt tokens and of decoded ones: attention costs grow with them.
     decode_tokens: int = 0
     prefill_context: int = 0
     decode_context: int = 0

@@ -58,7 +58,14 @@ class StepPlan:
     forward each (`split_equal(sequential=True)`): a decode pass over ids 0, 1, 3 is two
     forwards, each paying a step's fixed cost (the weights read again). So each prefilling
     sequence whose id lies between decoding ones (`fill`) gives the decode pass its next prompt
-    token, and the pass stays one run."""
+    token, and the pass stays one run.
+
+    The counters (`EngineCounters`, priced by `bench.bounds`) count a token by what it is, once:
+    a prompt token is prompt work at its position wherever it is computed (a filler's, or a
+    prompt's last when it is all that is left, as after a reused prefix), and only sequences
+    that feed back a generated token are the decode step's. Each pass's seconds are its own
+    `llama_decode`'s: no timer splits a forward, so a decode pass's prompt tokens (at most one a
+    sequence, against up to `n_batch` in a prefill pass) are inside the decode seconds."""
 
     decode: list[Seq]
     prefill: list[tuple[Seq, int]]
@@ -68,13 +75,20 @@ class StepPlan:
         """The decode pass's sequences by id, one token each (a filler's: a prompt token)."""
         return [(seq, 1) for seq in sorted([*self.decode, *self.fill], key=lambda s: s.seq_id)]
 
-    def decode_context(self) -> int:
-        """The positions the decode pass decodes, summed (before it runs)."""
-        return sum(seq.n_past for seq in self.decode)
+    def generating(self) -> list[Seq]:
+        """The decode pass's sequences that feed back a generated token (the others feed the
+        last token of their prompt)."""
+        return [seq for seq in self.decode if seq.n_past >= seq.n_prompt]
 
-    def fill_context(self) -> int:
-        """The positions of the prompt tokens the decode pass computes (before it runs)."""
-        return sum(seq.n_past for seq in self.fill)
+    def decode_context(self) -> int:
+        """The positions of the generated tokens the decode pass feeds, summed (before it
+        runs)."""
+        return sum(seq.n_past for seq in self.generating())
+
+    def pass_prompt_context(self) -> int:
+        """The positions of the prompt tokens the decode pass computes, summed (before it
+        runs): the fillers' and the prompts' last ones."""
+        return sum(seq.n_past for seq, _ in self.decode_pass() if seq.n_past < seq.n_prompt)
 
     def prefill_context(self) -> int:
         """The positions the prefill pass computes, summed (after the decode pass, before it

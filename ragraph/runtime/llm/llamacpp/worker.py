@@ -165,14 +165,16 @@ class DecodeWorker:
         self._slots.compact(self._running)
         plan = plan_step(self._running, self._model.shape.n_batch)
         if plan.decode:
-            context, filled = plan.decode_context(), plan.fill_context()
+            # Counted before the pass moves n_past; by token kind (`StepPlan`).
+            generating, context = len(plan.generating()), plan.decode_context()
+            prompt_context = plan.pass_prompt_context()
             if not self._run_pass(plan.decode_pass()):
                 return  # a sequence was ended with the error; plan again
             self._tally.decode_s += self._last_pass_s
             self._tally.decode_steps += 1
-            self._tally.decode_tokens += len(plan.decode)
+            self._tally.decode_tokens += generating
             self._tally.decode_context += context
-            self._tally.prefill_context += filled
+            self._tally.prefill_context += prompt_context
         context = plan.prefill_context()
         if plan.prefill and self._run_pass(plan.prefill):
             self._tally.prefill_s += self._last_pass_s
