@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from ragraph.bench.arrivals import arrive
 from ragraph.bench.bounds import Bound
-from ragraph.bench.counting import counted, queries_embedded
+from ragraph.bench.counting import counted, embedded
 from ragraph.bench.server_alone import LABEL as SERVER_ALONE
 from ragraph.bench.server_alone import replay
 from ragraph.bench.server_stats import ServerCounters, erase_slots, read_counters, slot_count
@@ -125,10 +125,11 @@ class CellResult:
     # Document popularity (`bench.traffic.top_share`): share of the passages retrieved that the
     # top 3% of the documents served, over each request's final top-k (None: none retrieved).
     top_docs_share: float | None = None
-    # Work beside the LLM engine's: queries embedded, vectors scanned (ragraph's own count; 0
-    # where the executor does not count them), and the least time the run's work could take
-    # on these engines (`bench.bounds`; None: not measured).
+    # Work beside the LLM engine's: queries embedded and their tokens, vectors scanned
+    # (ragraph's own count; 0 where the executor does not count them), and the least time the
+    # run's work could take on these engines (`bench.bounds`; None: not measured).
     queries_embedded: int = 0
+    query_tokens: int = 0
     vectors_scanned: int = 0
     bound: Bound | None = None
 
@@ -186,14 +187,14 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
         loop = asyncio.get_running_loop()
         llm = services.app_llm or services.llm
         start, cpu_start, embed_start = loop.time(), time.process_time(), search.embed_seconds
-        queries_start = queries_embedded(search)
+        embedded_start = embedded(search)
         cache_start = _cache_stats(search)
         runs = await asyncio.gather(*(
             execute(catalog, arrive(job.requests, job.offsets), config, services, on_done)
             for catalog, job in zip(catalogs, jobs, strict=True)))
         wall, cpu = loop.time() - start, time.process_time() - cpu_start
         embed = search.embed_seconds - embed_start
-        queries = queries_embedded(search) - queries_start
+        queries = embedded(search) - embedded_start
         cache_end = _cache_stats(search)
         hot = _served_between(cache_start, cache_end)
         used = llm.counters()
@@ -206,7 +207,8 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
                      cached_tokens=used.cached_tokens, completion_tokens=used.completion_tokens,
                      decode_steps=used.decode_steps, decode_tokens=used.decode_tokens,
                      prefill_context=used.prefill_context, decode_context=used.decode_context,
-                     hot_served=hot, queries_embedded=queries,
+                     hot_served=hot, queries_embedded=queries.queries,
+                     query_tokens=queries.tokens,
                      hot_resident=None if cache_end is None else cache_end.resident_fraction)
     if server is not None:
         result = _server_work(result, config, server)

@@ -1,5 +1,7 @@
-"""Counting the queries a run embeds: at the embedder, so every executor is counted alike
-(ragraph's batches, the baselines' one query a call, the LangGraph app's retriever)."""
+"""Counting the queries a run embeds, and their tokens: at the embedder, so every executor is
+counted alike (ragraph's batches, the baselines' one query a call, the LangGraph app's
+retriever). A query's cost grows with its tokens (the bench's IRG queries, a question and the
+last answer, cost several times a bare question), so a bound prices both (`bench.bounds`)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ class CountingEmbedder:
 
     inner: Embedder
     queries: int = 0
+    tokens: int = 0  # 0 where the embedder cannot count them (no tokenizer here)
 
     @property
     def dim(self) -> int:
@@ -25,6 +28,7 @@ class CountingEmbedder:
     def embed(self, texts: Sequence[str], threads: int | None = None) -> np.ndarray:
         vectors = self.inner.embed(texts, threads=threads)
         self.queries += len(texts)
+        self.tokens += count_tokens(self.inner, texts)
         return vectors
 
     def __getattr__(self, name: str):  # the rest of the embedder (its name, its model)
@@ -40,6 +44,24 @@ def counted(search: SearchService) -> SearchService:
     return replace(search, embedder=CountingEmbedder(search.embedder))
 
 
-def queries_embedded(search: SearchService) -> int:
+def count_tokens(embedder: Embedder, texts: Sequence[str]) -> int:
+    """The tokens `embedder` computes for `texts` (0: it has no tokenizer of its own here)."""
+    count = getattr(embedder, "count_tokens", None)
+    return count(texts) if count is not None else 0
+
+
+@dataclass(frozen=True)
+class Embedded:
+    queries: int = 0
+    tokens: int = 0
+
+    def __sub__(self, before: Embedded) -> Embedded:
+        return Embedded(self.queries - before.queries, self.tokens - before.tokens)
+
+
+def embedded(search: SearchService) -> Embedded:
+    """What the run's embedder has embedded so far."""
     embedder = search.embedder
-    return embedder.queries if isinstance(embedder, CountingEmbedder) else 0
+    if not isinstance(embedder, CountingEmbedder):
+        return Embedded()
+    return Embedded(embedder.queries, embedder.tokens)

@@ -148,6 +148,14 @@ class Embedder:
                                   convert_to_numpy=True, normalize_embeddings=self.spec.normalize,
                                   show_progress_bar=False)
 
+    def count_tokens(self, texts: Sequence[str]) -> int:
+        """The tokens embedding `texts` computes (the prompt and special tokens in, each text
+        cut where the model stops reading; a padded batch computes its padding too)."""
+        tokenizer = self._model[0].tokenizer
+        ids = tokenizer([self._prompt + t for t in texts], truncation=True,
+                        max_length=self.max_seq_length)["input_ids"]
+        return sum(len(row) for row in ids)
+
     @property
     def max_seq_length(self) -> int:
         """The tokens the model reads of a text (special tokens included); it cuts the rest."""
