@@ -4,7 +4,10 @@ A run's work is what its engines counted: the prompt tokens the LLM engine compu
 ones excluded) and the positions they sat at, its decode steps, the sequences those steps
 advanced and the positions those attended up to, the queries embedded and the vectors the search
 engine scanned. The rates are the engines' own, measured alone in the same bench run before its
-first cell (`bench.probe`), each at the threads the run gives it.
+first cell (`bench.probe`). A query's embedding costs a fixed part and a part a token it holds
+(the tokens are counted at the embedder); a vector scanned costs the least a vector cost in the
+probe's steps (faiss's rows, or a list-major step of as many queries as the run keeps in
+flight).
 
 The LLM engine's time is linear in that work (the engine's own cost model, fitted to the probe):
 - a prompt token costs `1 / prefill_tok_s`, plus `prefill_pos_s` for each earlier position it
@@ -19,10 +22,24 @@ A forward pass that carries prompt chunks and decode tokens at once (an engine t
 as the simulated GPU does) is one pass: its decode tokens are priced at `token_s` each and the
 pass's fixed cost once, inside the prefill rate; the engine counts it as no decode step.
 
+Embedding and scanning are priced in core-seconds, each at the cheapest thread count probed (one
+thread, or every core: a part's core-seconds do not fall with its threads unless it scales
+better than linearly), because the executors give them different threads and overlap them
+differently: ragraph and stage-batched embed a batch on every search thread and then scan on
+them, taking turns, while the thread pool embeds on one thread beside scans on the others. A
+rate probed "at the threads the run gives it" is therefore no bound: priced at the embedder's
+one thread and the scans' two, ragraph's oneshot at nprobe 256 read more than 100% (it embedded
+on two threads; docs/benchmarks/seeds.md#bounds-per-cell). Whatever the layout, the cores deliver at most `cores`
+core-seconds a second, and the embedder takes one batch at a time (`SearchService`), at best at
+its fastest thread count: the cores' least time is the larger of the queries at the embedder's
+fastest and the two parts' core-seconds over the cores. No run at the probed costs is faster, and
+where the core-seconds decide it a run reaches it: one thread embedding while the scans fill the
+other cores.
+
 Where the LLM engine computes on the cores that embed and scan (llama.cpp here, a server on this
-machine), none of their work can hide behind another's: the bound is the sum. Where it has its
-own device (the simulated GPU, a server elsewhere), the bound is the larger of the LLM's time and
-the cores' time (embedding plus scanning).
+machine), it holds every core through each pass, and no work of theirs can hide behind it: the
+bound is the LLM's time plus the cores' core-seconds. Where it has its own device (the simulated
+GPU, a server elsewhere), the bound is the larger of the LLM's time and the cores' time.
 """
 
 from __future__ import annotations
@@ -54,12 +71,39 @@ class Rates:
     """The engines' own rates, measured alone in this bench run."""
 
     llm: LlmRates
-    embed_s: float  # seconds a query embedded (the best batch probed)
-    scan_vec_s: float  # vectors the search engine scans a second (probe and scan)
+    embed_s: float  # seconds a query embedded at the embedder's fastest (its best batch probed)
+    scan_vec_s: float  # vectors a core scans a second (probe and scan; the cheapest step probed)
     # Vectors one query scans at each nprobe probed: the work of a retrieval whose executor
     # does not count its own scans (the baselines search through faiss directly).
     per_query: tuple[tuple[int, float], ...]
     shares_cores: bool  # the LLM engine computes on the cores that embed and scan
+    cores: int = 1  # the cores embedding and scanning share
+    # A query's embedding is a fixed part (`embed_s`) and a part a token (`embed_tok_s`) at the
+    # embedder's fastest, and the same in core-seconds at its cheapest (None: as the fastest,
+    # on one core). A run whose tokens were not counted is priced at the probe's questions'.
+    embed_core_s: float | None = None
+    embed_tok_s: float = 0.0
+    embed_tok_core_s: float = 0.0
+    probe_tokens: float = 0.0  # tokens a probe question held
+
+    def embedding(self, queries: int, tokens: int) -> tuple[float, float]:
+        """(seconds at the embedder's fastest, core-seconds at its cheapest) of embedding
+        `queries` that hold `tokens` (0: not counted)."""
+        held = tokens or queries * self.probe_tokens
+        fastest = queries * self.embed_s + held * self.embed_tok_s
+        if self.embed_core_s is None:
+            return fastest, fastest
+        return fastest, queries * self.embed_core_s + held * self.embed_tok_core_s
+
+    def embedding_price(self) -> str:
+        """A query's embedding cost as a legend says it: core-ms a query and a token at the
+        cheapest, ms at the fastest."""
+        one_core = self.embed_core_s is None
+        query = self.embed_s if self.embed_core_s is None else self.embed_core_s
+        token = self.embed_tok_s if one_core else self.embed_tok_core_s
+        return (f"{query * 1000:.2f} core-ms each + {token * 1000:.3f} a token (the embedder's "
+                f"fastest: {self.embed_s * 1000:.2f} ms + {self.embed_tok_s * 1000:.3f}; a run "
+                f"whose tokens were not counted: {self.probe_tokens:.0f} tokens a query)")
 
     def vectors_per_query(self, nprobe: int) -> float:
         found = dict(self.per_query)
@@ -82,15 +126,17 @@ class Work:
     decode_tokens: int = 0  # sequences the decode steps advanced; 0: the completion tokens
     prefill_context: int = 0  # positions of the computed prompt tokens, summed
     decode_context: int = 0  # positions of the decoded tokens, summed
+    query_tokens: int = 0  # the queries' tokens; 0: not counted
 
 
 @dataclass(frozen=True)
 class Bound:
     llm_s: float
-    embed_s: float
-    search_s: float
+    embed_s: float  # core-seconds
+    search_s: float  # core-seconds
     total_s: float
     rates: Rates  # what the work was priced at
+    cores_s: float = 0.0  # the cores' least time for the embedding and the scans
 
     def share(self, wall_s: float) -> float | None:
         """The bound's time over the run's: 1.0 is as fast as these engines allow."""
@@ -99,12 +145,14 @@ class Bound:
 
 def least_time(work: Work, rates: Rates, nprobe: int) -> Bound:
     llm = rates.llm.seconds(work)
-    embed = work.queries * rates.embed_s
+    fastest, embed = rates.embedding(work.queries, work.query_tokens)
     vectors = work.vectors or work.queries * rates.vectors_per_query(nprobe)
     search = vectors / rates.scan_vec_s if rates.scan_vec_s > 0 else 0.0
-    cores = embed + search
-    total = llm + cores if rates.shares_cores else max(llm, cores)
-    return Bound(llm, embed, search, total, rates)
+    if rates.shares_cores:
+        cores = embed + search
+        return Bound(llm, embed, search, llm + cores, rates, cores)
+    cores = max(fastest, (embed + search) / rates.cores)
+    return Bound(llm, embed, search, max(llm, cores), rates, cores)
 
 
 def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:

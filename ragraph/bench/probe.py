@@ -14,9 +14,7 @@ Times are the engine's own timers where it keeps them (llama.cpp, the simulated 
 wall clock where it does not (an HTTP server: a run of one token is subtracted from a run of
 DECODE_TOKENS; positions are then not priced).
 
-The embedder: PROBE_QUERIES questions one at a time and in one batch. The search engine: those
-queries probed and scanned in one balanced step at each nprobe of the run, on the search threads
-the run gives it.
+The embedder and the search engine: `search_probe`.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from ragraph.bench.bounds import LlmRates, Rates, fit_line
+from ragraph.bench.search_probe import probe_search
 from ragraph.errors import EngineError
 from ragraph.ir.nodes import Sampling
 from ragraph.runtime.llm.protocol import (
@@ -37,7 +36,6 @@ from ragraph.runtime.llm.protocol import (
     GenerationResult,
     LLMEngine,
 )
-from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask
 from ragraph.runtime.search_service import SearchService
 
 PREFILL_TOKENS = 512
@@ -45,8 +43,6 @@ LONG_TOKENS = 1536
 BATCH_TOKENS = 4096
 DECODE_PROMPT = 64
 DECODE_TOKENS = 16
-PROBE_QUERIES = 16
-K = 10
 FILLER = ("The river rises in the northern hills and runs south through farmland, past two "
           "market towns and an old mill, before it reaches the sea at a wide estuary. ")
 
@@ -200,33 +196,14 @@ def _since(after: EngineCounters, before: EngineCounters) -> EngineCounters:
     return EngineCounters(**{f: getattr(after, f) - getattr(before, f) for f in fields})
 
 
-def probe_search(search: SearchService, questions: Sequence[str],
-                 nprobes: Sequence[int]) -> tuple[float, float, tuple[tuple[int, float], ...]]:
-    """(seconds a query embedded, vectors scanned a second, vectors a query scans by nprobe)."""
-    texts = list(questions[:PROBE_QUERIES])
-    search.embed_many(texts[:1])  # untimed: the first call's one-off costs
-    start = time.perf_counter()
-    for text in texts:
-        search.embed_many([text])
-    alone = (time.perf_counter() - start) / len(texts)
-    start = time.perf_counter()
-    vectors = search.embed_many(texts)
-    embed_s = min(alone, (time.perf_counter() - start) / len(texts))
-    scanned, seconds, per_query = 0, 0.0, []
-    for nprobe in nprobes:
-        start = time.perf_counter()
-        tasks = [SearchTask.of(v, search.probe(v, nprobe)) for v in vectors]
-        step = search.step(tasks, K, ScanOrder.BALANCED)
-        seconds += time.perf_counter() - start
-        scanned += step.stats.vectors_scanned
-        per_query.append((nprobe, step.stats.vectors_scanned / len(tasks)))
-    return embed_s, scanned / seconds if seconds > 0 else 0.0, tuple(per_query)
-
-
 async def probe_rates(engine: LLMEngine, search: SearchService, questions: Sequence[str],
-                      nprobes: Sequence[int], batch: int, cores_shared: bool) -> Rates:
-    """Every rate a bound needs, each engine alone: the search side first, then the LLM."""
-    embed_s, scan, per_query = await asyncio.to_thread(probe_search, search, questions, nprobes)
+                      nprobes: Sequence[int], batch: int, cores_shared: bool,
+                      cores: int) -> Rates:
+    """Every rate a bound needs, each engine alone: the search side first (on one thread and
+    on `cores`), then the LLM."""
+    found = await asyncio.to_thread(probe_search, search, questions, nprobes, cores, batch)
     async with engine:
         llm = await probe_llm(engine, batch)
-    return Rates(llm, embed_s, scan, per_query, cores_shared)
+    return Rates(llm, found.embed_s, found.scan_vec_s, found.per_query, cores_shared, cores,
+                 found.embed_core_s, found.embed_tok_s, found.embed_tok_core_s,
+                 found.probe_tokens)

@@ -225,15 +225,15 @@ def bounds_table(rows: Sequence[CellResult], caption: str) -> Table:
     table = Table(title="Bounds: the least time each run's work could take on these engines "
                   "(at bound = bound / wall)", caption=caption)
     for col in ("workload", "load", "conc", "executor", "wall s", "bound s", "LLM s",
-                "embed s", "search s", "at bound"):
+                "cores s", "embed core-s", "search core-s", "at bound"):
         table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
     for r in rows:
         if r.bound is None:
             continue
         b = r.bound
         table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
-                      f"{r.wall_s:.2f}", f"{b.total_s:.2f}", f"{b.llm_s:.2f}", f"{b.embed_s:.2f}",
-                      f"{b.search_s:.2f}", _pct(r.bound_share))
+                      f"{r.wall_s:.2f}", f"{b.total_s:.2f}", f"{b.llm_s:.2f}", f"{b.cores_s:.2f}",
+                      f"{b.embed_s:.2f}", f"{b.search_s:.2f}", _pct(r.bound_share))
     return table
 
 
@@ -245,7 +245,8 @@ def bound_legend(rows: Sequence[CellResult]) -> str:
     llm = priced.llm
     combine = ("their sum (the LLM engine computes on the cores that embed and scan)"
                if priced.shares_cores else
-               "the larger of the LLM time and the cores' time (embedding plus scanning)")
+               f"the larger of the LLM time and the cores' time (the larger of the queries at "
+               f"the embedder's fastest and the core-seconds over the {priced.cores} cores)")
     return (f"bound: the least time each run's own measured work could take on these engines, "
             f"at their own rates measured alone before the first cell: the prompt tokens the LLM "
             f"engine computed at {llm.prefill_tok_s:,.0f} tokens/s + {llm.prefill_pos_s * 1e6:.3f}"
@@ -253,9 +254,10 @@ def bound_legend(rows: Sequence[CellResult]) -> str:
             f"{llm.token_s * 1000:.3f} ms a sequence in the step + {llm.context_s * 1e6:.3f} us "
             f"a position each sequence attends to (probed at full passes, a short and a long "
             f"prompt, a batch of 1 and the run's; {llm.timed_by}), "
-            f"the queries embedded at {priced.embed_s * 1000:.2f} ms each, the vectors scanned "
-            f"(ragraph's count; a baseline's: its queries x the vectors a query scans) at "
-            f"{priced.scan_vec_s / 1e6:.1f} M/s; then {combine}. at bound: that time over the "
+            f"the queries embedded at {priced.embedding_price()}, the vectors scanned (ragraph's "
+            f"count; a baseline's: its queries x the vectors a query scans) at "
+            f"{priced.scan_vec_s / 1e6:.1f} M/s a core (each at its cheapest: one thread or "
+            f"every core); then {combine}. at bound: that time over the "
             "run's wall time (100%: as fast as these engines allow the work it did; an online "
             "run's arrivals set its pace, so only offline runs can come near it)")
 

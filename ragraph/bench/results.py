@@ -272,6 +272,7 @@ def bound_columns(r: CellResult) -> dict[str, float | str]:
     """The run's bound (`bench.bounds`) in flat columns; empty strings where not measured."""
     b = r.bound
     return {"bound_s": "" if b is None else b.total_s, "bound_llm_s": "" if b is None else b.llm_s,
+            "bound_cores_s": "" if b is None else b.cores_s,
             "bound_embed_s": "" if b is None else b.embed_s,
             "bound_search_s": "" if b is None else b.search_s,
             "bound_share": "" if r.bound_share is None else r.bound_share}

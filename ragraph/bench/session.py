@@ -108,11 +108,13 @@ async def measure_rates(bench: Workbench) -> Rates:
     every cell's bound is priced at (`bench.probe`)."""
     from ragraph.bench.probe import probe_rates, shares_cores
     from ragraph.runtime.app import create_llm
+    from ragraph.runtime.threads import usable_cores
 
     config = bench.config
     questions = [q for q, _ in bench.questions.single_hop]
     return await probe_rates(create_llm(bench.runtime), bench.search, questions, config.nprobes,
-                             max(config.concurrencies), shares_cores(config.engine, config.url))
+                             max(config.concurrencies), shares_cores(config.engine, config.url),
+                             usable_cores())
 
 
 async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, seed: int,

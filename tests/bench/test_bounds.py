@@ -285,3 +285,109 @@ def test_a_runs_work_at_the_probed_rates_is_a_bound_on_its_time_and_near_it(shap
     priced = least_time(work, Rates(found, 0.0, 1.0, ((8, 0.0),), True), nprobe=8).llm_s
     assert priced <= busy * (1 + 1e-9)
     assert priced >= 0.8 * busy  # the padding of short sequences to long ones is the rest
+
+
+class TwoCoreSearch:
+    """A search side on a virtual clock whose parts scale worse than linearly: a query embeds in
+    E core-seconds plus W a word (its tokens) on one thread and 0.8 of that on two (1.25x); a
+    vector scans in S on one thread and 0.55 S on two (1.8x). Each list holds LIST vectors."""
+
+    E, W, S, LIST = 0.004, 0.001, 1e-7, 1000
+
+    def __init__(self) -> None:
+        self.now, self.scan_threads, self.embedder = 0.0, 1, self
+
+    def clock(self) -> float:
+        return self.now
+
+    @staticmethod
+    def count_tokens(texts) -> int:
+        return sum(len(t.split()) for t in texts)
+
+    @staticmethod
+    def embed_wall(queries: int, tokens: int, threads: int) -> float:
+        T = TwoCoreSearch
+        return (queries * T.E + tokens * T.W) * (0.8 if threads > 1 else 1.0)
+
+    @staticmethod
+    def scan_wall(vectors: float, threads: int) -> float:
+        return vectors * TwoCoreSearch.S * (0.55 if threads > 1 else 1.0)
+
+    def embed_many(self, texts, threads=None):
+        import numpy as np
+
+        self.now += self.embed_wall(len(texts), self.count_tokens(texts), threads or 1)
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    def probe(self, vector, nprobe):
+        import numpy as np
+
+        return np.arange(nprobe)
+
+    def step(self, tasks, k, order):
+        from ragraph.runtime.retrieval.protocol import StepResult, StepStats
+
+        vectors = sum(len(t.clusters) for t in tasks) * self.LIST
+        self.now += self.scan_wall(vectors, self.scan_threads)
+        return StepResult([], StepStats(vectors))
+
+    def threads(self, count: int):
+        from contextlib import contextmanager
+
+        @contextmanager
+        def held():
+            before, self.scan_threads = self.scan_threads, count
+            try:
+                yield
+            finally:
+                self.scan_threads = before
+
+        return held()
+
+
+def test_embedding_beside_scans_on_two_cores_stays_within_the_bound():
+    from ragraph.bench.search_probe import probe_search
+
+    fake, T = TwoCoreSearch(), TwoCoreSearch
+    found = probe_search(fake, [f"q{i}" for i in range(40)], [256], cores=2, batch=32,
+                         clock=fake.clock, threads=fake.threads)
+    # One thread is the cheapest, two the fastest; a query's part and a token's.
+    assert (found.embed_core_s, found.embed_tok_core_s) == pytest.approx((T.E, T.W))
+    assert (found.embed_s, found.embed_tok_s) == pytest.approx((0.8 * T.E, 0.8 * T.W))
+    assert found.probe_tokens == 1.0
+    assert found.scan_vec_s == pytest.approx(1 / T.S)  # a core's, on one thread
+    assert found.per_query == ((256, 256_000.0),)
+    rates = Rates(LLM, found.embed_s, found.scan_vec_s, found.per_query, False, 2,
+                  found.embed_core_s, found.embed_tok_s, found.embed_tok_core_s,
+                  found.probe_tokens)
+    # IRG-like queries: 30 tokens each, thirty times the probe's questions.
+    queries, tokens, vectors = 128, 128 * 30, 128 * 256_000
+    bound = least_time(Work(0, 0, 0, queries, vectors, query_tokens=tokens), rates, nprobe=256)
+    # ragraph's layout: a batch embedded on both threads, then scanned on both, in turns.
+    turns = T.embed_wall(queries, tokens, 2) + T.scan_wall(vectors, 2)
+    # The thread pool's: one thread embeds while the other scans, then both scan.
+    beside = (T.embed_wall(queries, tokens, 1) + vectors * T.S) / 2
+    assert bound.share(beside) == pytest.approx(1.0)  # reached
+    assert bound.share(turns) < 1.0
+    # Priced at the threads each run gave it (embedding on one, scans on two), the first
+    # bound read 116% of the turns' wall and 161% of the thread pool's.
+    first = T.embed_wall(queries, tokens, 1) + T.scan_wall(vectors, 2)
+    assert first > 1.05 * turns > 1.05 * beside
+    # Without the tokens, a query is priced as one of the probe's questions.
+    untold = least_time(Work(0, 0, 0, queries, vectors), rates, nprobe=256)
+    assert untold.embed_s == pytest.approx(queries * (T.E + T.W))
+
+
+def test_the_cores_time_is_the_embedders_alone_where_embedding_dominates():
+    from dataclasses import replace
+
+    rates = Rates(LLM, embed_s=0.008, scan_vec_s=1e6, per_query=((32, 1000.0),),
+                  shares_cores=False, cores=2, embed_core_s=0.01)
+    # 100 queries: 0.8 s at the embedder's fastest; 1 + 0.1 core-seconds over 2 cores: 0.55 s.
+    b = least_time(Work(0, 0, 0, 100, 100_000), rates, nprobe=32)
+    assert (b.embed_s, b.search_s) == pytest.approx((1.0, 0.1))
+    assert b.cores_s == pytest.approx(0.8) and b.total_s == pytest.approx(0.8)
+    # On shared cores the core-seconds add to the LLM's time.
+    shared = least_time(Work(0, 0, 0, 100, 100_000), replace(rates, shares_cores=True),
+                        nprobe=32)
+    assert shared.total_s == pytest.approx(1.1)
