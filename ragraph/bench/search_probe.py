@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,12 +48,10 @@ def faiss_threads(count: int) -> Iterator[None]:
     thread), put back after."""
     import faiss
 
-    before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(count)
-    try:
+    with ExitStack() as restore:
+        restore.callback(faiss.omp_set_num_threads, faiss.omp_get_max_threads())
+        faiss.omp_set_num_threads(count)
         yield
-    finally:
-        faiss.omp_set_num_threads(before)
 
 
 def probe_search(search: SearchService, questions: Sequence[str], nprobes: Sequence[int],
