@@ -47,6 +47,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ragraph.bench.llm_work import LlmWork
+
 
 @dataclass(frozen=True)
 class LlmRates:
@@ -57,7 +59,7 @@ class LlmRates:
     prefill_pos_s: float = 0.0  # plus this for each position a prompt token attends to
     context_s: float = 0.0  # plus this for each position a decoded token attends to
 
-    def seconds(self, work: Work) -> float:
+    def seconds(self, work: LlmWork) -> float:
         sequences = work.decode_tokens or work.completion_tokens
         steps = work.decode_steps or sequences  # not counted: one sequence a step
         return (work.prompt_tokens / self.prefill_tok_s
@@ -116,16 +118,11 @@ class Rates:
 
 @dataclass(frozen=True)
 class Work:
-    """What a run's engines counted (`EngineCounters`; 0: not counted)."""
+    """What a run's engines counted (0: not counted)."""
 
-    prompt_tokens: int  # computed (prompt tokens served from reused KV excluded)
-    completion_tokens: int
-    decode_steps: int  # 0: not counted, one step a sequence (the LangGraph app decodes alone)
+    llm: LlmWork
     queries: int  # embedded
     vectors: int  # scanned; 0: not counted (queries x the vectors a query scans)
-    decode_tokens: int = 0  # sequences the decode steps advanced; 0: the completion tokens
-    prefill_context: int = 0  # positions of the computed prompt tokens, summed
-    decode_context: int = 0  # positions of the decoded tokens, summed
     query_tokens: int = 0  # the queries' tokens; 0: not counted
 
 
@@ -144,7 +141,7 @@ class Bound:
 
 
 def least_time(work: Work, rates: Rates, nprobe: int) -> Bound:
-    llm = rates.llm.seconds(work)
+    llm = rates.llm.seconds(work.llm)
     fastest, embed = rates.embedding(work.queries, work.query_tokens)
     vectors = work.vectors or work.queries * rates.vectors_per_query(nprobe)
     search = vectors / rates.scan_vec_s if rates.scan_vec_s > 0 else 0.0

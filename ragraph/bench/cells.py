@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from ragraph.bench.arrivals import arrive
 from ragraph.bench.bounds import Bound
 from ragraph.bench.counting import counted, embedded
+from ragraph.bench.llm_work import LlmWork
 from ragraph.bench.server_alone import LABEL as SERVER_ALONE
 from ragraph.bench.server_alone import replay
 from ragraph.bench.server_stats import ServerCounters, erase_slots, read_counters, slot_count
@@ -90,22 +91,9 @@ class CellResult:
     synthetic_share: float  # of the final passages handed to generations
     cpu_busy: float = 0.0  # process CPU time / (wall time x cores): 1.0 = every core saturated
     embed_busy: float = 0.0  # share of the wall time the (one-at-a-time) query embedder ran
-    # Tokens the LLM engine computed (prompt tokens not served from its prefix cache, plus
-    # generated ones): about the same for every executor; prefix-cache hits depend on the order
-    # prompts arrive in, and a rolled-back speculation adds its tokens.
-    llm_tokens: int = 0
-    # Where the LLM engine's time went (seconds computing prompts and decode steps; 0 where the
-    # engine does not say, e.g. HTTP), and its prompt tokens served from reused KV.
-    prefill_s: float = 0.0
-    decode_s: float = 0.0
-    cached_tokens: int = 0
-    completion_tokens: int = 0
-    decode_steps: int = 0  # batched decode passes (completion tokens / steps = mean batch)
-    # The rest of the LLM engine's counted work (`EngineCounters`; 0 where not counted):
-    # sequences its decode passes advanced, positions of computed prompt and decoded tokens.
-    decode_tokens: int = 0
-    prefill_context: int = 0
-    decode_context: int = 0
+    # The LLM engine's work, by its own counters: tokens computed and reused, seconds in
+    # prompts and decode steps, the decode steps and what they advanced.
+    llm: LlmWork = LlmWork()
     # On a llama-server: slots busy per llama_decode call, on average (its own count; its
     # decode_steps count prompt chunks too).
     server_batch: float | None = None
@@ -141,7 +129,7 @@ class CellResult:
     @property
     def engine_busy(self) -> float | None:
         """Share of the wall time the LLM engine computed (simulated seconds for sim)."""
-        return (self.prefill_s + self.decode_s) / self.wall_s if self.wall_s > 0 else None
+        return self.llm.busy_s / self.wall_s if self.wall_s > 0 else None
 
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
@@ -202,12 +190,8 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
     outcomes = [o for run in runs for o in run.outcomes]
     result = _result(cell, config.scheduler.executor, runs[0].engine, runs[0].simulated, outcomes,
                      [run.stats for run in runs], tracer, wall)
-    result = replace(result, llm_tokens=used.prompt_tokens - used.cached_tokens
-                     + used.completion_tokens, prefill_s=used.prefill_s, decode_s=used.decode_s,
-                     cached_tokens=used.cached_tokens, completion_tokens=used.completion_tokens,
-                     decode_steps=used.decode_steps, decode_tokens=used.decode_tokens,
-                     prefill_context=used.prefill_context, decode_context=used.decode_context,
-                     hot_served=hot, queries_embedded=queries.queries,
+    result = replace(result, llm=LlmWork.of(used), hot_served=hot,
+                     queries_embedded=queries.queries,
                      query_tokens=queries.tokens,
                      hot_resident=None if cache_end is None else cache_end.resident_fraction)
     if server is not None:
@@ -236,9 +220,10 @@ def _server_work(result: CellResult, config: RuntimeConfig,
     if after is None:
         return result
     work = after.minus(before)
-    return replace(result, llm_tokens=work.prompt_tokens + work.predicted_tokens,
-                   cached_tokens=work.cached_tokens, completion_tokens=work.predicted_tokens,
-                   decode_steps=work.decodes, server_batch=work.batch)
+    llm = replace(result.llm, llm_tokens=work.prompt_tokens + work.predicted_tokens,
+                  cached_tokens=work.cached_tokens, completion_tokens=work.predicted_tokens,
+                  decode_steps=work.decodes)
+    return replace(result, llm=llm, server_batch=work.batch)
 
 
 async def _server_alone(cell: Cell, config: RuntimeConfig, sent: Sent,

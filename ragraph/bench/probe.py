@@ -169,7 +169,7 @@ async def _run(engine: LLMEngine, prompt: Prompter, count: int, tokens: int,
     before, start = engine.counters(), time.perf_counter()
     streams = [engine.submit(prompt(tokens, max_tokens)) for _ in range(count)]
     results = tuple(await asyncio.gather(*(s.result() for s in streams)))
-    return _Run(_since(engine.counters(), before), time.perf_counter() - start, results)
+    return _Run(engine.counters().since(before), time.perf_counter() - start, results)
 
 
 def _words(count: int) -> str:
@@ -188,12 +188,6 @@ async def run_prompts(engine: LLMEngine, count: int, words: int,
         prompt=f"Probe {secrets.token_hex(8)}: " + _words(words), params=params))
         for _ in range(count)]
     return list(await asyncio.gather(*(s.result() for s in streams)))
-
-
-def _since(after: EngineCounters, before: EngineCounters) -> EngineCounters:
-    fields = ("prompt_tokens", "cached_tokens", "completion_tokens", "prefill_s", "decode_s",
-              "decode_steps", "decode_tokens", "prefill_context", "decode_context")
-    return EngineCounters(**{f: getattr(after, f) - getattr(before, f) for f in fields})
 
 
 async def probe_rates(engine: LLMEngine, search: SearchService, questions: Sequence[str],

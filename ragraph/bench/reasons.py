@@ -34,8 +34,8 @@ def offline_busy(results: Sequence[CellResult]) -> dict[tuple[str, int], dict[st
     for r in results:
         if r.cell.rate is None:
             out.setdefault((r.cell.workload, r.cell.nprobe), {})[r.executor] = Busy(
-                r.cpu_busy, r.embed_busy, r.llm_tokens, r.engine_busy or 0.0, r.throughput_rps,
-                r.prefill_s / r.wall_s if r.wall_s > 0 else 0.0)
+                r.cpu_busy, r.embed_busy, r.llm.llm_tokens, r.engine_busy or 0.0,
+                r.throughput_rps, r.llm.prefill_s / r.wall_s if r.wall_s > 0 else 0.0)
     return out
 
 
@@ -144,12 +144,13 @@ def why_engine_bound(target: Target, cell: Sequence[CellResult]) -> str:
     if target.metric == "p95":
         return (f"ragraph p95 {ours.p95_s:.1f} s vs {theirs.p95_s:.1f} s: requests wait behind "
                 "a batch's prefills instead of a lock")
-    if not ours.prefill_s:
+    mine, app = ours.llm, theirs.llm
+    if not mine.prefill_s:
         return "the engine reported no timings: look at a trace (ragraph run --trace)"
-    return (f"prefill-bound: the app's engine spent {theirs.prefill_s:.0f} s on prompts and "
-            f"{theirs.decode_s:.0f} s decoding; ragraph's {ours.prefill_s:.0f} s and "
-            f"{ours.decode_s:.0f} s ({ours.cached_tokens:,} prompt tokens reused, the app "
-            f"{theirs.cached_tokens:,}). More needs fewer prompt tokens to compute (shared "
+    return (f"prefill-bound: the app's engine spent {app.prefill_s:.0f} s on prompts and "
+            f"{app.decode_s:.0f} s decoding; ragraph's {mine.prefill_s:.0f} s and "
+            f"{mine.decode_s:.0f} s ({mine.cached_tokens:,} prompt tokens reused, the app "
+            f"{app.cached_tokens:,}). More needs fewer prompt tokens to compute (shared "
             "document prefixes) or faster prefill kernels" + _at_bound(ours, theirs))
 
 
@@ -185,18 +186,15 @@ def why_server_bound(target: Target, cell: Sequence[CellResult]) -> str:
                 f"{ours.throughput_rps / alone.throughput_rps * 100:.0f}%, so a client that "
                 f"gives this server the app's work gains at most {_fmt(target.ceiling)}; more "
                 "needs less work for the server. ")
-    if ours.llm_tokens or theirs.llm_tokens:
-        said += (f"The server computed {_computed(ours):,} prompt tokens for ragraph "
-                 f"({ours.cached_tokens:,} reused from its slots) and {_computed(theirs):,} "
-                 f"for the app ({theirs.cached_tokens:,} reused); slots busy per llama_decode "
+    mine, app = ours.llm, theirs.llm
+    if mine.llm_tokens or app.llm_tokens:
+        said += (f"The server computed {mine.prompt_tokens:,} prompt tokens for ragraph "
+                 f"({mine.cached_tokens:,} reused from its slots) and {app.prompt_tokens:,} "
+                 f"for the app ({app.cached_tokens:,} reused); slots busy per llama_decode "
                  f"call {_batch(ours)} vs {_batch(theirs)}. ")
     return said + ("What would move it: fewer prompt tokens to compute per request (prompts "
                    "that share their documents' KV across requests), or a server with compute "
                    "to spare, where retrieval is a larger share of a request")
-
-
-def _computed(r: CellResult) -> int:
-    return r.llm_tokens - r.completion_tokens
 
 
 def _batch(r: CellResult) -> str:

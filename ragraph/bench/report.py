@@ -57,7 +57,7 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
                 *vs, _pct(r.bound_share), _pct(r.retrieval_share),
                 _pct(r.speculation_hit_rate) if mine else "",
                 _pct(r.cpu_busy), _pct(r.embed_busy), _pct(r.engine_busy),
-                f"{r.llm_tokens:,}", _pct(r.agree),
+                f"{r.llm.llm_tokens:,}", _pct(r.agree),
                 end_section=i == len(cell) - 1,
             )
     return table
@@ -74,11 +74,13 @@ def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
         table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
     for r in rows:
         # The app decodes one request at a time: its batch is 1 by construction.
-        batch = (f"{r.completion_tokens / r.decode_steps:.1f}" if r.decode_steps
+        llm = r.llm
+        batch = (f"{llm.completion_tokens / llm.decode_steps:.1f}" if llm.decode_steps
                  else "1" if r.executor == "langgraph" else "-")
         table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
-                      f"{r.wall_s:.1f}", f"{r.prefill_s:.1f}", f"{r.decode_s:.1f}", _pct(r.engine_busy),
-                      f"{r.cached_tokens:,}", f"{r.llm_tokens:,}", batch, _pct(r.embed_busy),
+                      f"{r.wall_s:.1f}", f"{llm.prefill_s:.1f}", f"{llm.decode_s:.1f}",
+                      _pct(r.engine_busy), f"{llm.cached_tokens:,}", f"{llm.llm_tokens:,}", batch,
+                      _pct(r.embed_busy),
                       _pct(r.cpu_busy))
     return table
 
@@ -92,10 +94,11 @@ def server_work_table(rows: Sequence[CellResult], caption: str) -> Table:
                 "embedder"):
         table.add_column(col, justify="left" if col in ("workload", "executor") else "right")
     for r in rows:
-        computed = r.llm_tokens - r.completion_tokens
+        llm = r.llm
         table.add_row(r.cell.workload, str(r.cell.concurrency), r.executor, f"{r.wall_s:.1f}",
-                      f"{r.throughput_rps:.2f}", f"{computed:,}", f"{r.cached_tokens:,}",
-                      f"{r.completion_tokens:,}", f"{r.decode_steps:,}",
+                      f"{r.throughput_rps:.2f}", f"{llm.prompt_tokens:,}",
+                      f"{llm.cached_tokens:,}", f"{llm.completion_tokens:,}",
+                      f"{llm.decode_steps:,}",
                       "-" if r.server_batch is None else f"{r.server_batch:.1f}",
                       _pct(r.cpu_busy), _pct(r.embed_busy))
     return table
@@ -180,10 +183,10 @@ def reuse_lines(rows: Sequence[CellResult]) -> list[str]:
         if on is None or off is None or not off.throughput_rps:
             continue
         gain = on.throughput_rps / off.throughput_rps - 1
-        theirs = "" if app is None else f"; the LangGraph app {app.cached_tokens:,}"
+        theirs = "" if app is None else f"; the LangGraph app {app.llm.cached_tokens:,}"
         out.append(f"prefix reuse, {on.cell.workload} at {on.cell.concurrency} in flight: "
-                   f"{on.cached_tokens:,} prompt tokens reused ({off.cached_tokens:,} without the "
-                   f"store{theirs}), {on.throughput_rps:.2f} vs {off.throughput_rps:.2f} req/s "
+                   f"{on.llm.cached_tokens:,} prompt tokens reused "
+                   f"({off.llm.cached_tokens:,} without the store{theirs}), {on.throughput_rps:.2f} vs {off.throughput_rps:.2f} req/s "
                    f"({gain:+.0%})")
     return out
 

@@ -151,8 +151,8 @@ def engine_ceiling_rps(cell: Sequence[CellResult]) -> float | None:
     measured it: one over the least engine time a request took among the executors (their
     largest batches; a prompt's prefill is compute-bound and cannot be batched away). None where
     the engine reports no times."""
-    costs = [(r.prefill_s + r.decode_s) / r.requests for r in cell
-             if r.requests and not r.errors and r.prefill_s + r.decode_s > 0]
+    costs = [r.llm.busy_s / r.requests for r in cell
+             if r.requests and not r.errors and r.llm.busy_s > 0]
     return 1 / min(costs) if costs else None
 
 
@@ -252,7 +252,7 @@ def write_csv(path: Path, results: Sequence[CellResult], context: dict[str, str]
     """One row per (cell, executor), with the machine and engine on every row."""
     rows = []
     for r in results:
-        row = {k: v for k, v in asdict(r).items() if k not in ("cell", "bound")}
+        row = columns(r, leave=("cell", "bound"))
         row.update(workload=r.cell.workload, nprobe=r.cell.nprobe, concurrency=r.cell.concurrency,
                    mode=r.cell.mode,
                    rate_rps=r.cell.rate if r.cell.rate is not None else "")
@@ -266,6 +266,18 @@ def write_csv(path: Path, results: Sequence[CellResult], context: dict[str, str]
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def columns(r: CellResult, leave: tuple[str, ...]) -> dict[str, object]:
+    """The row's fields but `leave`, with the LLM engine's counts (`LlmWork`) flat in their
+    place, one column each, named as the count is."""
+    row: dict[str, object] = {}
+    for name, value in asdict(r).items():
+        if name == "llm":
+            row.update(value)
+        elif name not in leave:
+            row[name] = value
+    return row
 
 
 def bound_columns(r: CellResult) -> dict[str, float | str]:
@@ -284,7 +296,7 @@ def write_json(path: Path, results: Sequence[CellResult], context: dict[str, str
     priced = next((r.bound.rates for r in results if r.bound is not None), None)
     runs = []
     for r in results:
-        run = {k: v for k, v in asdict(r).items() if k != "bound"}
+        run = columns(r, leave=("bound",))
         run.update(mode=r.cell.mode, bound=None if r.bound is None else {
             k: v for k, v in asdict(r.bound).items() if k != "rates"}, bound_share=r.bound_share)
         runs.append(run)

@@ -10,11 +10,8 @@ from ragraph.bench.cells import CellResult
 
 
 def work_of(row: CellResult) -> Work:
-    return Work(prompt_tokens=row.llm_tokens - row.completion_tokens,
-                completion_tokens=row.completion_tokens, decode_steps=row.decode_steps,
-                queries=row.queries_embedded, vectors=row.vectors_scanned,
-                decode_tokens=row.decode_tokens, prefill_context=row.prefill_context,
-                decode_context=row.decode_context, query_tokens=row.query_tokens)
+    return Work(row.llm, queries=row.queries_embedded, vectors=row.vectors_scanned,
+                query_tokens=row.query_tokens)
 
 
 def with_bound(row: CellResult, rates: Rates | None) -> CellResult:

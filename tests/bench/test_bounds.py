@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from ragraph.bench.bounds import LlmRates, Rates, Work, fit_line, least_time
+from ragraph.bench.llm_work import LlmWork
 from ragraph.bench.probe import DECODE_TOKENS, probe_llm, run_prompts, shares_cores
 from ragraph.runtime.llm.sim.clock import VirtualClock
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
@@ -24,7 +25,7 @@ def rates(shares: bool) -> Rates:
 def test_a_runs_known_work_gets_the_sum_of_its_parts_on_shared_cores():
     # 2,000 prompt tokens: 2 s; 100 steps and 400 tokens: 2 + 2 s; 50 queries: 0.5 s embedding
     # and 50 x 50,000 vectors: 2.5 s scanning.
-    work = Work(prompt_tokens=2000, completion_tokens=400, decode_steps=100, queries=50,
+    work = Work(LlmWork(llm_tokens=2400, completion_tokens=400, decode_steps=100), queries=50,
                 vectors=0)
     shared = least_time(work, rates(True), nprobe=32)
     assert (shared.llm_s, shared.embed_s, shared.search_s) == pytest.approx((6.0, 0.5, 2.5))
@@ -35,8 +36,7 @@ def test_a_runs_known_work_gets_the_sum_of_its_parts_on_shared_cores():
 
 
 def test_counted_scans_price_the_search_and_uncounted_decode_steps_are_one_a_token():
-    work = Work(prompt_tokens=0, completion_tokens=10, decode_steps=0, queries=4,
-                vectors=1_000_000)
+    work = Work(LlmWork(llm_tokens=10, completion_tokens=10), queries=4, vectors=1_000_000)
     b = least_time(work, rates(True), nprobe=32)
     assert b.search_s == pytest.approx(1.0)  # its own count, not 4 x 50,000
     assert b.llm_s == pytest.approx(10 * 0.02 + 10 * 0.005)  # the app decodes alone
@@ -94,10 +94,7 @@ def test_the_probe_measures_a_known_engine_and_prices_known_work_at_its_time():
     assert found.token_s == pytest.approx(1e-3)
     assert found.timed_by == "engine timers"
     busy = (after.prefill_s - before.prefill_s) + (after.decode_s - before.decode_s)
-    work = Work(prompt_tokens=after.prompt_tokens - before.prompt_tokens,
-                completion_tokens=after.completion_tokens - before.completion_tokens,
-                decode_steps=after.decode_steps - before.decode_steps, queries=0, vectors=0,
-                decode_tokens=after.decode_tokens - before.decode_tokens)
+    work = Work(LlmWork.of(after.since(before)), queries=0, vectors=0)
     priced = least_time(work, Rates(found, 0.0, 1.0, ((8, 0.0),), False), nprobe=8)
     # Decode exactly; prefill at the probe's best rate (longer prompts than this cell's).
     assert priced.llm_s == pytest.approx(busy, rel=0.02)
@@ -123,7 +120,7 @@ def test_a_rows_work_is_priced_and_written_to_the_csv_and_the_json(tmp_path):
                      10 / 12, 1.0, 2.0, 1.2, None, 0, None, 0.0)
     # The same work as the first test: 2,000 prompt tokens computed, 400 generated in 100
     # steps, 50 queries embedded; llm_tokens counts the computed prompt plus the generated.
-    row = replace(row, llm_tokens=2400, completion_tokens=400, decode_steps=100,
+    row = replace(row, llm=LlmWork(llm_tokens=2400, completion_tokens=400, decode_steps=100),
                   queries_embedded=50)
     priced = with_bound(row, rates(True))
     assert priced.bound.total_s == pytest.approx(9.0) and priced.bound_share == pytest.approx(0.75)
@@ -151,8 +148,9 @@ def test_a_missed_llamacpp_target_says_how_near_ragraph_ran_to_its_bound():
     def run(executor: str, thr: float) -> CellResult:
         return replace(CellResult(Cell("hyde", 32, None, 8), executor, "llamacpp", False, 10, 0,
                                   12.0, thr, 1.0, 2.0, 1.2, None, 0, None, 0.0),
-                       llm_tokens=2400, completion_tokens=400, decode_steps=100,
-                       queries_embedded=50, prefill_s=8.0, decode_s=2.0)
+                       queries_embedded=50, llm=LlmWork(llm_tokens=2400, completion_tokens=400,
+                                                        decode_steps=100, prefill_s=8.0,
+                                                        decode_s=2.0))
 
     ours, theirs = with_bound(run("ragraph", 1.2), rates(True)), run("langgraph", 1.0)
     throughput, _ = R.llamacpp_targets([ours, theirs])
@@ -238,12 +236,7 @@ class AttentionEngine:
 def _busy_and_work(engine: AttentionEngine, before) -> tuple[float, Work]:
     a = engine.counters()
     busy = (a.prefill_s - before.prefill_s) + (a.decode_s - before.decode_s)
-    return busy, Work(prompt_tokens=a.prompt_tokens - before.prompt_tokens,
-                      completion_tokens=a.completion_tokens - before.completion_tokens,
-                      decode_steps=a.decode_steps - before.decode_steps, queries=0, vectors=0,
-                      decode_tokens=a.decode_tokens - before.decode_tokens,
-                      prefill_context=a.prefill_context - before.prefill_context,
-                      decode_context=a.decode_context - before.decode_context)
+    return busy, Work(LlmWork.of(a.since(before)), queries=0, vectors=0)
 
 
 def _run_on(engine: AttentionEngine, shapes: list[tuple[int, int]]) -> tuple[float, Work]:
@@ -362,7 +355,7 @@ def test_embedding_beside_scans_on_two_cores_stays_within_the_bound():
                   found.probe_tokens)
     # IRG-like queries: 30 tokens each, thirty times the probe's questions.
     queries, tokens, vectors = 128, 128 * 30, 128 * 256_000
-    bound = least_time(Work(0, 0, 0, queries, vectors, query_tokens=tokens), rates, nprobe=256)
+    bound = least_time(Work(LlmWork(), queries, vectors, query_tokens=tokens), rates, nprobe=256)
     # ragraph's layout: a batch embedded on both threads, then scanned on both, in turns.
     turns = T.embed_wall(queries, tokens, 2) + T.scan_wall(vectors, 2)
     # The thread pool's: one thread embeds while the other scans, then both scan.
@@ -374,7 +367,7 @@ def test_embedding_beside_scans_on_two_cores_stays_within_the_bound():
     first = T.embed_wall(queries, tokens, 1) + T.scan_wall(vectors, 2)
     assert first > 1.05 * turns > 1.05 * beside
     # Without the tokens, a query is priced as one of the probe's questions.
-    untold = least_time(Work(0, 0, 0, queries, vectors), rates, nprobe=256)
+    untold = least_time(Work(LlmWork(), queries, vectors), rates, nprobe=256)
     assert untold.embed_s == pytest.approx(queries * (T.E + T.W))
 
 
@@ -384,10 +377,10 @@ def test_the_cores_time_is_the_embedders_alone_where_embedding_dominates():
     rates = Rates(LLM, embed_s=0.008, scan_vec_s=1e6, per_query=((32, 1000.0),),
                   shares_cores=False, cores=2, embed_core_s=0.01)
     # 100 queries: 0.8 s at the embedder's fastest; 1 + 0.1 core-seconds over 2 cores: 0.55 s.
-    b = least_time(Work(0, 0, 0, 100, 100_000), rates, nprobe=32)
+    b = least_time(Work(LlmWork(), 100, 100_000), rates, nprobe=32)
     assert (b.embed_s, b.search_s) == pytest.approx((1.0, 0.1))
     assert b.cores_s == pytest.approx(0.8) and b.total_s == pytest.approx(0.8)
     # On shared cores the core-seconds add to the LLM's time.
-    shared = least_time(Work(0, 0, 0, 100, 100_000), replace(rates, shares_cores=True),
+    shared = least_time(Work(LlmWork(), 100, 100_000), replace(rates, shares_cores=True),
                         nprobe=32)
     assert shared.total_s == pytest.approx(1.1)

@@ -48,7 +48,7 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     # Measured, so a "CPU-bound" or "embedder-bound" verdict has evidence.
     assert all(0 < r.cpu_busy and 0 < r.embed_busy < 1 for r in rows)
     # What the LLM engine computed.
-    assert all(r.llm_tokens > 0 for r in rows)
+    assert all(r.llm.llm_tokens > 0 for r in rows)
     # How busy the simulated GPU was: its simulated seconds fit in the wall time.
     assert all(0 < r.engine_busy <= 1 for r in rows)
     assert all(r.hot_served is None for r in rows)  # no accelerator tier here

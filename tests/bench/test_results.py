@@ -11,6 +11,7 @@ import pytest
 from ragraph.bench import reasons as W
 from ragraph.bench import results as R
 from ragraph.bench.cells import Cell, CellResult
+from ragraph.bench.llm_work import LlmWork
 from ragraph.bench.session import auto_rates
 
 
@@ -81,8 +82,7 @@ def test_a_target_beyond_what_the_llm_engine_serves_is_called_out_of_reach():
     out of reach whatever ragraph schedules; 1.3x over stage-batched is not."""
     def offline(executor: str, thr: float, engine_s: float) -> CellResult:
         return replace(row(executor, None, thr, 2.0), requests=128, wall_s=128 / thr,
-                       prefill_s=0.8 * engine_s,
-                       decode_s=0.2 * engine_s)
+                       llm=LlmWork(prefill_s=0.8 * engine_s, decode_s=0.2 * engine_s))
 
     rows = [offline("ragraph", 54.9, 2.02), offline("sequential", 47.9, 2.26),
             offline("stage-batched", 37.2, 2.03)]
@@ -133,7 +133,7 @@ def test_the_reuse_line_gives_the_prompt_tokens_each_side_reused():
     from ragraph.bench.report import reuse_lines
 
     rows = [replace(row(name, None, thr, 9.0), cell=Cell("hyde", 32, None, 8),
-                    cached_tokens=tokens) for name, thr, tokens in (("ragraph", 1.2, 5000), (NO_REUSE, 1.0, 900),
+                    llm=LlmWork(cached_tokens=tokens)) for name, thr, tokens in (("ragraph", 1.2, 5000), (NO_REUSE, 1.0, 900),
                                       ("langgraph", 0.6, 2100))]
     assert reuse_lines(rows) == [
         "prefix reuse, hyde at 8 in flight: 5,000 prompt tokens reused (900 without the store; "
@@ -141,9 +141,9 @@ def test_the_reuse_line_gives_the_prompt_tokens_each_side_reused():
 
 
 def test_a_missed_llamacpp_target_says_where_the_engine_time_went():
-    ours = replace(row("ragraph", None, 1.2, 40.0), prefill_s=80.0, decode_s=10.0,
-                   cached_tokens=5000)
-    theirs = replace(row("langgraph", None, 1.0, 30.0), prefill_s=85.0, decode_s=35.0)
+    ours = replace(row("ragraph", None, 1.2, 40.0),
+                   llm=LlmWork(prefill_s=80.0, decode_s=10.0, cached_tokens=5000))
+    theirs = replace(row("langgraph", None, 1.0, 30.0), llm=LlmWork(prefill_s=85.0, decode_s=35.0))
     (throughput, p95) = R.llamacpp_targets([ours, theirs])
     why = W.why_engine_bound(throughput, [ours, theirs])
     assert "prefill-bound" in why and "85 s on prompts and 35 s decoding" in why
@@ -198,3 +198,42 @@ def test_a_ratio_the_rates_offered_did_not_reach_is_not_settled():
     upper = replace(lower, got=0.8, ours_kept_up=False, theirs_kept_up=True)
     assert upper.settled and upper.verdict().startswith("MISSED")
     assert not replace(upper, got=1.5).settled
+
+
+# What users and the docs read from bench.csv and bench.json: the columns, in order.
+CSV_COLUMNS = [
+    "executor", "engine", "simulated", "requests", "errors", "wall_s", "throughput_rps", "p50_s",
+    "p95_s", "mean_s", "retrieval_share", "speculations", "speculation_hit_rate",
+    "synthetic_share", "cpu_busy", "embed_busy", "llm_tokens", "prefill_s", "decode_s",
+    "cached_tokens", "completion_tokens", "decode_steps", "decode_tokens", "prefill_context",
+    "decode_context", "server_batch", "agree", "search_steps", "fan_steps", "shared_steps",
+    "branch_searches", "hot_served", "hot_resident", "top_docs_share", "queries_embedded",
+    "query_tokens", "vectors_scanned", "workload", "nprobe", "concurrency", "mode", "rate_rps", "bound_s",
+    "bound_llm_s", "bound_cores_s", "bound_embed_s", "bound_search_s", "bound_share", "caption"]
+JSON_RUN_KEYS = ["cell", *CSV_COLUMNS[:CSV_COLUMNS.index("workload")], "mode", "bound",
+                 "bound_share"]
+
+
+def test_the_csv_and_json_keep_their_columns_and_the_llm_engines_counts(tmp_path: Path):
+    import json
+
+    from ragraph.bench.bounds import LlmRates, Rates
+    from ragraph.bench.work import with_bound
+
+    rates = Rates(LlmRates(1000.0, 0.02, 0.005, "engine timers"), 0.01, 1e6, ((32, 5e4),), True)
+    counted = replace(row("ragraph", None, 1.0, 2.0), queries_embedded=50, llm=LlmWork(
+        llm_tokens=2400, prefill_s=3.5, decode_s=1.5, cached_tokens=700, completion_tokens=400,
+        decode_steps=100, decode_tokens=380, prefill_context=9000, decode_context=50_000))
+    R.write_csv(tmp_path / "bench.csv", [with_bound(counted, rates)], {"caption": "c"})
+    with (tmp_path / "bench.csv").open() as handle:
+        reader = csv.DictReader(handle)
+        assert reader.fieldnames == CSV_COLUMNS
+        got = next(reader)
+    assert [got[k] for k in ("llm_tokens", "prefill_s", "decode_s", "cached_tokens",
+                             "completion_tokens", "decode_steps", "decode_tokens",
+                             "prefill_context", "decode_context")] == [
+        "2400", "3.5", "1.5", "700", "400", "100", "380", "9000", "50000"]
+    R.write_json(tmp_path / "bench.json", [with_bound(counted, rates)], {"caption": "c"})
+    run = json.loads((tmp_path / "bench.json").read_text())["runs"][0]
+    assert list(run) == JSON_RUN_KEYS
+    assert (run["llm_tokens"], run["prefill_s"], run["decode_context"]) == (2400, 3.5, 50_000)

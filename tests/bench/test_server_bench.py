@@ -12,6 +12,7 @@ import pytest
 from ragraph.bench import server_stats as S
 from ragraph.bench.cells import Cell, CellResult
 from ragraph.bench.config import BenchConfig
+from ragraph.bench.llm_work import LlmWork
 from ragraph.bench.reasons import why_server_bound
 from ragraph.bench.results import server_targets
 from ragraph.bench.server_alone import LABEL, completion_body, replay
@@ -165,10 +166,10 @@ def row(executor: str, rps: float, p95: float, conc: int = 16, **kw: object) -> 
 
 def test_server_targets_at_16_in_flight_with_the_server_alone_as_ceiling() -> None:
     rows = [row("ragraph", 1.2, 10.0, 8), row("langgraph", 1.0, 11.0, 8),
-            row("ragraph", 1.3, 12.0, llm_tokens=9000, completion_tokens=1000,
-                cached_tokens=4000, server_batch=6.0),
-            row("langgraph", 1.0, 13.0, llm_tokens=10000, completion_tokens=1000,
-                cached_tokens=2000, server_batch=5.5),
+            row("ragraph", 1.3, 12.0, server_batch=6.0,
+                llm=LlmWork(llm_tokens=9000, completion_tokens=1000, cached_tokens=4000)),
+            row("langgraph", 1.0, 13.0, server_batch=5.5,
+                llm=LlmWork(llm_tokens=10000, completion_tokens=1000, cached_tokens=2000)),
             row(LABEL, 1.4, 2.0)]
     thr, p95 = server_targets(rows)
     assert (thr.concurrency, thr.want, thr.got, thr.ceiling) == (16, 1.5, pytest.approx(1.3),

@@ -48,13 +48,13 @@ def test_the_bench_measures_both_clients_and_the_server_alone_on_a_llama_server(
     assert all(r.errors == 0 and r.requests == 4 and r.throughput_rps > 0 for r in rows)
     # The server's own counters: a run on emptied slots computes its prompts (nothing left over
     # from the run before), and decodes in batches.
-    assert all(r.llm_tokens > r.completion_tokens > 0 for r in rows)
+    assert all(r.llm.llm_tokens > r.llm.completion_tokens > 0 for r in rows)
     assert all(r.server_batch is not None and r.server_batch >= 1 for r in rows)
     ours, app, alone = rows
     # The replay sends the app's calls: the same prompts, so the same prompt tokens (which of
     # them a slot's cache serves depends on which slot each call lands in).
     def prompt_tokens(r):  # noqa: ANN001, ANN202
-        return r.llm_tokens - r.completion_tokens + r.cached_tokens
+        return r.llm.prompt_tokens + r.llm.cached_tokens
 
     assert prompt_tokens(alone) == prompt_tokens(app)
     assert ours.agree is None and app.agree is not None and alone.agree is None

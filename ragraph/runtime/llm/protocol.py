@@ -9,7 +9,7 @@ prompt longer than the context, a server error) fails only that stream with `Eng
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ragraph.errors import ConfigError
@@ -183,6 +183,11 @@ class EngineCounters:
 
     def snapshot(self, simulated: bool = False) -> EngineCounters:
         return replace(self, simulated=simulated)
+
+    def since(self, before: EngineCounters) -> EngineCounters:
+        """What was counted after `before`, an earlier snapshot of the same engine."""
+        return replace(self, **{f.name: getattr(self, f.name) - getattr(before, f.name)
+                                for f in fields(self) if f.name != "simulated"})
 
 
 def positions(start: int, count: int) -> int:
