@@ -9,6 +9,7 @@ simulated, leaves the CPU to query embedding and IVF scans, which then take ever
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 CPU_ENGINES = frozenset({"llamacpp"})
@@ -38,3 +39,18 @@ def default_split(engine: str, cores: int | None = None) -> CoreSplit:
         # seconds of generation, and every thread retrieval holds is one llama.cpp waits for.
         return CoreSplit(gen=cores, search=max(1, cores // 8))
     return CoreSplit(gen=1, search=cores)
+
+
+def search_pool(threads: int, name: str) -> ThreadPoolExecutor:
+    """One thread for search calls, whose faiss scans use `threads` OpenMP threads. libgomp
+    keeps the thread count per thread: `faiss.omp_set_num_threads` in the thread that opened
+    the index does not reach a new one, which would scan on every core (the default) beside
+    the LLM engine's threads whatever the core split says."""
+    return ThreadPoolExecutor(1, thread_name_prefix=name, initializer=_faiss_threads,
+                              initargs=(threads,))
+
+
+def _faiss_threads(threads: int) -> None:
+    import faiss  # here: the split is read by code that never searches
+
+    faiss.omp_set_num_threads(threads)

@@ -144,7 +144,7 @@ def steps_with_their_batches(log: list[tuple[str, int]]) -> list[tuple[list[int]
 def searching(rule=None, nlist: int = 64, nprobe: int = 16) -> SimpleNamespace:
     """Services whose search engine has `nlist` lists, list-major by `rule` (None: never)."""
     engine = SimpleNamespace(list_rule=rule, nlist=nlist)
-    return SimpleNamespace(search=SimpleNamespace(engine=engine, nprobe=nprobe))
+    return SimpleNamespace(search=SimpleNamespace(engine=engine, nprobe=nprobe), search_threads=1)
 
 
 def test_a_batch_grows_while_it_embeds_within_one_retrievals_search_time():
@@ -261,7 +261,7 @@ def test_searches_that_end_their_requests_go_whole_in_one_step():
 
 
 def test_sub_stages_stay_where_a_generation_follows():
-    side = RetrievalSide(None, None, None, None, 0.3, None, lambda: False)
+    side = RetrievalSide(SimpleNamespace(search_threads=1), None, None, None, 0.3, None, lambda: False)
     try:
         side.t_r, side.beta = RunningMean(value=40.0), RunningMean(value=1.0)
 
@@ -275,3 +275,23 @@ def test_sub_stages_stay_where_a_generation_follows():
         assert side._budget_ms(100.0) == staged < 100.0
     finally:
         side.close()
+
+
+def test_the_search_thread_scans_on_the_split_s_threads():
+    """libgomp keeps faiss's thread count per thread: the search thread must set its own, or it
+    scans on every core beside llama.cpp's threads whatever `search_threads` says."""
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(3)  # the opening thread's count must not be what the worker uses
+    try:
+        for threads in (1, 2):
+            services = searching()
+            services.search_threads = threads
+            side = RetrievalSide(services, None, None, None, 0.3, None, lambda: False)
+            try:
+                assert side.worker.submit(faiss.omp_get_max_threads).result() == threads
+            finally:
+                side.close()
+    finally:
+        faiss.omp_set_num_threads(before)

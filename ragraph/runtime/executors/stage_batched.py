@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -25,6 +24,7 @@ from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.retrieval.protocol import SearchTask
 from ragraph.runtime.search_service import attempt
+from ragraph.runtime.threads import search_pool
 
 
 class _Batched(Baseline):
@@ -60,7 +60,7 @@ class StageBatchedExecutor:
     async def run(self, catalog: Catalog, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
         queue: asyncio.Queue[tuple[Request, float] | None] = asyncio.Queue()
         feeder = asyncio.create_task(_feed(arrivals, queue))
-        with ThreadPoolExecutor(1, thread_name_prefix="batch-search") as pool:
+        with search_pool(self.services.search_threads, "batch-search") as pool:
             while True:
                 batch = await _next_batch(queue, self.batch_size)
                 if not batch:

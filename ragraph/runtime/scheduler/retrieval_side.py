@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,6 +30,7 @@ from ragraph.runtime.scheduler.search_worker import (
     run_cycle,
 )
 from ragraph.runtime.scheduler.search_worker import Prepared as Prepared_
+from ragraph.runtime.threads import search_pool
 
 if TYPE_CHECKING:  # the request holds jobs of this side
     from ragraph.runtime.scheduler.live import LiveRequest
@@ -63,7 +63,7 @@ class RetrievalSide:
         self.preparing: asyncio.Future | None = None
         # Embedding batches and search cycles take turns on one thread, each on every search
         # core: side by side they slowed each other (docs/benchmarks/code-figures.md).
-        self.worker = ThreadPoolExecutor(1, thread_name_prefix="ragraph-search")
+        self.worker = search_pool(services.search_threads, "ragraph-search")
         self.future: asyncio.Future | None = None
         self.beta = policies.RunningMean(value=initial_beta_ms)
         self.t_r = policies.RunningMean()
