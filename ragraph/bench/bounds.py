@@ -101,7 +101,7 @@ class Rates:
         """A query's embedding cost as a legend says it: core-ms a query and a token at the
         cheapest, ms at the fastest."""
         one_core = self.embed_core_s is None
-        query = self.embed_s if self.embed_core_s is None else self.embed_core_s
+        query = self.embed_s if one_core else self.embed_core_s
         token = self.embed_tok_s if one_core else self.embed_tok_core_s
         return (f"{query * 1000:.2f} core-ms each + {token * 1000:.3f} a token (the embedder's "
                 f"fastest: {self.embed_s * 1000:.2f} ms + {self.embed_tok_s * 1000:.3f}; a run "
