@@ -49,6 +49,9 @@ from dataclasses import dataclass
 
 from ragraph.bench.llm_work import LlmWork
 
+BEFORE = "before the first cell"
+AFTER = "after the last cell"
+
 
 @dataclass(frozen=True)
 class LlmRates:
@@ -87,6 +90,9 @@ class Rates:
     embed_tok_s: float = 0.0
     embed_tok_core_s: float = 0.0
     probe_tokens: float = 0.0  # tokens a probe question held
+    # When these were measured: a bench run probes before its first cell and again after its
+    # last, and prices each run at whichever gives its work the lesser time (`bench.work`).
+    probed: str = BEFORE
 
     def embedding(self, queries: int, tokens: int) -> tuple[float, float]:
         """(seconds at the embedder's fastest, core-seconds at its cheapest) of embedding

@@ -123,8 +123,9 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
     notes += server_notes + list(questions.notes) + _notes(config, rows)
     found = report.print_all(console, rows, config.slo_s, config.engine, caption, notes,
                              config.ablation, repeats=config.traffic.alpha is not None)
-    if not rows:  # no cell ran: the CSV still says so
-        csv_path, written = _write(config, rows, caption)
+    # Written again whole: the second probe may have lowered bounds, and with no cell run the
+    # CSV still says so.
+    csv_path, written = _write(config, rows, caption)
     console.print(f"wrote {csv_path}, {config.out / 'bench.json'}"
                   + "".join(f", {p}" for p in written))
     return BenchReport(tuple(rows), tuple(found), csv_path, tuple(written), caption,

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ragraph.bench import reasons as W
 from ragraph.bench import results as R
+from ragraph.bench.bounds import Rates
 from ragraph.bench.cells import CellResult
 from ragraph.bench.machine import detect
 
@@ -242,16 +243,16 @@ def bounds_table(rows: Sequence[CellResult], caption: str) -> Table:
 
 def bound_legend(rows: Sequence[CellResult]) -> str:
     """How 'bound s' and 'at bound' were derived, with the rates this run measured."""
-    priced = next((r.bound.rates for r in rows if r.bound is not None), None)
-    if priced is None:
+    probes = R.probes_of(rows)
+    if not probes:
         return "bound: not measured in this run (the engines' rates were not probed)"
-    llm = priced.llm
+    priced, llm = probes[0], probes[0].llm
     combine = ("their sum (the LLM engine computes on the cores that embed and scan)"
                if priced.shares_cores else
                f"the larger of the LLM time and the cores' time (the larger of the queries at "
                f"the embedder's fastest and the core-seconds over the {priced.cores} cores)")
     return (f"bound: the least time each run's own measured work could take on these engines, "
-            f"at their own rates measured alone before the first cell: the prompt tokens the LLM "
+            f"at their own rates measured alone {priced.probed}: the prompt tokens the LLM "
             f"engine computed at {llm.prefill_tok_s:,.0f} tokens/s + {llm.prefill_pos_s * 1e6:.3f}"
             f" us a position each attends to, its decode steps at {llm.step_s * 1000:.2f} ms + "
             f"{llm.token_s * 1000:.3f} ms a sequence in the step + {llm.context_s * 1e6:.3f} us "
@@ -260,9 +261,22 @@ def bound_legend(rows: Sequence[CellResult]) -> str:
             f"the queries embedded at {priced.embedding_price()}, the vectors scanned (ragraph's "
             f"count; a baseline's: its queries x the vectors a query scans) at "
             f"{priced.scan_vec_s / 1e6:.1f} M/s a core (each at its cheapest: one thread or "
-            f"every core); then {combine}. at bound: that time over the "
-            "run's wall time (100%: as fast as these engines allow the work it did; an online "
+            f"every core); then {combine}{_second_probe(rows, probes)}. at bound: that time over "
+            "the run's wall time (100%: as fast as these engines allow the work it did; an online "
             "run's arrivals set its pace, so only offline runs can come near it)")
+
+
+def _second_probe(rows: Sequence[CellResult], probes: Sequence[Rates]) -> str:
+    """What the legend says of the rates probed again after the last cell."""
+    if len(probes) < 2:
+        return ""
+    other = probes[1]
+    used = sum(r.bound is not None and r.bound.rates.probed == other.probed for r in rows)
+    return (f". Probed again {other.probed}: {other.llm.prefill_tok_s:,.0f} prompt tokens/s, "
+            f"decode steps at {other.llm.step_s * 1000:.2f} ms + {other.llm.token_s * 1000:.3f} "
+            f"ms a sequence, queries at {other.embedding_price()}, "
+            f"{other.scan_vec_s / 1e6:.1f} M vectors/s a core; each run is priced at the probe "
+            f"that gives its work the lesser time ({used} of {len(rows)} at this one)")
 
 
 def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine: str,

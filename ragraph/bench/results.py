@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ragraph.bench.bounds import BEFORE, Rates
 from ragraph.bench.cells import CellResult
 from ragraph.bench.server_alone import LABEL as SERVER_ALONE
 
@@ -293,13 +294,23 @@ def bound_columns(r: CellResult) -> dict[str, float | str]:
 def write_json(path: Path, results: Sequence[CellResult], context: dict[str, str]) -> None:
     """The run as JSON: the context, the engines' rates every bound was priced at, and one
     entry per (cell, executor) with its bound and its share of it."""
-    priced = next((r.bound.rates for r in results if r.bound is not None), None)
+    probes = probes_of(results)
     runs = []
     for r in results:
         run = columns(r, leave=("bound",))
         run.update(mode=r.cell.mode, bound=None if r.bound is None else {
-            k: v for k, v in asdict(r.bound).items() if k != "rates"}, bound_share=r.bound_share)
+            **{k: v for k, v in asdict(r.bound).items() if k != "rates"},
+            "probed": r.bound.rates.probed}, bound_share=r.bound_share)
         runs.append(run)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"context": context, "rates": priced and asdict(priced),
-                                "runs": runs}, indent=1) + "\n", encoding="utf-8")
+    path.write_text(json.dumps({"context": context,
+                                "rates": asdict(probes[0]) if probes else None,
+                                "probes": [asdict(p) for p in probes], "runs": runs},
+                               indent=1) + "\n", encoding="utf-8")
+
+
+def probes_of(results: Sequence[CellResult]) -> list[Rates]:
+    """The engines' rates that priced at least one run's bound (`Rates.probed` says which
+    probe), the one before the first cell first."""
+    found = {r.bound.rates.probed: r.bound.rates for r in results if r.bound is not None}
+    return sorted(found.values(), key=lambda p: p.probed != BEFORE)

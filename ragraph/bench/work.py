@@ -19,3 +19,13 @@ def with_bound(row: CellResult, rates: Rates | None) -> CellResult:
     if rates is None:
         return row
     return replace(row, bound=least_time(work_of(row), rates, row.cell.nprobe))
+
+
+def with_least_bound(row: CellResult, rates: Rates) -> CellResult:
+    """`row` with the lesser of its bound and its work's at `rates` (another probe of the same
+    engines): the engines ran that fast at least once in the run, so neither probe's slower
+    minutes are taken for ragraph's."""
+    other = with_bound(row, rates)
+    if row.bound is None or other.bound.total_s < row.bound.total_s:
+        return other
+    return row

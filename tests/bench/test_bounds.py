@@ -384,3 +384,65 @@ def test_the_cores_time_is_the_embedders_alone_where_embedding_dominates():
     shared = least_time(Work(LlmWork(), 100, 100_000), replace(rates, shares_cores=True),
                         nprobe=32)
     assert shared.total_s == pytest.approx(1.1)
+
+
+def test_a_bench_run_probes_again_after_its_last_cell_and_prices_each_run_at_the_faster(
+        monkeypatch, tmp_path):
+    # On a shared VM the engines' speed moved by a fifth between minutes: a bound priced at a
+    # slow probe alone read ragraph's share too high. Two runs: prompt-heavy and decode-heavy;
+    # the first probe is faster at prompts, the second at decoding.
+    import json
+    from dataclasses import replace
+
+    from ragraph.bench import results as R
+    from ragraph.bench import session
+    from ragraph.bench.bounds import AFTER, BEFORE
+    from ragraph.bench.cells import Cell, CellResult
+    from ragraph.bench.config import BenchConfig
+    from ragraph.bench.questions import load_questions
+    from ragraph.bench.report import bound_legend
+    from ragraph.runtime.config import RuntimeConfig
+
+    fast_prompts = replace(rates(True), probed=BEFORE)
+    fast_steps = replace(rates(True), llm=replace(LLM, prefill_tok_s=500.0, step_s=0.01),
+                         probed=AFTER)
+    probes = iter([fast_prompts, fast_steps])
+
+    async def probe(bench, probed):
+        got = next(probes)
+        assert got.probed == probed
+        return got
+
+    row = CellResult(Cell("oneshot", 32, None, 8), "ragraph", "llamacpp", False, 10, 0, 12.0,
+                     10 / 12, 1.0, 2.0, 1.2, None, 0, None, 0.0)
+    prompts = replace(row, llm=LlmWork(llm_tokens=4100, completion_tokens=100, decode_steps=100))
+    steps = replace(row, executor="ragraph, no prefix store",
+                    llm=LlmWork(llm_tokens=1100, completion_tokens=1000, decode_steps=1000))
+
+    async def cells(bench, workload, nprobe, conc, seed, progress, cell_done):
+        return [session.with_bound(r, bench.rates) for r in (prompts, steps)]
+
+    async def nothing(bench):
+        return None
+
+    monkeypatch.setattr(session, "measure_rates", probe)
+    monkeypatch.setattr(session, "_cells_at", cells)
+    monkeypatch.setattr(session, "warm_up", nothing)
+    config = BenchConfig(workflows=("oneshot",), nprobes=(32,), concurrencies=(8,), mix=False,
+                         data=None)
+    bench = session.Workbench(config, {}, load_questions(None), object(),
+                              RuntimeConfig.of(engine="sim"))
+    got = asyncio.run(session.run_cells(bench, lambda cell, total: lambda _o: None))
+    # 4,000 prompt tokens: 4 s at the first probe, 8 at the second; 1,000 steps: 25 s, 15 s.
+    assert [r.bound.rates.probed for r in got] == [BEFORE, AFTER]
+    assert got[0].bound.llm_s == pytest.approx(4.0 + 100 * 0.02 + 100 * 0.005)
+    assert got[1].bound.llm_s == pytest.approx(0.2 + 1000 * 0.01 + 1000 * 0.005)
+    R.write_json(tmp_path / "bench.json", got, {"caption": "c"})
+    saved = json.loads((tmp_path / "bench.json").read_text())
+    assert [p["probed"] for p in saved["probes"]] == [BEFORE, AFTER]
+    assert saved["rates"]["llm"]["prefill_tok_s"] == 1000.0
+    assert [run["bound"]["probed"] for run in saved["runs"]] == [BEFORE, AFTER]
+    legend = bound_legend(got)
+    assert "measured alone before the first cell" in legend
+    assert "Probed again after the last cell: 500 prompt tokens/s" in legend
+    assert "(1 of 2 at this one)" in legend
