@@ -127,3 +127,39 @@ def test_serial_mode_is_exact_under_concurrent_submission(model_path: str, refer
             return [(await s.result()).text for s in streams]
 
     assert asyncio.run(main()) == expected
+
+
+def test_a_sequence_copy_replaces_the_destination_and_continues_as_the_source(model_path: str) -> None:
+    """`LlamaModel.seq_copy` (prefix reuse, the store, moving a running sequence): the
+    destination ends up holding the source's KV alone, and the next token computed on either
+    gives the same logits; the source keeps its KV."""
+    import llama_cpp
+    import numpy as np
+
+    from ragraph.runtime.llm.llamacpp.model import BatchEntry, ContextShape, LlamaModel
+
+    m = LlamaModel(model_path, ContextShape(n_ctx_seq=256, n_batch=64, n_seq_max=3, n_threads=1))
+
+    def prefill(seq_id: int, tokens: list[int]) -> None:
+        assert m.decode([BatchEntry(t, p, seq_id, False) for p, t in enumerate(tokens)]) == 0
+
+    def next_logits(seq_id: int, token: int, pos: int) -> np.ndarray:
+        assert m.decode([BatchEntry(token, pos, seq_id, True)]) == 0
+        return np.array(m.logits(0))
+
+    def pos_max(seq_id: int) -> int:
+        return int(llama_cpp.llama_memory_seq_pos_max(m.memory, seq_id))
+
+    try:
+        doc = m.tokenize(DOC)[:40]
+        prefill(0, doc[:-1])
+        prefill(2, m.tokenize(PROMPTS[2]) * 3)  # the destination holds another sequence
+        m.seq_copy(0, 2)
+        assert (m.seq_pos_min(2), pos_max(2)) == (0, len(doc) - 2)
+        assert (m.seq_pos_min(0), pos_max(0)) == (0, len(doc) - 2)
+        assert np.array_equal(next_logits(2, doc[-1], len(doc) - 1),
+                              next_logits(0, doc[-1], len(doc) - 1))
+        m.seq_copy(1, 2)  # an empty source empties the destination
+        assert pos_max(2) == -1
+    finally:
+        m.close()
