@@ -4,7 +4,8 @@ A run's work is what its engines counted: the prompt tokens the LLM engine compu
 ones excluded) and the positions they sat at, its decode steps, the sequences those steps
 advanced and the positions those attended up to, the queries embedded and the vectors the search
 engine scanned. The rates are the engines' own, measured alone in the same bench run before its
-first cell (`bench.probe`). A query's embedding costs a fixed part and a part a token it holds
+first cell and again after its last (`bench.probe`); a run is priced at whichever probe gives
+its work the lesser time (`bench.work.with_least_bound`). A query's embedding costs a fixed part and a part a token it holds
 (the tokens are counted at the embedder); a vector scanned costs the least a vector cost in the
 probe's steps (faiss's rows, or a list-major step of as many queries as the run keeps in
 flight).

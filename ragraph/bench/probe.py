@@ -1,4 +1,5 @@
-"""The engines' own rates, measured alone before a bench run's first cell (`bench.bounds`).
+"""The engines' own rates, measured alone before a bench run's first cell and again after its
+last (`bench.bounds`).
 
 The LLM engine (a fresh one, as every executor gets), on prompts of exact token counts (the
 engine's own tokenizer; words where it has none), each starting with its own words so that no
