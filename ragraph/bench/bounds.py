@@ -64,12 +64,15 @@ class LlmRates:
     context_s: float = 0.0  # plus this for each position a decoded token attends to
 
     def seconds(self, work: LlmWork) -> float:
+        return self.prefill_seconds(work) + self.decode_seconds(work)
+
+    def prefill_seconds(self, work: LlmWork) -> float:
+        return work.prompt_tokens / self.prefill_tok_s + self.prefill_pos_s * work.prefill_context
+
+    def decode_seconds(self, work: LlmWork) -> float:
         sequences = work.decode_tokens or work.completion_tokens
         steps = work.decode_steps or sequences  # not counted: one sequence a step
-        return (work.prompt_tokens / self.prefill_tok_s
-                + self.prefill_pos_s * work.prefill_context
-                + self.step_s * steps + self.token_s * sequences
-                + self.context_s * work.decode_context)
+        return self.step_s * steps + self.token_s * sequences + self.context_s * work.decode_context
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,10 @@ class Bound:
     total_s: float
     rates: Rates  # what the work was priced at
     cores_s: float = 0.0  # the cores' least time for the embedding and the scans
+    # llm_s's parts: the prompt tokens' and the decode steps', set beside the seconds the
+    # engine's passes took (`LlmWork.prefill_s`, `decode_s`) to show where a run lost time.
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
 
     def share(self, wall_s: float) -> float | None:
         """The bound's time over the run's: 1.0 is as fast as these engines allow."""
@@ -148,15 +155,18 @@ class Bound:
 
 
 def least_time(work: Work, rates: Rates, nprobe: int) -> Bound:
-    llm = rates.llm.seconds(work.llm)
+    prefill, decode = rates.llm.prefill_seconds(work.llm), rates.llm.decode_seconds(work.llm)
+    llm = prefill + decode
     fastest, embed = rates.embedding(work.queries, work.query_tokens)
     vectors = work.vectors or work.queries * rates.vectors_per_query(nprobe)
     search = vectors / rates.scan_vec_s if rates.scan_vec_s > 0 else 0.0
     if rates.shares_cores:
         cores = embed + search
-        return Bound(llm, embed, search, llm + cores, rates, cores)
-    cores = max(fastest, (embed + search) / rates.cores)
-    return Bound(llm, embed, search, max(llm, cores), rates, cores)
+        total = llm + cores
+    else:
+        cores = max(fastest, (embed + search) / rates.cores)
+        total = max(llm, cores)
+    return Bound(llm, embed, search, total, rates, cores, prefill, decode)
 
 
 def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:

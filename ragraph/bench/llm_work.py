@@ -29,6 +29,10 @@ class LlmWork:
     decode_tokens: int = 0  # sequences the decode steps advanced; 0: the completion tokens
     prefill_context: int = 0  # positions of the computed prompt tokens, summed
     decode_context: int = 0  # positions of the decoded tokens, summed
+    # Not priced; where llama.cpp's time beyond the price goes (`EngineCounters`).
+    prefill_forwards: int = 0  # forwards the prompt passes split into
+    kv_copies: int = 0  # whole-stream KV copies
+    copy_passes: int = 0  # passes that began by applying copies
 
     @classmethod
     def of(cls, used: EngineCounters) -> LlmWork:

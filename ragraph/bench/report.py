@@ -64,14 +64,25 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
     return table
 
 
+TIME_SPLIT_LEGEND = (
+    "time split: each pass's seconds by llama.cpp's own timers, and in brackets what the bound "
+    "priced that work at; the rest is what the price leaves out: prompt forwards (a prompt pass "
+    "is one forward for each run of consecutive sequence ids with equal chunks, so prompts of "
+    "different lengths are a forward each, each paying a forward's fixed cost, which the price "
+    "at full passes does not), and KV copies (a pass after copies applies them first and "
+    "reserves llama.cpp's worst-case graph again)")
+
+
 def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
     """Where each executor's time went: the LLM engine's prompt and decode seconds (its own
-    timers), how busy it was, the prompt tokens it reused, and the query embedder."""
-    table = Table(title="Time split: the LLM engine's prompts (prefill) and decode steps, per run",
-                  caption=caption)
-    for col in ("workload", "load", "conc", "executor", "wall s", "prefill s", "decode s",
-                "engine busy", "reused prompt tok", "LLM tokens", "decode batch", "embedder",
-                "CPU"):
+    timers) beside what the bound priced them at, what llama.cpp spent beyond that price on
+    (forwards, KV copies), how busy it was, the prompt tokens it reused, and the query
+    embedder."""
+    table = Table(title="Time split: the LLM engine's prompts (prefill) and decode steps, per run "
+                  "(priced: at the bound's rates)", caption=caption)
+    for col in ("workload", "load", "conc", "executor", "wall s", "prefill s (priced)",
+                "decode s (priced)", "prompt forwards", "KV copies (passes)", "engine busy",
+                "reused prompt tok", "LLM tokens", "decode batch", "embedder", "CPU"):
         table.add_column(col, justify="left" if col in ("workload", "executor", "load") else "right")
     for r in rows:
         # The app decodes one request at a time: its batch is 1 by construction.
@@ -79,11 +90,18 @@ def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
         batch = (f"{llm.completion_tokens / llm.decode_steps:.1f}" if llm.decode_steps
                  else "1" if r.executor == "langgraph" else "-")
         table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
-                      f"{r.wall_s:.1f}", f"{llm.prefill_s:.1f}", f"{llm.decode_s:.1f}",
+                      f"{r.wall_s:.1f}", _priced(llm.prefill_s, None if r.bound is None else r.bound.prefill_s),
+                      _priced(llm.decode_s, None if r.bound is None else r.bound.decode_s),
+                      f"{llm.prefill_forwards:,}" if llm.prefill_forwards else "-",
+                      (f"{llm.kv_copies:,} ({llm.copy_passes:,})" if llm.kv_copies else "-"),
                       _pct(r.engine_busy), f"{llm.cached_tokens:,}", f"{llm.llm_tokens:,}", batch,
                       _pct(r.embed_busy),
                       _pct(r.cpu_busy))
     return table
+
+
+def _priced(ran_s: float, priced_s: float | None) -> str:
+    return f"{ran_s:.1f}" if priced_s is None else f"{ran_s:.1f} ({priced_s:.1f})"
 
 
 def server_work_table(rows: Sequence[CellResult], caption: str) -> Table:
@@ -306,6 +324,7 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
             console.print(server_work_table(rows, caption))
         else:
             console.print(time_split_table(rows, caption))
+            console.print(f"note: {TIME_SPLIT_LEGEND}", highlight=False)
         for line in reuse_lines(rows):
             console.print(line, highlight=False)
         if found:

@@ -281,14 +281,19 @@ def columns(r: CellResult, leave: tuple[str, ...]) -> dict[str, object]:
     return row
 
 
+# The bound's flat columns and the `Bound` field each holds.
+_BOUND_COLUMNS = {"bound_s": "total_s", "bound_llm_s": "llm_s", "bound_prefill_s": "prefill_s",
+                  "bound_decode_s": "decode_s", "bound_cores_s": "cores_s",
+                  "bound_embed_s": "embed_s", "bound_search_s": "search_s"}
+
+
 def bound_columns(r: CellResult) -> dict[str, float | str]:
     """The run's bound (`bench.bounds`) in flat columns; empty strings where not measured."""
-    b = r.bound
-    return {"bound_s": "" if b is None else b.total_s, "bound_llm_s": "" if b is None else b.llm_s,
-            "bound_cores_s": "" if b is None else b.cores_s,
-            "bound_embed_s": "" if b is None else b.embed_s,
-            "bound_search_s": "" if b is None else b.search_s,
-            "bound_share": "" if r.bound_share is None else r.bound_share}
+    row: dict[str, float | str] = {
+        column: "" if r.bound is None else getattr(r.bound, name)
+        for column, name in _BOUND_COLUMNS.items()}
+    row["bound_share"] = "" if r.bound_share is None else r.bound_share
+    return row
 
 
 def write_json(path: Path, results: Sequence[CellResult], context: dict[str, str]) -> None:

@@ -29,6 +29,8 @@ def test_a_runs_known_work_gets_the_sum_of_its_parts_on_shared_cores():
                 vectors=0)
     shared = least_time(work, rates(True), nprobe=32)
     assert (shared.llm_s, shared.embed_s, shared.search_s) == pytest.approx((6.0, 0.5, 2.5))
+    # The LLM's part split as the engine's timers split it: prompts 2 s, decode steps 4 s.
+    assert (shared.prefill_s, shared.decode_s) == pytest.approx((2.0, 4.0))
     assert shared.total_s == pytest.approx(9.0)
     # The LLM on its own device: the cores' 3 s hide behind its 6 s.
     assert least_time(work, rates(False), nprobe=32).total_s == pytest.approx(6.0)

@@ -206,10 +206,12 @@ CSV_COLUMNS = [
     "p95_s", "mean_s", "retrieval_share", "speculations", "speculation_hit_rate",
     "synthetic_share", "cpu_busy", "embed_busy", "llm_tokens", "prefill_s", "decode_s",
     "cached_tokens", "completion_tokens", "decode_steps", "decode_tokens", "prefill_context",
-    "decode_context", "server_batch", "agree", "search_steps", "fan_steps", "shared_steps",
-    "branch_searches", "hot_served", "hot_resident", "top_docs_share", "queries_embedded",
-    "query_tokens", "vectors_scanned", "workload", "nprobe", "concurrency", "mode", "rate_rps", "bound_s",
-    "bound_llm_s", "bound_cores_s", "bound_embed_s", "bound_search_s", "bound_share", "caption"]
+    "decode_context", "prefill_forwards", "kv_copies", "copy_passes", "server_batch", "agree",
+    "search_steps", "fan_steps", "shared_steps", "branch_searches", "hot_served", "hot_resident",
+    "top_docs_share", "queries_embedded", "query_tokens", "vectors_scanned", "workload", "nprobe",
+    "concurrency", "mode", "rate_rps", "bound_s", "bound_llm_s", "bound_prefill_s",
+    "bound_decode_s", "bound_cores_s", "bound_embed_s", "bound_search_s", "bound_share",
+    "caption"]
 JSON_RUN_KEYS = ["cell", *CSV_COLUMNS[:CSV_COLUMNS.index("workload")], "mode", "bound",
                  "bound_share"]
 

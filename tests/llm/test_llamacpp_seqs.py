@@ -8,7 +8,7 @@ import numpy as np
 from ragraph.runtime.llm import GenerationRequest
 from ragraph.runtime.llm.llamacpp.admission import AdmissionRule, admit
 from ragraph.runtime.llm.llamacpp.prefix_store import PrefixStore, common_prefix
-from ragraph.runtime.llm.llamacpp.seqs import Seq, plan_step
+from ragraph.runtime.llm.llamacpp.seqs import Seq, forwards, plan_step
 from ragraph.runtime.llm.llamacpp.slots import SeqSlots
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.llm.textout import OutputText
@@ -65,6 +65,18 @@ def test_a_steps_passes_count_the_positions_they_compute() -> None:
     plan = plan_step([a, b, d], n_batch=512)
     assert plan.decode_context() == 2 + 1
     assert plan.prefill_context() == sum(range(900, 1000))
+
+
+def test_forwards_are_runs_of_consecutive_ids_with_equal_chunks() -> None:
+    # llama.cpp's split_equal(sequential=True), which the bench counts: one forward for the
+    # run of consecutive ids from the lowest with tokens left, the fewest any has left each.
+    assert forwards([(0, 4), (1, 4)], 512) == 1
+    assert forwards([(0, 50), (1, 30), (2, 40)], 512) == 3  # 3x30, then 0 and 2 apart: 1x20, 1x10
+    assert forwards([(0, 1), (1, 1), (3, 1)], 512) == 2  # a hole splits a decode pass
+    assert forwards([(0, 600)], 512) == 2  # n_ubatch tokens a forward at most
+    assert forwards([(2, 300), (3, 300)], 512) == 2  # 2x256, then 2x44
+    assert forwards([(5, 0), (6, 7)], 512) == 1  # nothing to compute is no forward
+    assert forwards([], 512) == 0
 
 
 def test_common_prefix() -> None:

@@ -121,3 +121,61 @@ def test_a_passes_seconds_are_its_own_prompt_tokens_riding_in_the_decode_pass_in
     assert tally.prefill_s == 43 - 5
     assert tally.decode_s == sum(len(p) for p in model.passes) - (43 - 5)
     assert tally.decode_s == tally.decode_tokens + 5
+
+
+def run_all(model: FakeModel, monkeypatch: pytest.MonkeyPatch, submits: list[Submit],
+            n_running: int = 4) -> EngineCounters:
+    """`submits` together on 8-token passes, until each has ended."""
+    monkeypatch.setattr(worker_module, "time", SimpleNamespace(perf_counter=lambda: model.now))
+    tally = EngineCounters()
+    ended: list[str] = []
+
+    def post(deliveries) -> None:
+        ended.extend(result.rid for _stream, _events, result in deliveries if result is not None)
+        if len(ended) == len(submits):
+            work.inbox.put(Stop())
+
+    work = DecodeWorker(model, SeqSlots(model, n_running, 0, 0), WorkerLimits(512, n_running),
+                        tally, post)
+    for s in submits:
+        work.inbox.put(s)
+    work.run()
+    return tally
+
+
+@pytest.mark.parametrize(("prompts", "expected"), [((4, 4), 1), ((3, 5), 2), ((20,), 3)])
+def test_prompt_passes_count_llama_cpps_forwards(monkeypatch: pytest.MonkeyPatch,
+                                                  prompts: tuple[int, ...], expected: int) -> None:
+    # Two prompts of 4 are one forward of 2x4 tokens; of 3 and 5, two (2x3, then 1x2); one of
+    # 20 takes three 8-token passes (8, 8, 4).
+    submits = [request(f"r{i}", 100 * (i + 1), n, 2) for i, n in enumerate(prompts)]
+    tally = run_all(FakeModel(), monkeypatch, submits)
+    assert tally.prefill_forwards == expected
+    assert tally.kv_copies == tally.copy_passes == 0
+
+
+@dataclass
+class CopyingModel(FakeModel):
+    copies: list[tuple[int, int]] = field(default_factory=list)
+    copies_before_pass: list[int] = field(default_factory=list)
+
+    def seq_copy(self, src: int, dst: int) -> None:
+        self.copies.append((src, dst))
+
+    def decode(self, entries: list[BatchEntry]) -> int:
+        self.copies_before_pass.append(len(self.copies))
+        return super().decode(entries)
+
+
+def test_kv_copies_are_counted_with_the_pass_that_applies_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # B (id 1) ends first between A (0) and C (2): C moves down into id 1, one whole-stream copy
+    # that llama.cpp applies as the next pass starts.
+    model = CopyingModel()
+    tally = run_all(model, monkeypatch, [request("A", 100, 2, 12), request("B", 200, 2, 2),
+                                         request("C", 300, 2, 12)])
+    assert model.copies == [(2, 1)]
+    assert tally.kv_copies == 1
+    passes_after_copies = sum(1 for before, after in zip(
+        [0, *model.copies_before_pass], model.copies_before_pass, strict=False) if after > before)
+    assert tally.copy_passes == passes_after_copies == 1

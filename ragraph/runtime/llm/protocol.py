@@ -167,6 +167,14 @@ class EngineCounters:
     decode_tokens: int = 0
     prefill_context: int = 0
     decode_context: int = 0
+    # Where time beyond that pricing goes on llama.cpp (0 elsewhere): the forwards its prompt
+    # passes split into (`llamacpp.seqs.forwards`: prompts of different lengths in one pass are
+    # a forward each, and each forward pays a step's fixed cost), the whole-stream KV copies
+    # made, and the passes that began by applying them (llama.cpp then reserves its worst-case
+    # graph again and builds the pass's graph anew).
+    prefill_forwards: int = 0
+    kv_copies: int = 0
+    copy_passes: int = 0
     simulated: bool = False
 
     @property

@@ -116,6 +116,30 @@ def plan_step(seqs: list[Seq], n_batch: int) -> StepPlan:
     return StepPlan(decode, prefill, fill)
 
 
+def forwards(chunks: list[tuple[int, int]], n_ubatch: int) -> int:
+    """The forward passes llama.cpp runs for one `llama_decode` over per-sequence KV streams:
+    `chunks` are (sequence id, tokens) in increasing id order. Each forward takes the run of
+    consecutive ids from the lowest with tokens left, and from each the same number of tokens
+    (the fewest any has left, within `n_ubatch` in all): `split_equal(sequential=True)`. So
+    prompts of different lengths are a forward each at least, and every forward pays a step's
+    fixed cost (the weights read again). Counted for the bench (`EngineCounters`)."""
+    left = {seq_id: n for seq_id, n in chunks if n > 0}
+    count = 0
+    while left:
+        run: list[int] = []
+        for seq_id in sorted(left):
+            if run and seq_id != run[-1] + 1:
+                break
+            run.append(seq_id)
+        take = min(min(left[i] for i in run), max(n_ubatch // len(run), 1))
+        for seq_id in run:
+            left[seq_id] -= take
+            if left[seq_id] == 0:
+                del left[seq_id]
+        count += 1
+    return count
+
+
 def _fillers(seqs: list[Seq], decode: list[Seq]) -> list[Seq]:
     """The prefilling sequences between the lowest and highest decoding ids whose KV reaches
     no further than the decoding ones' (in KV_PAD cells): llama.cpp pads every sequence of a

@@ -21,7 +21,7 @@ from ragraph.runtime.llm.failure import cause
 from ragraph.runtime.llm.llamacpp import sampling
 from ragraph.runtime.llm.llamacpp.admission import AdmissionRule, admit
 from ragraph.runtime.llm.llamacpp.model import BatchEntry, LlamaModel
-from ragraph.runtime.llm.llamacpp.seqs import Seq, plan_step
+from ragraph.runtime.llm.llamacpp.seqs import Seq, forwards, plan_step
 from ragraph.runtime.llm.llamacpp.slots import SeqSlots
 from ragraph.runtime.llm.protocol import (
     EngineCounters,
@@ -67,6 +67,7 @@ class DecodeWorker:
         self._model = model
         self._slots = slots
         self._last_pass_s = 0.0
+        self._copies_applied = 0  # slots.copies as of the last pass (llama.cpp applies them in it)
         self._limits = limits
         self._tally = tally
         self._post = post
@@ -179,6 +180,8 @@ class DecodeWorker:
         if plan.prefill and self._run_pass(plan.prefill):
             self._tally.prefill_s += self._last_pass_s
             self._tally.prefill_context += context
+            self._tally.prefill_forwards += forwards(
+                [(seq.seq_id, take) for seq, take in plan.prefill], self._model.shape.n_batch)
         self._tally.steps += 1
 
     def _run_pass(self, plan: list[tuple[Seq, int]]) -> bool:
@@ -193,6 +196,7 @@ class DecodeWorker:
                 if last:
                     sample_at.append((seq, len(entries)))
                 entries.append(BatchEntry(seq.tokens[pos], pos, seq.seq_id, last))
+        self._count_copies()
         start = time.perf_counter()
         ok = self._decode(entries)
         self._last_pass_s = time.perf_counter() - start
@@ -203,6 +207,14 @@ class DecodeWorker:
         for seq, index in sample_at:
             self._next_token(seq, self._model.logits(index))
         return True
+
+    def _count_copies(self) -> None:
+        """The copies made since the last pass: llama.cpp applies them as this one starts."""
+        made = self._slots.copies - self._copies_applied
+        if made:
+            self._tally.kv_copies += made
+            self._tally.copy_passes += 1
+            self._copies_applied = self._slots.copies
 
     def _decode(self, entries: list[BatchEntry]) -> bool:
         """Run the batch; when llama.cpp fails it, the youngest sequence ends with the error."""
