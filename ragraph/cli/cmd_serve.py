@@ -53,6 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--header-timeout", type=float, default=10.0,
                    help="seconds a connection has to send a request's headers before it is "
                    "closed (408 once it began one; slow or stalled clients) (10)")
+    p.add_argument("--keep-alive", type=float, default=75.0,
+                   help="seconds an idle connection is kept open after a response, longer "
+                   "than clients' pools keep theirs idle (httpx 5 s, aiohttp 15 s) so none "
+                   "reuses one the server is closing (75)")
     p.add_argument("--body-timeout", type=float, default=30.0,
                    help="seconds to send a request's body, then 408 and the connection is "
                    "closed (30)")
@@ -98,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
                              max_connections=args.max_connections,
                              header_timeout_s=args.header_timeout,
                              body_timeout_s=args.body_timeout,
+                             keep_alive_s=args.keep_alive,
                              max_body_bytes=args.max_body_bytes, max_queue=args.max_queue,
                              request_timeout_s=args.request_timeout,
                              drain_timeout_s=args.drain_timeout,

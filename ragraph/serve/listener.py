@@ -4,9 +4,11 @@ connection limit, and a shutdown that tells the app when it stops accepting conn
 uvicorn has no timeout on receiving a request (uvicorn#157 lists one as never done): its
 keep-alive timer is reset by every byte, so a client that sends half its headers, or one byte
 a second, holds a connection for ever (slowloris: 150 such connections were never closed).
-`HeaderDeadline` gives every request's headers an absolute deadline, armed while a connection
-waits for a request and disarmed once the headers are complete, so a request being answered
-(a stream that runs for minutes) is never cut by it. The body's own deadline is the app's
+`HeaderDeadline` gives every request's headers an absolute deadline, armed when a connection
+opens and when a request's first byte comes, and disarmed once the headers are complete, so a
+request being answered (a stream that runs for minutes) is never cut by it. Between requests an
+idle connection is uvicorn's keep-alive's (`--keep-alive`), kept longer than clients' pools keep
+theirs so that the server never closes one a client is about to reuse. The body's own deadline is the app's
 (`reading.py`, 408), where the route knows a body is expected.
 """
 
@@ -58,11 +60,6 @@ def protocol(timeout_s: float, on_timeout: Callable[[], None]) -> type[asyncio.P
             self._disarm()
             super().on_headers_complete()
 
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if self.cycle is None or self.cycle.response_complete:  # no pipelined request
-                self._arm()
-
         def _arm(self) -> None:
             if self._deadline is None and not self.transport.is_closing():
                 self._deadline = self.loop.call_later(timeout_s, self._expired)
@@ -112,6 +109,7 @@ def make_server(app: Starlette, settings: ServeSettings, **overrides: Any) -> Se
         # happens to install it, and the server should not change with what else is installed.
         "loop": "asyncio", "http": protocol(settings.header_timeout_s, timed_out), "ws": "none",
         "timeout_graceful_shutdown": math.ceil(settings.drain_timeout_s) + SHUTDOWN_SLACK_S,
+        "timeout_keep_alive": settings.keep_alive_s,
         # uvicorn counts the connection asking among those open (>=): one more lets N be served.
         "limit_concurrency": settings.max_connections + 1, "access_log": False, **overrides}
     return Server(uvicorn.Config(app, **options), state)

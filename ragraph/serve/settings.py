@@ -23,6 +23,10 @@ class ServeSettings:
     # A connection must send a request's headers within this (slowloris), its body within that.
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
+    # An idle connection is kept this long after a response, longer than clients' pools keep
+    # one idle (httpx 5 s, aiohttp 15 s): a server that closes first races the client's next
+    # request, which then gets a reset (uvicorn's own 5 s against httpx's 5 s did).
+    keep_alive_s: float = 75.0
     max_body_bytes: int = 1 << 20
     # Requests admitted beyond the scheduler's concurrency before 429 (SGLang's gateway queue).
     max_queue: int = 256
@@ -41,7 +45,7 @@ class ServeSettings:
             if getattr(self, name) < 1:
                 raise ConfigError(flag(name), f"must be at least 1, got {getattr(self, name)}")
         for name in ("request_timeout_s", "drain_timeout_s", "serve_cpus", "header_timeout_s",
-                     "body_timeout_s"):
+                     "body_timeout_s", "keep_alive_s"):
             if not getattr(self, name) > 0:
                 raise ConfigError(flag(name), f"must be positive, got {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():
