@@ -66,11 +66,12 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
 
 TIME_SPLIT_LEGEND = (
     "time split: each pass's seconds by llama.cpp's own timers, and in brackets what the bound "
-    "priced that work at; the rest is what the price leaves out: prompt forwards (a prompt pass "
-    "is one forward for each run of consecutive sequence ids with equal chunks, so prompts of "
-    "different lengths are a forward each, each paying a forward's fixed cost, which the price "
-    "at full passes does not), and KV copies (a pass after copies applies them first and "
-    "reserves llama.cpp's worst-case graph again)")
+    "priced that work at (a decode pass's seconds include the prompt tokens riding in it, which "
+    "the price counts as prompt work); the rest is what the price leaves out: prompt forwards "
+    "(a prompt pass is one forward for each run of consecutive sequence ids with equal chunks, "
+    "so prompts of different lengths are a forward each, each paying a forward's fixed cost, "
+    "which the price at full passes does not), and KV copies (a pass after copies applies them "
+    "first and reserves llama.cpp's worst-case graph again)")
 
 
 def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
@@ -324,7 +325,8 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
             console.print(server_work_table(rows, caption))
         else:
             console.print(time_split_table(rows, caption))
-            console.print(f"note: {TIME_SPLIT_LEGEND}", highlight=False)
+            if any(r.llm.prefill_forwards or r.llm.kv_copies for r in rows):
+                console.print(f"note: {TIME_SPLIT_LEGEND}", highlight=False)
         for line in reuse_lines(rows):
             console.print(line, highlight=False)
         if found:

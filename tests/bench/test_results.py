@@ -154,6 +154,30 @@ def test_a_missed_llamacpp_target_says_where_the_engine_time_went():
     assert "p95 40.0 s vs 30.0 s" in W.why_engine_bound(p95, [ours, theirs])
 
 
+def test_the_time_split_sets_each_pass_kind_beside_its_price_with_forwards_and_copies():
+    from rich.console import Console
+
+    from ragraph.bench.bounds import LlmRates, Rates
+    from ragraph.bench.report import time_split_table
+    from ragraph.bench.work import with_bound
+
+    # 1,000 prompt tokens at 1,000 a second: 1 s; 100 steps of 2 sequences: 2 + 1 s.
+    rates = Rates(LlmRates(1000.0, 0.02, 0.005, "engine timers"), 0.01, 1e6, ((32, 5e4),), True)
+    ours = with_bound(replace(row("ragraph", None, 1.0, 2.0), llm=LlmWork(
+        llm_tokens=1200, prefill_s=1.6, decode_s=3.4, completion_tokens=200, decode_steps=100,
+        decode_tokens=200, prefill_forwards=37, kv_copies=12, copy_passes=5)), rates)
+    assert (ours.bound.prefill_s, ours.bound.decode_s) == pytest.approx((1.0, 3.0))
+    app = replace(row("langgraph", None, 0.8, 2.0), llm=LlmWork(prefill_s=1.2, decode_s=4.0))
+    console = Console(record=True, width=250)
+    console.print(time_split_table([ours, app], "c"))
+    lines = console.export_text().splitlines()
+    mine = next(line for line in lines if "ragraph" in line)
+    assert "1.6 (1.0)" in mine and "3.4 (3.0)" in mine and "37" in mine and "12 (5)" in mine
+    # Not counted (llama-cpp-python's app) and not priced: the seconds alone, no counts.
+    theirs = next(line for line in lines if "langgraph" in line)
+    assert "1.2 " in theirs and "(1." not in theirs and theirs.count(" - ") >= 2
+
+
 def test_sequential_retrieval_share_comes_from_the_least_loaded_run():
     rows = [row("sequential", 4.0, 1, 1, share=0.5), row("sequential", None, 1, 1, share=0.9),
             row("sequential", 2.0, 1, 1, share=0.3), row("ragraph", 1.0, 1, 1, share=0.1)]
