@@ -161,11 +161,23 @@ def _at_bound(r: CellResult, baseline: CellResult) -> str:
     if share is None or r.bound is None:
         return ""
     said = (f". ragraph ran at {share * 100:.0f}% of its bound ({r.bound.total_s:.0f} s: its own "
-            "work at the engines' own rates, measured alone)")
+            "work at the engines' own rates, measured alone)") + _beyond_price(r)
     if baseline.throughput_rps and r.bound.total_s > 0:
         reach = r.requests / r.bound.total_s / baseline.throughput_rps
         said += f"; at its bound it would reach {_fmt(reach)} {baseline.executor}"
     return said
+
+
+def _beyond_price(r: CellResult) -> str:
+    """Where the engine's passes ran over their price, with what the price leaves out (the
+    forwards and KV copies llama.cpp counted; empty where it counted none)."""
+    llm, b = r.llm, r.bound
+    if b is None or not (llm.prefill_forwards or llm.kv_copies):
+        return ""
+    return (f"; its prompt passes took {llm.prefill_s:.1f} s against {b.prefill_s:.1f} s priced, "
+            f"in {llm.prefill_forwards:,} forwards, and its decode passes {llm.decode_s:.1f} s "
+            f"against {b.decode_s:.1f} s, {llm.copy_passes:,} of them applying KV copies first "
+            "(the time split)")
 
 
 def why_server_bound(target: Target, cell: Sequence[CellResult]) -> str:

@@ -160,6 +160,15 @@ def test_a_missed_llamacpp_target_says_how_near_ragraph_ran_to_its_bound():
     assert "ragraph ran at 75% of its bound (9 s" in why
     assert "at its bound it would reach 1.11x langgraph" in why  # 10 requests in 9 s vs 1.0/s
     assert "of its bound" not in W.why_engine_bound(throughput, [run("ragraph", 1.2), theirs])
+    # Nothing counted beyond the price (an engine that counts no forwards): nothing said of it.
+    assert "forwards" not in why
+    # llama.cpp counted its forwards and copies: the passes' time over their price, with them
+    # (prompts 8 s against 2 s priced, decode 2 s against 4 s).
+    counted = replace(ours, llm=replace(ours.llm, prefill_forwards=37, kv_copies=12,
+                                        copy_passes=5))
+    why = W.why_engine_bound(throughput, [counted, theirs])
+    assert ("its prompt passes took 8.0 s against 2.0 s priced, in 37 forwards, and its decode "
+            "passes 2.0 s against 4.0 s, 5 of them applying KV copies first") in why
 
 
 def test_the_probes_prompts_fit_a_small_context():
