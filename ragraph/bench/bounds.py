@@ -5,10 +5,10 @@ ones excluded) and the positions they sat at, its decode steps, the sequences th
 advanced and the positions those attended up to, the queries embedded and the vectors the search
 engine scanned. The rates are the engines' own, measured alone in the same bench run before its
 first cell and again after its last (`bench.probe`); a run is priced at whichever probe gives
-its work the lesser time (`bench.work.with_least_bound`). A query's embedding costs a fixed part and a part a token it holds
-(the tokens are counted at the embedder); a vector scanned costs the least a vector cost in the
-probe's steps (faiss's rows, or a list-major step of as many queries as the run keeps in
-flight).
+its work the lesser time (`bench.work.with_least_bound`). A query's embedding costs a fixed part
+and a part a token it holds (the tokens are counted at the embedder); a vector scanned costs the
+least a vector cost in the probe's steps (faiss's rows, or a list-major step of as many queries
+as the run keeps in flight).
 
 The LLM engine's time is linear in that work (the engine's own cost model, fitted to the probe):
 - a prompt token costs `1 / prefill_tok_s`, plus `prefill_pos_s` for each earlier position it
@@ -62,9 +62,6 @@ class LlmRates:
     timed_by: str  # "engine timers" or "wall clock" (an HTTP server reports no times)
     prefill_pos_s: float = 0.0  # plus this for each position a prompt token attends to
     context_s: float = 0.0  # plus this for each position a decoded token attends to
-
-    def seconds(self, work: LlmWork) -> float:
-        return self.prefill_seconds(work) + self.decode_seconds(work)
 
     def prefill_seconds(self, work: LlmWork) -> float:
         return work.prompt_tokens / self.prefill_tok_s + self.prefill_pos_s * work.prefill_context
@@ -138,16 +135,19 @@ class Work:
 
 @dataclass(frozen=True)
 class Bound:
-    llm_s: float
+    # The LLM engine's least time in its two parts, the prompt tokens' and the decode steps',
+    # each set beside the seconds the engine's passes took (`LlmWork.prefill_s`, `decode_s`).
+    prefill_s: float
+    decode_s: float
     embed_s: float  # core-seconds
     search_s: float  # core-seconds
     total_s: float
     rates: Rates  # what the work was priced at
     cores_s: float = 0.0  # the cores' least time for the embedding and the scans
-    # llm_s's parts: the prompt tokens' and the decode steps', set beside the seconds the
-    # engine's passes took (`LlmWork.prefill_s`, `decode_s`) to show where a run lost time.
-    prefill_s: float = 0.0
-    decode_s: float = 0.0
+
+    @property
+    def llm_s(self) -> float:
+        return self.prefill_s + self.decode_s
 
     def share(self, wall_s: float) -> float | None:
         """The bound's time over the run's: 1.0 is as fast as these engines allow."""
@@ -166,7 +166,7 @@ def least_time(work: Work, rates: Rates, nprobe: int) -> Bound:
     else:
         cores = max(fastest, (embed + search) / rates.cores)
         total = max(llm, cores)
-    return Bound(llm, embed, search, total, rates, cores, prefill, decode)
+    return Bound(prefill, decode, embed, search, total, rates, cores)
 
 
 def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:

@@ -91,8 +91,8 @@ def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
         batch = (f"{llm.completion_tokens / llm.decode_steps:.1f}" if llm.decode_steps
                  else "1" if r.executor == "langgraph" else "-")
         table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
-                      f"{r.wall_s:.1f}", _priced(llm.prefill_s, None if r.bound is None else r.bound.prefill_s),
-                      _priced(llm.decode_s, None if r.bound is None else r.bound.decode_s),
+                      f"{r.wall_s:.1f}", _priced(llm.prefill_s, r, "prefill_s"),
+                      _priced(llm.decode_s, r, "decode_s"),
                       f"{llm.prefill_forwards:,}" if llm.prefill_forwards else "-",
                       (f"{llm.kv_copies:,} ({llm.copy_passes:,})" if llm.kv_copies else "-"),
                       _pct(r.engine_busy), f"{llm.cached_tokens:,}", f"{llm.llm_tokens:,}", batch,
@@ -101,8 +101,9 @@ def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
     return table
 
 
-def _priced(ran_s: float, priced_s: float | None) -> str:
-    return f"{ran_s:.1f}" if priced_s is None else f"{ran_s:.1f} ({priced_s:.1f})"
+def _priced(ran_s: float, r: CellResult, part: str) -> str:
+    """Seconds a kind of pass took, and in brackets what the run's bound priced them at."""
+    return f"{ran_s:.1f}" if r.bound is None else f"{ran_s:.1f} ({getattr(r.bound, part):.1f})"
 
 
 def server_work_table(rows: Sequence[CellResult], caption: str) -> Table:

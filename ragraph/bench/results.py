@@ -304,7 +304,7 @@ def write_json(path: Path, results: Sequence[CellResult], context: dict[str, str
     for r in results:
         run = columns(r, leave=("bound",))
         run.update(mode=r.cell.mode, bound=None if r.bound is None else {
-            **{k: v for k, v in asdict(r.bound).items() if k != "rates"},
+            "llm_s": r.bound.llm_s, **{k: v for k, v in asdict(r.bound).items() if k != "rates"},
             "probed": r.bound.rates.probed}, bound_share=r.bound_share)
         runs.append(run)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,9 +7,9 @@ a second, holds a connection for ever (slowloris: 150 such connections were neve
 `HeaderDeadline` gives every request's headers an absolute deadline, armed when a connection
 opens and when a request's first byte comes, and disarmed once the headers are complete, so a
 request being answered (a stream that runs for minutes) is never cut by it. Between requests an
-idle connection is uvicorn's keep-alive's (`--keep-alive`), kept longer than clients' pools keep
-theirs so that the server never closes one a client is about to reuse. The body's own deadline is the app's
-(`reading.py`, 408), where the route knows a body is expected.
+idle connection is uvicorn's keep-alive's (`--keep-alive`), kept longer than clients' pools
+keep theirs so that the server never closes one a client is about to reuse. The body's own
+deadline is the app's (`reading.py`, 408), where the route knows a body is expected.
 """
 
 from __future__ import annotations
