@@ -120,6 +120,7 @@ class CellResult:
     query_tokens: int = 0
     vectors_scanned: int = 0
     bound: Bound | None = None
+    repeat: int = 0  # which repeat of the cell this run was (`bench.repeats`), from 0
 
     @property
     def bound_share(self) -> float | None:

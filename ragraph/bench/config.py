@@ -68,6 +68,9 @@ class BenchConfig:
     quick: bool = False
     # Each pass's worth instead of the executors side by side (`bench.ablation`).
     ablation: bool = False
+    # Every cell run this many times in turn; the tables read each executor's median run
+    # (`bench.repeats`).
+    repeat: int = 1
     hot_cache: bool | None = None  # None: off (runtime/devices.py says why)
     profile: str | None = None  # sim: None = the shipped H100 profile (RuntimeConfig.profile)
 
@@ -82,7 +85,7 @@ class BenchConfig:
         for name in self.executors:
             if name not in EXECUTORS:
                 raise ConfigError("--executors", f"unknown executor {name!r}")
-        for name in ("offline_requests", "rate_points", "max_online_requests"):
+        for name in ("offline_requests", "rate_points", "max_online_requests", "repeat"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')}", "must be >= 1")
         if not self.concurrencies or min(self.concurrencies) < 1:

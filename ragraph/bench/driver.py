@@ -20,7 +20,7 @@ from rich.progress import (
 )
 
 from ragraph.bench import machine as M
-from ragraph.bench import plots, report, server_stats
+from ragraph.bench import plots, repeats, report, server_stats
 from ragraph.bench.cells import Cell, CellResult
 from ragraph.bench.config import BenchConfig
 from ragraph.bench.index import BenchIndexInfo, IndexSpec, ensure_bench_index
@@ -114,15 +114,19 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
             csv_path, written = _write(config, done, caption)
             for r in cell_rows:
                 load = "offline" if r.cell.rate is None else f"{r.cell.rate:.2f}/s"
+                run = f" run {r.repeat + 1}" if config.repeat > 1 else ""
                 bar.console.log(f"{r.cell.workload} nprobe {r.cell.nprobe} {load} "
-                                f"c{r.cell.concurrency} {r.executor}: "
+                                f"c{r.cell.concurrency}{run} {r.executor}: "
                                 f"p50 {r.p50_s:.2f} s, p95 {r.p95_s:.2f} s, "
                                 f"{r.throughput_rps:.2f} req/s, {r.errors} errors")
 
         rows = await run_cells(bench, cell_progress, cell_done)
     notes += server_notes + list(questions.notes) + _notes(config, rows)
-    found = report.print_all(console, rows, config.slo_s, config.engine, caption, notes,
-                             config.ablation, repeats=config.traffic.alpha is not None)
+    found = report.print_all(console, repeats.medians(rows), config.slo_s, config.engine,
+                             caption, notes, config.ablation,
+                             repeats=config.traffic.alpha is not None)
+    if config.repeat > 1:
+        console.print(repeats.spread_table(rows, caption))
     # Written again whole: the second probe may have lowered bounds, and with no cell run the
     # CSV still says so.
     csv_path, written = _write(config, rows, caption)
@@ -160,7 +164,8 @@ def _write(config: BenchConfig, rows, caption: str) -> tuple[Path, list[Path]]:
     context = {"traffic": str(config.traffic), "caption": caption}
     write_csv(csv_path, rows, context)
     write_json(config.out / "bench.json", rows, context)
-    written = plots.latency_vs_rate(rows, config.out, caption, config.slo_s) if config.plots else []
+    written = (plots.latency_vs_rate(repeats.medians(rows), config.out, caption, config.slo_s)
+               if config.plots else [])
     return csv_path, written
 
 
@@ -183,6 +188,10 @@ def _notes(config: BenchConfig, rows) -> list[str]:
                        f"{r.hot_served * 100:.0f}% ({(r.hot_resident or 0) * 100:.0f}% held)"
                        for r in hot))
     out.append(report.popularity_note(rows, str(config.traffic)))
+    if config.repeat > 1:
+        out.append(f"--repeat {config.repeat}: every cell ran {config.repeat} times in turn, "
+                   "the same requests each time; the tables above the last read each "
+                   "executor's median run (by req/s), the last gives the range")
     if config.quick:
         out.append("--quick: small index and few requests; numbers are indicative only")
     return out

@@ -81,11 +81,16 @@ async def run_cells(bench: Workbench, progress: CellProgress,
     probing = bench.search is not None and bench.rates is None
     if probing:
         bench = replace(bench, rates=await measure_rates(bench, BEFORE))
-    for w, workload in enumerate(config.workloads):
-        for nprobe in config.nprobes:
-            for conc in config.concurrencies:
-                rows += await _cells_at(bench, workload, nprobe, conc,
-                                        config.seed + 1000 * w + nprobe, progress, cell_done)
+    # The online rates the first repeat chose, offered again in every later one, so that a
+    # cell's runs are the same requests at the same rates (`bench.repeats`).
+    swept: dict[tuple[str, int, int], tuple[float, ...]] = {}
+    for repeat in range(config.repeat):
+        for w, workload in enumerate(config.workloads):
+            for nprobe in config.nprobes:
+                for conc in config.concurrencies:
+                    rows += await _cells_at(bench, workload, nprobe, conc,
+                                            config.seed + 1000 * w + nprobe, progress,
+                                            cell_done, repeat=repeat, swept=swept)
     if probing and rows:
         # The same engines probed again: on a shared VM their speed moved by a fifth between
         # minutes (the prefill rate probed 647 and 827 tokens/s in consecutive quiet runs), and
@@ -126,17 +131,19 @@ async def measure_rates(bench: Workbench, probed: str) -> Rates:
 
 
 async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, seed: int,
-                    progress: CellProgress, cell_done: CellDone | None) -> list[CellResult]:
+                    progress: CellProgress, cell_done: CellDone | None, repeat: int = 0,
+                    swept: dict[tuple[str, int, int], tuple[float, ...]] | None = None
+                    ) -> list[CellResult]:
     """The offline run, then the online rates, of one workload at one nprobe and concurrency.
     Online runs only at the first concurrency listed: arrivals, not the cap, set how many
     requests are in flight there until an executor falls behind, and each rate costs a window
-    of arrivals on every executor."""
+    of arrivals on every executor. `swept`: the automatic rates chosen so far, reused."""
     config = bench.config
     rows: list[CellResult] = []
     offline: list[CellResult] = []
     if config.offline:
         offline = await _cell(bench, Cell(workload, nprobe, None, conc),
-                              config.offline_requests, seed, progress)
+                              config.offline_requests, seed, progress, repeat)
         rows += offline
         if cell_done is not None:
             cell_done(offline)
@@ -145,11 +152,13 @@ async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, see
     elif config.rates is not None:
         rates = config.rates
     else:
-        rates = auto_rates(offline, config.rate_points)
+        swept = {} if swept is None else swept
+        rates = swept.setdefault((workload, nprobe, conc),
+                                 auto_rates(offline, config.rate_points))
     for i, rate in enumerate(rates):
         count = min(config.max_online_requests, max(8, math.ceil(rate * config.window_s)))
         cell = await _cell(bench, Cell(workload, nprobe, rate, conc), count, seed + i + 1,
-                           progress)
+                           progress, repeat)
         rows += cell
         if cell_done is not None:
             cell_done(cell)
@@ -157,13 +166,13 @@ async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, see
 
 
 async def _cell(bench: Workbench, cell: Cell, count: int, seed: int,
-                progress: CellProgress) -> list[CellResult]:
+                progress: CellProgress, repeat: int = 0) -> list[CellResult]:
     jobs = make_jobs(bench, cell.workload, cell.rate, count, seed)
     variants = bench.config.variants()
     # The server alone answers no requests: it replays generation calls (`bench.server_alone`).
     tick = progress(cell, count * sum(v.executor != SERVER_ALONE for v in variants))
     rows = await run_cell(cell, jobs, bench.runtime, bench.search, variants, tick)
-    return [with_bound(r, bench.rates) for r in rows]
+    return [replace(with_bound(r, bench.rates), repeat=repeat) for r in rows]
 
 
 def load_graphs(config: BenchConfig) -> dict[str, RAGraph]:

@@ -70,6 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="requests in flight, the same for every executor; comma-separated for "
                    "several, offline runs at each and online runs at the first (sim: 64; "
                    "llamacpp, openai: 8,16; --preset seeds: 64,128)")
+    p.add_argument("--repeat", type=int, metavar="N",
+                   help="run every cell N times in turn (1): the tables read each executor's "
+                   "median run, and a table gives the median and range of req/s, share of the "
+                   "bound and ratio over the N; the CSV has every run (column repeat)")
     p.add_argument("--no-offline", action="store_true", help="online runs only (needs --rates)")
     p.add_argument("--no-mix", action="store_true", help="skip the random mix of the workflows")
     p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
@@ -140,7 +144,7 @@ def config_from(args: argparse.Namespace):
         **swept, "workflows": _names(args.workflows), "executors": _names(args.executors),
         "scale": args.scale, "nlist": args.nlist,
         "rates": numbers(args.rates, "--rates", float), "rate_points": args.rate_points,
-        "window_s": args.window, "offline_requests": args.requests,
+        "window_s": args.window, "offline_requests": args.requests, "repeat": args.repeat,
         "plots": False if args.no_plots else None,  # a preset may turn plots on
     }
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})

@@ -430,7 +430,7 @@ def test_a_bench_run_probes_again_after_its_last_cell_and_prices_each_run_at_the
     steps = replace(row, executor="ragraph, no prefix store",
                     llm=LlmWork(llm_tokens=1100, completion_tokens=1000, decode_steps=1000))
 
-    async def cells(bench, workload, nprobe, conc, seed, progress, cell_done):
+    async def cells(bench, workload, nprobe, conc, seed, progress, cell_done, **_repeat):
         return [session.with_bound(r, bench.rates) for r in (prompts, steps)]
 
     async def nothing(bench):

@@ -232,8 +232,8 @@ CSV_COLUMNS = [
     "cached_tokens", "completion_tokens", "decode_steps", "decode_tokens", "prefill_context",
     "decode_context", "prefill_forwards", "kv_copies", "copy_passes", "server_batch", "agree",
     "search_steps", "fan_steps", "shared_steps", "branch_searches", "hot_served", "hot_resident",
-    "top_docs_share", "queries_embedded", "query_tokens", "vectors_scanned", "workload", "nprobe",
-    "concurrency", "mode", "rate_rps", "bound_s", "bound_llm_s", "bound_prefill_s",
+    "top_docs_share", "queries_embedded", "query_tokens", "vectors_scanned", "repeat", "workload",
+    "nprobe", "concurrency", "mode", "rate_rps", "bound_s", "bound_llm_s", "bound_prefill_s",
     "bound_decode_s", "bound_cores_s", "bound_embed_s", "bound_search_s", "bound_share",
     "caption"]
 JSON_RUN_KEYS = ["cell", *CSV_COLUMNS[:CSV_COLUMNS.index("workload")], "mode", "bound",
