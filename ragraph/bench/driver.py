@@ -121,12 +121,12 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
                                 f"{r.throughput_rps:.2f} req/s, {r.errors} errors")
 
         rows = await run_cells(bench, cell_progress, cell_done)
-    notes += server_notes + list(questions.notes) + _notes(config, rows)
-    found = report.print_all(console, repeats.medians(rows), config.slo_s, config.engine,
-                             caption, notes, config.ablation,
-                             repeats=config.traffic.alpha is not None)
-    if config.repeat > 1:
-        console.print(repeats.spread_table(rows, caption))
+    medians = repeats.medians(rows)
+    notes += server_notes + list(questions.notes) + _notes(config, medians)
+    spread = [repeats.spread_table(rows, caption)] if config.repeat > 1 else []
+    found = report.print_all(console, medians, config.slo_s, config.engine, caption, notes,
+                             config.ablation, repeats=config.traffic.alpha is not None,
+                             last=spread)
     # Written again whole: the second probe may have lowered bounds, and with no cell run the
     # CSV still says so.
     csv_path, written = _write(config, rows, caption)
@@ -190,8 +190,8 @@ def _notes(config: BenchConfig, rows) -> list[str]:
     out.append(report.popularity_note(rows, str(config.traffic)))
     if config.repeat > 1:
         out.append(f"--repeat {config.repeat}: every cell ran {config.repeat} times in turn, "
-                   "the same requests each time; the tables above the last read each "
-                   "executor's median run (by req/s), the last gives the range")
+                   "the same requests each time; the tables read each executor's median run "
+                   "(by req/s), but the last, which gives the range")
     if config.quick:
         out.append("--quick: small index and few requests; numbers are indicative only")
     return out

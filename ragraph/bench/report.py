@@ -301,14 +301,17 @@ def _second_probe(rows: Sequence[CellResult], probes: Sequence[Rates]) -> str:
 
 def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine: str,
               caption: str, notes: Sequence[str], ablation: bool = False,
-              repeats: bool = False) -> list[R.Target]:
-    """Every table and note of a run; `repeats`: the traffic asked questions again (zipf)."""
+              repeats: bool = False, last: Sequence[Table] = ()) -> list[R.Target]:
+    """Every table and note of a run; `repeats`: the traffic asked questions again (zipf);
+    `last`: tables printed after the others, before the notes."""
     console.print(cells_table(rows, caption))
     if any(r.bound is not None for r in rows):
         console.print(bounds_table(rows, caption))
     notes = [*notes, bound_legend(rows)]
     if ablation:
         console.print(ablation_table(rows, caption))
+        for table in last:
+            console.print(table)
         for note in notes:
             console.print(f"note: {note}", highlight=False)
         return []
@@ -332,6 +335,8 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
             console.print(line, highlight=False)
         if found:
             console.print(engine_targets_table(found, rows, caption, engine, repeats))
+    for table in last:
+        console.print(table)
     for note in notes:
         console.print(f"note: {note}", highlight=False)
     return found

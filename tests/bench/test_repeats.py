@@ -117,3 +117,40 @@ def test_a_repeated_bench_runs_every_cell_again_at_the_first_repeats_rates(tmp_p
     online = {r.cell for r in rows if r.cell.rate is not None}
     assert len(online) == 1
     assert len(repeats.medians(rows)) == 4
+
+
+def test_the_driver_prints_medians_then_the_spread_then_each_cells_note_once(tmp_path: Path,
+                                                                            monkeypatch):
+    import io
+
+    from ragraph.bench import driver
+    from ragraph.bench.index import IndexSpec, ensure_bench_index
+
+    from .helpers import toy_base
+
+    info = ensure_bench_index(tmp_path / "cache", toy_base(300), IndexSpec(scale=3000))
+    monkeypatch.setattr(driver, "prepare_index", lambda config, cache, bar: (info, []))
+    monkeypatch.setattr(driver, "open_search", lambda runtime, embed_threads=None: None)
+    rows = [replace(run(ex, thr, rep), engine="sim", simulated=True, top_docs_share=0.05)
+            for rep, (ours, theirs) in enumerate(((0.9, 0.5), (0.7, 0.6)))
+            for ex, thr in (("ragraph", ours), ("sequential", theirs))]
+
+    async def cells(bench, progress, cell_done):
+        cell_done(rows)
+        return rows
+
+    monkeypatch.setattr(driver, "run_cells", cells)
+    config = BenchConfig(workflows=("irg",), nprobes=(32,), concurrencies=(8,), data=None,
+                         out=tmp_path / "out", workflow_dir=Path("workflows"), repeat=2,
+                         plots=False)
+    out = io.StringIO()
+    asyncio.run(driver.run(config, Console(file=out, width=200)))
+    text = out.getvalue()
+    spread = text.index("Over 2 repeats")
+    assert text.index("Latency and throughput") < spread < text.index("note: latency")
+    # The first table's ragraph row is its median run (0.7 req/s: the lower middle of two).
+    first = text[text.index("Latency and throughput"):spread]
+    assert "0.70" in first and "0.90" not in first
+    popularity = next(line for line in text.splitlines() if "document popularity" in line)
+    assert popularity.count("irg offline") == 1
+    assert "run 2 ragraph" in text  # each cell's log line says which repeat it was
