@@ -193,6 +193,11 @@ def _workflow(args: argparse.Namespace) -> Path:
 def run(args: argparse.Namespace) -> int:
     from ragraph.bench.driver import run as run_bench
 
+    if args.repeat is not None and (args.ray is not None or args.target):
+        from ragraph.errors import ConfigError
+
+        raise ConfigError("--repeat", "repeats the bench's own cells; a --target or --ray run "
+                          "is one pass (run it again to repeat it)")
     if args.ray is not None:
         return run_scale(args)
     # Logs and CI keep the tables readable: rich would fold them to 80 columns off a terminal.

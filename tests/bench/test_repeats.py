@@ -154,3 +154,11 @@ def test_the_driver_prints_medians_then_the_spread_then_each_cells_note_once(tmp
     popularity = next(line for line in text.splitlines() if "document popularity" in line)
     assert popularity.count("irg offline") == 1
     assert "run 2 ragraph" in text  # each cell's log line says which repeat it was
+
+
+def test_repeat_with_a_target_or_ray_is_an_error_naming_the_flag(capsys):
+    from ragraph.cli.main import main
+
+    for extra in (["--target", "http://127.0.0.1:9"], ["--ray", "local"]):
+        assert main(["bench", "--repeat", "2", *extra]) != 0
+        assert "--repeat" in capsys.readouterr().err
