@@ -96,14 +96,15 @@ def spread_table(rows: Sequence[CellResult], caption: str) -> Table:
     vs = f"thr vs {baseline}" if baseline is not None else None
     table = Table(title=f"Over {repeats} repeats of every cell: median (min-max); the other "
                   "tables read each executor's median run", caption=caption)
-    for col in ("workload", "nprobe", "load", "executor", "runs", "req/s", "at bound",
+    for col in ("workload", "nprobe", "load", "conc", "executor", "runs", "req/s", "at bound",
                 *([vs] if vs else [])):
         table.add_column(col, justify="left" if col in ("workload", "executor", "load")
                          else "right")
     for s in spreads(rows, baseline or ""):
         load = "offline" if s.cell.rate is None else f"{s.cell.rate:.2f}/s"
         share = None if s.share is None else tuple(100 * x for x in s.share)
-        table.add_row(s.cell.workload, str(s.cell.nprobe), load, s.executor, str(s.runs),
+        table.add_row(s.cell.workload, str(s.cell.nprobe), load, str(s.cell.concurrency),
+                      s.executor, str(s.runs),
                       _mid(s.rps, "{:.2f}"), _mid(share, "{:.0f}%"),  # type: ignore[arg-type]
                       *([_mid(s.ratio, "{:.2f}x")] if vs else []))
     return table

@@ -72,7 +72,19 @@ def test_the_spread_table_prints_median_and_range():
     text = console.export_text()
     assert "Over 2 repeats" in text and "thr vs langgraph" in text
     assert "0.70 (0.70-0.90)" in text  # ragraph's req/s: lower middle, then the range
+
     assert "63% (63%-81%)" in text and "1.00x (1.00x-1.80x)" in text
+
+
+def test_the_spread_table_tells_apart_cells_that_differ_in_requests_in_flight():
+    wider = Cell("irg", 32, None, 16)
+    rows = [run("ragraph", 0.9, 0), run("ragraph", 0.6, 0, wider),
+            run("ragraph", 0.7, 1), run("ragraph", 0.5, 1, wider)]
+    console = Console(record=True, width=200)
+    console.print(repeats.spread_table(rows, "c"))
+    cells = [[c.strip() for c in line.split("│")[1:-1]]
+             for line in console.export_text().splitlines() if "ragraph" in line]
+    assert [(c[3], c[6]) for c in cells] == [("8", "0.70 (0.70-0.90)"), ("16", "0.50 (0.50-0.60)")]
 
 
 def test_repeat_must_be_at_least_one():
