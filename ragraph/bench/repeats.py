@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.results import BASELINES, ratio
+from ragraph.bench.results import baselines_in, ratio
 
 RunKey = tuple[Cell, str]  # a cell and an executor
 
@@ -30,11 +30,16 @@ def runs_by_key(rows: Sequence[CellResult]) -> dict[RunKey, list[CellResult]]:
     return out
 
 
-def median_run(runs: Sequence[CellResult]) -> CellResult:
-    """The run of median throughput (the lower middle one of an even count): a whole run, so
-    its latencies, counters and bound stay those of one run."""
-    ordered = sorted(runs, key=lambda r: r.throughput_rps)
+def _middle(ordered: Sequence):  # noqa: ANN202 - an element of the sequence
+    """The median of a sorted sequence, the lower middle one of an even count: an element, so
+    a median run is a whole run."""
     return ordered[(len(ordered) - 1) // 2]
+
+
+def median_run(runs: Sequence[CellResult]) -> CellResult:
+    """The run of median throughput: a whole run, so its latencies, counters and bound stay
+    those of one run."""
+    return _middle(sorted(runs, key=lambda r: r.throughput_rps))
 
 
 def medians(rows: Sequence[CellResult]) -> list[CellResult]:
@@ -57,12 +62,12 @@ class Spread:
 
 
 def _range(values: Sequence[float]) -> tuple[float, float, float] | None:
-    """min, median, max; the median of an even count is its lower middle, as `median_run`
-    takes, so the spread's median is what the other tables show."""
+    """min, median, max; the median as `median_run` takes it, so the spread's median is what
+    the other tables show."""
     if not values:
         return None
     ordered = sorted(values)
-    return ordered[0], ordered[(len(ordered) - 1) // 2], ordered[-1]
+    return ordered[0], _middle(ordered), ordered[-1]
 
 
 def spreads(rows: Sequence[CellResult], baseline: str) -> list[Spread]:
@@ -92,7 +97,7 @@ def spread_table(rows: Sequence[CellResult], caption: str) -> Table:
     """Median and range over the repeats, per cell and executor; ratios to the first baseline
     that ran."""
     repeats = 1 + max((r.repeat for r in rows), default=0)
-    baseline = next((b for b in BASELINES if any(r.executor == b for r in rows)), None)
+    baseline = next(iter(baselines_in(rows)), None)
     vs = f"thr vs {baseline}" if baseline is not None else None
     table = Table(title=f"Over {repeats} repeats of every cell: median (min-max); the other "
                   "tables read each executor's median run", caption=caption)

@@ -37,7 +37,7 @@ def _load(r: CellResult) -> str:
 def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
     table = Table(title="Latency and throughput, side by side (ratios: ragraph vs baseline)",
                   caption=caption, show_lines=False)
-    baselines = [b for b in R.BASELINES if any(r.executor == b for r in rows)]
+    baselines = R.baselines_in(rows)
     ratios = [f"thr vs {SHORT[b]}" for b in baselines] + [f"p50 vs {SHORT[baselines[0]]}"
                                                            for _ in baselines[:1]]
     for col in ("workload", "nprobe", "load", "conc", "executor", "p50 s", "p95 s", "req/s",
@@ -307,14 +307,21 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
     console.print(cells_table(rows, caption))
     if any(r.bound is not None for r in rows):
         console.print(bounds_table(rows, caption))
-    notes = [*notes, bound_legend(rows)]
     if ablation:
         console.print(ablation_table(rows, caption))
-        for table in last:
-            console.print(table)
-        for note in notes:
-            console.print(f"note: {note}", highlight=False)
-        return []
+        found: list[R.Target] = []
+    else:
+        found = _executor_tables(console, rows, slo_s, engine, caption, repeats)
+    for table in last:
+        console.print(table)
+    for note in [*notes, bound_legend(rows)]:
+        console.print(f"note: {note}", highlight=False)
+    return found
+
+
+def _executor_tables(console: Console, rows: Sequence[CellResult], slo_s: float, engine: str,
+                     caption: str, repeats: bool) -> list[R.Target]:
+    """The executors side by side: fan-out, SLO points and targets, and the engine's work."""
     for line in fanout_lines(rows):
         console.print(line, highlight=False)
     points = R.slo_points(rows, slo_s)
@@ -335,8 +342,4 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
             console.print(line, highlight=False)
         if found:
             console.print(engine_targets_table(found, rows, caption, engine, repeats))
-    for table in last:
-        console.print(table)
-    for note in notes:
-        console.print(f"note: {note}", highlight=False)
     return found

@@ -86,6 +86,11 @@ class Target:
         return self.ceiling is None or self.ceiling >= self.want
 
 
+def baselines_in(rows: Sequence[CellResult]) -> list[str]:
+    """The baselines that ran, in `BASELINES` order (the first is the one ratios lead with)."""
+    return [b for b in BASELINES if any(r.executor == b for r in rows)]
+
+
 def ratio(ours: float | None, theirs: float | None) -> float | None:
     if ours is None or theirs is None or theirs <= 0:
         return None

@@ -131,9 +131,8 @@ async def measure_rates(bench: Workbench, probed: str) -> Rates:
 
 
 async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, seed: int,
-                    progress: CellProgress, cell_done: CellDone | None, repeat: int = 0,
-                    swept: dict[tuple[str, int, int], tuple[float, ...]] | None = None
-                    ) -> list[CellResult]:
+                    progress: CellProgress, cell_done: CellDone | None, repeat: int,
+                    swept: dict[tuple[str, int, int], tuple[float, ...]]) -> list[CellResult]:
     """The offline run, then the online rates, of one workload at one nprobe and concurrency.
     Online runs only at the first concurrency listed: arrivals, not the cap, set how many
     requests are in flight there until an executor falls behind, and each rate costs a window
@@ -152,7 +151,6 @@ async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, see
     elif config.rates is not None:
         rates = config.rates
     else:
-        swept = {} if swept is None else swept
         rates = swept.setdefault((workload, nprobe, conc),
                                  auto_rates(offline, config.rate_points))
     for i, rate in enumerate(rates):
@@ -166,7 +164,7 @@ async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, see
 
 
 async def _cell(bench: Workbench, cell: Cell, count: int, seed: int,
-                progress: CellProgress, repeat: int = 0) -> list[CellResult]:
+                progress: CellProgress, repeat: int) -> list[CellResult]:
     jobs = make_jobs(bench, cell.workload, cell.rate, count, seed)
     variants = bench.config.variants()
     # The server alone answers no requests: it replays generation calls (`bench.server_alone`).

@@ -13,7 +13,6 @@ memory and file descriptors stay flat."""
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import time
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ import pytest
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.serve import ServeSettings
 from tests.chaos.clients import MAX_BODY, Result, Shot, fire, plan
+from tests.chaos.fds import fds
 from tests.chaos.upstream import SimUpstream
 from tests.serve.conftest import graphs, question, reference
 from tests.serve.servers import serving, until
@@ -133,30 +133,6 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def fds(upstream_port: int) -> tuple[int, int]:
-    """This process's open file descriptors: (everything else, connections to or from the
-    upstream). The engine keeps up to KEEPALIVE idle connections to its server, and here both
-    of their ends are in this process: those are bounded by the pool, not flat."""
-    sockets = {}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in open(table, encoding="ascii").read().splitlines()[1:]:
-            cols = line.split()
-            ports = {int(cols[1].rsplit(":", 1)[1], 16), int(cols[2].rsplit(":", 1)[1], 16)}
-            sockets[cols[9]] = upstream_port in ports
-    other = upstream = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue  # closed meanwhile (the listing's own descriptor)
-        inode = target[len("socket:["):-1] if target.startswith("socket:[") else None
-        if inode is not None and sockets.get(inode):
-            upstream += 1
-        else:
-            other += 1
-    return other, upstream
 
 
 def run_chaos(count: int) -> None:

@@ -7,33 +7,15 @@ grew a socket per unlucky abort until it ran out of descriptors. Real uvicorn on
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 
 from ragraph.ir import Sampling
 from ragraph.runtime.llm.http.openai import OpenAIHttpConfig, OpenAIHttpEngine
 from ragraph.runtime.llm.protocol import GenerationRequest
+from tests.chaos.fds import fds
 from tests.chaos.upstream import SimUpstream
 
 IDLE_POOL = 32  # the engine's idle connections (llm/http/base.py)
-
-
-def sockets_to(port: int) -> int:
-    """This process's open sockets connected to `port` (the client ends only)."""
-    peers = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in open(table, encoding="ascii").read().splitlines()[1:]:
-            cols = line.split()
-            if int(cols[2].rsplit(":", 1)[1], 16) == port:
-                peers.add(cols[9])
-    mine = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        mine += target.startswith("socket:[") and target[8:-1] in peers
-    return mine
 
 
 async def abort_all(url: str, count: int, within_s: float) -> tuple[list[str], int]:
@@ -54,7 +36,7 @@ async def abort_all(url: str, count: int, within_s: float) -> tuple[list[str], i
         reasons = await asyncio.gather(*(one(i) for i in range(count)))
         await asyncio.sleep(0.2)
         port = int(url.rsplit(":", 1)[1])
-        return list(reasons), sockets_to(port)
+        return list(reasons), fds(port, client_ends_only=True)[1]
 
 
 def test_aborts_at_any_moment_leave_no_socket_behind():
