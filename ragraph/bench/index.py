@@ -71,13 +71,25 @@ def index_dir(cache: Path, base: RealBase, spec: IndexSpec) -> Path:
 
 def ensure_bench_index(cache: Path, base: RealBase, spec: IndexSpec,
                        progress: Progress | None = None) -> BenchIndexInfo:
-    """The padded index directory, built first when it is not cached."""
+    """The padded index directory, built first when it is not cached (or was cached with
+    another record of its embedder)."""
     directory = index_dir(cache, base, spec)
-    if not (directory / "bench.json").is_file():
+    if not _current(directory):
         _check_room(cache, base, spec)
         _build(directory, base, spec, progress)
     raw = json.loads((directory / "bench.json").read_text())
     return BenchIndexInfo(**raw)
+
+
+def _current(directory: Path) -> bool:
+    """Built, and recording the embedder this code records: an index cached before the bench's
+    indexes recorded int8 queries would go on measuring float64 ones, which no new index uses."""
+    from ragraph.runtime.retrieval.manifest import Manifest
+
+    if not (directory / "bench.json").is_file():
+        return False
+    manifest = Manifest.read(directory)
+    return manifest.embedder_spec == _embedding(manifest.dim)
 
 
 # Disk a padded index takes per vector: its float32 row and id in the lists, and its row in the
@@ -178,9 +190,11 @@ def _write_store(directory: Path, base: RealBase, synthetic: int) -> None:
 def _embedding(dim: int):
     """The record of the embedder of the real passages (realbase.py: all-MiniLM-L6-v2's vectors,
     read back from the default index or embedded by it), which run and bench then query the
-    index with. The dimension is the vectors' own (the tests' toy bases are narrower)."""
+    index with: int8 queries, as every new index of a mean-pooled BERT records (embed/int8.py),
+    so the bench measures the query embedder a new index gets. The dimension is the vectors'
+    own (the tests' toy bases are narrower)."""
     from dataclasses import replace
 
     from ragraph.runtime.retrieval.embed.spec import MINILM
 
-    return replace(MINILM, dim=dim)
+    return replace(MINILM, dim=dim, query_precision="int8")

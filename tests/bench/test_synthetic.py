@@ -69,6 +69,21 @@ def test_padded_index_is_cached_and_labels_synthetic_entries(base, tmp_path: Pat
     assert (directory / "bench.json").stat().st_mtime_ns == mtime
 
 
+def test_bench_indexes_record_int8_queries_and_a_float64_cache_is_built_again(base,
+                                                                              tmp_path: Path):
+    """The bench measures the query embedder a new index gets (int8 for MiniLM); an index cached
+    when bench indexes still recorded float64 queries is not reused."""
+    spec = IndexSpec(scale=500, seed=0)
+    ensure_bench_index(tmp_path, base, spec)
+    directory = index_dir(tmp_path, base, spec)
+    assert Manifest.read(directory).embedder_spec.query_precision == "int8"
+    raw = json.loads((directory / "manifest.json").read_text())
+    raw["embedding"]["query_precision"] = "float64"  # as the earlier code recorded it
+    (directory / "manifest.json").write_text(json.dumps(raw))
+    ensure_bench_index(tmp_path, base, spec)
+    assert Manifest.read(directory).embedder_spec.query_precision == "int8"
+
+
 def test_a_build_the_disk_cannot_hold_fails_first_and_says_what_to_do(base, tmp_path: Path,
                                                                        monkeypatch):
     import shutil
