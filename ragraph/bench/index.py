@@ -190,11 +190,11 @@ def _write_store(directory: Path, base: RealBase, synthetic: int) -> None:
 def _embedding(dim: int):
     """The record of the embedder of the real passages (realbase.py: all-MiniLM-L6-v2's vectors,
     read back from the default index or embedded by it), which run and bench then query the
-    index with: int8 queries, as every new index of a mean-pooled BERT records (embed/int8.py),
-    so the bench measures the query embedder a new index gets. The dimension is the vectors'
-    own (the tests' toy bases are narrower)."""
+    index with, as a new index records it (int8 queries), so the bench measures the query
+    embedder a new index gets. The dimension is the vectors' own (the tests' toy bases are
+    narrower)."""
     from dataclasses import replace
 
-    from ragraph.runtime.retrieval.embed.spec import MINILM
+    from ragraph.runtime.retrieval.embed.spec import MINILM_NEW
 
-    return replace(MINILM, dim=dim, query_precision="int8")
+    return replace(MINILM_NEW, dim=dim)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from rich.table import Table
 
@@ -16,6 +17,7 @@ from ragraph.bench.cells import Cell, CellResult
 from ragraph.bench.results import baselines_in, ratio
 
 RunKey = tuple[Cell, str]  # a cell and an executor
+T = TypeVar("T")
 
 
 def _key(r: CellResult) -> RunKey:
@@ -30,7 +32,7 @@ def runs_by_key(rows: Sequence[CellResult]) -> dict[RunKey, list[CellResult]]:
     return out
 
 
-def _middle(ordered: Sequence):  # noqa: ANN202 - an element of the sequence
+def _middle(ordered: Sequence[T]) -> T:
     """The median of a sorted sequence, the lower middle one of an even count: an element, so
     a median run is a whole run."""
     return ordered[(len(ordered) - 1) // 2]

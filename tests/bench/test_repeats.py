@@ -72,7 +72,6 @@ def test_the_spread_table_prints_median_and_range():
     text = console.export_text()
     assert "Over 2 repeats" in text and "thr vs langgraph" in text
     assert "0.70 (0.70-0.90)" in text  # ragraph's req/s: lower middle, then the range
-
     assert "63% (63%-81%)" in text and "1.00x (1.00x-1.80x)" in text
 
 

@@ -10,7 +10,7 @@ all-MiniLM-L6-v2 and is read as exactly that (`legacy`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import PurePosixPath
 
 from ragraph.errors import ConfigError, SearchIndexError
@@ -94,7 +94,10 @@ def legacy(name: str, dim: int) -> EmbedderSpec:
     return EmbedderSpec(name=name, dim=dim)
 
 
+# MiniLM as an index built before int8 queries records it (float64 queries)...
 MINILM = EmbedderSpec(MINILM_NAME, MINILM_DIM)
+# ...and as a new one does: a mean-pooled BERT gets int8 queries (embedder._query_precision).
+MINILM_NEW = replace(MINILM, query_precision="int8")
 
 
 def same_model(a: str, b: str) -> bool:
