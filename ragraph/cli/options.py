@@ -75,7 +75,7 @@ def add_thread_flags(p: argparse.ArgumentParser) -> None:
                    help="llama.cpp threads (default: every core for llama.cpp, 1 otherwise)")
     p.add_argument("--search-threads", type=int,
                    help="faiss/embedder threads (default: 1 per 8 cores beside llama.cpp, every "
-                   "core beside a GPU engine)")
+                   "core up to 8 beside a GPU engine)")
 
 
 def add_config_flag(p: argparse.ArgumentParser) -> None:

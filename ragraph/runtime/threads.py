@@ -3,7 +3,8 @@
 The defaults follow the machine (the cores this process may use) and the engine: llama.cpp
 computes on the CPU and is nearly all of a request's work (docs/benchmarks/code-figures.md#cores),
 so it takes every core and retrieval shares them; a GPU engine, real or
-simulated, leaves the CPU to query embedding and IVF scans, which then take every core.
+simulated, leaves the CPU to query embedding and IVF scans, which then take every core up to
+`MAX_SEARCH_THREADS`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 CPU_ENGINES = frozenset({"llamacpp"})
+# Where a GPU engine leaves the CPU to retrieval, the search thread takes at most this many: on a
+# 16-core machine its embedding batches and steps ran slower on all 16 than on 4 or 8, which
+# served 1.4-1.6x the requests (figures: docs/benchmarks/code-figures.md#cores).
+MAX_SEARCH_THREADS = 8
 
 
 def usable_cores() -> int:
@@ -38,7 +43,7 @@ def default_split(engine: str, cores: int | None = None) -> CoreSplit:
         # One search thread per 8 cores: a query's embedding and scan are milliseconds against
         # seconds of generation, and every thread retrieval holds is one llama.cpp waits for.
         return CoreSplit(gen=cores, search=max(1, cores // 8))
-    return CoreSplit(gen=1, search=cores)
+    return CoreSplit(gen=1, search=min(cores, MAX_SEARCH_THREADS))
 
 
 def search_pool(threads: int, name: str) -> ThreadPoolExecutor:

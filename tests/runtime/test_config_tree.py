@@ -64,6 +64,17 @@ def test_thread_defaults_follow_the_engine_of_the_tree() -> None:
     assert RuntimeConfig.of(engine="sim", search_threads=3).search.search_threads == 3
 
 
+def test_beside_a_gpu_engine_search_takes_every_core_up_to_eight() -> None:
+    # On a 16-core machine the search thread on all 16 served 1.4-1.6x fewer requests than on
+    # 4 or 8 (docs/benchmarks/code-figures.md#cores).
+    from ragraph.runtime.threads import CoreSplit, default_split
+
+    assert default_split("sim", cores=2) == CoreSplit(gen=1, search=2)
+    assert default_split("sim", cores=16) == CoreSplit(gen=1, search=8)
+    assert default_split("openai", cores=64).search == 8
+    assert default_split("llamacpp", cores=16) == CoreSplit(gen=16, search=2)
+
+
 def test_knobs_set_into_a_file_tree_land_in_their_tables() -> None:
     from ragraph.runtime.config import tree_with
 
