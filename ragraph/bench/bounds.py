@@ -19,9 +19,13 @@ The LLM engine's time is linear in that work (the engine's own cost model, fitte
   each position each sequence attends to. Summed over the run's steps at whatever batches and
   contexts it ran, that is `step_s * steps + token_s * sequences + context_s * positions`,
   exactly under the model: only the totals are needed.
+  The position cost is the cheaper of one sequence's and the run's batch's (`bench.probe`): on
+  a GPU a batch reads its KV cache far cheaper a position than one sequence does.
 A forward pass that carries prompt chunks and decode tokens at once (an engine that mixes them,
-as the simulated GPU does) is one pass: its decode tokens are priced at `token_s` each and the
-pass's fixed cost once, inside the prefill rate; the engine counts it as no decode step.
+as the simulated GPU does) is a prompt pass, priced at its prompt tokens: the engine counts its
+decode tokens in no decode step, neither as sequences nor as positions (they cost the pass no
+more than their share of its prompt work; priced as decode steps' they put a thread pool's
+streamed requests at 116-120% of their bound: docs/benchmarks/gpu.md).
 
 Embedding and scanning are priced in core-seconds, each at the cheapest thread count probed (one
 thread, or every core: a part's core-seconds do not fall with its threads unless it scales

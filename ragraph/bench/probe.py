@@ -9,8 +9,11 @@ prefix cache serves one:
   LONG_TOKENS. The rate of the best of the short ones and the long one's slower tokens give the
   cost of a prompt token at position 0 and of each position it attends to.
 - decode: prompts of DECODE_PROMPT tokens decoding DECODE_TOKENS, one alone and as many as the
-  run keeps in flight, and the long prompt decoding alone: a step's fixed cost, its cost a
-  sequence and a position attended.
+  run keeps in flight, the long prompt decoding alone, and as many as the run keeps in flight on
+  longer prompts (up to BATCH_TOKENS in all): a step's fixed cost, its cost a sequence, and a
+  position attended at the cheaper of one sequence's steps and the run's batch (a GPU reads a
+  batch's KV cache far cheaper a position than one sequence's: on the simulated H100 0.04-0.09
+  us against 0.7, which priced a run's decode steps over their time).
 Times are the engine's own timers where it keeps them (llama.cpp, the simulated GPU) and the
 wall clock where it does not (an HTTP server: a run of one token is subtracted from a run of
 DECODE_TOKENS; positions are then not priced).
@@ -98,8 +101,9 @@ async def probe_llm(engine: LLMEngine, batch: int) -> LlmRates:
     timed = all(r.timed for r in [*short, long, *steps])
     if not timed:
         return await _by_wall_clock(engine, prompt, short, steps)
+    wide = await _run(engine, prompt, batch, _wide_prompt(batch), DECODE_TOKENS)
     token_s, pos_s = _prefill_costs(short, long)
-    step_s, per_seq, context_s = _decode_costs(steps, long)
+    step_s, per_seq, context_s = _decode_costs(steps, long, wide)
     return LlmRates(1 / token_s if token_s > 0 else float("inf"), step_s, per_seq,
                     "engine timers", prefill_pos_s=pos_s, context_s=context_s)
 
@@ -115,13 +119,26 @@ def _prefill_costs(short: Sequence[_Run], long: _Run) -> tuple[float, float]:
     return min(at_zero, max(best, 0.0)), per_pos
 
 
-def _decode_costs(steps: Sequence[_Run], long: _Run) -> tuple[float, float, float]:
-    """(a step's fixed seconds, a sequence's, a position's): the position cost from one
-    sequence at two contexts, then the line through the batches without it."""
-    (_, ctx1, t1), (_, ctx_long, t_long) = steps[0].decode_point(), long.decode_point()
-    context_s = max((t_long - t1) / (ctx_long - ctx1), 0.0) if ctx_long > ctx1 else 0.0
+def _wide_prompt(batch: int) -> int:
+    """Tokens a prompt of the run's batch on longer prompts: BATCH_TOKENS over the batch, at
+    least twice DECODE_PROMPT (the contexts must differ), at most PREFILL_TOKENS."""
+    return min(PREFILL_TOKENS, max(2 * DECODE_PROMPT, BATCH_TOKENS // max(batch, 1)))
+
+
+def _decode_costs(steps: Sequence[_Run], long: _Run, wide: _Run) -> tuple[float, float, float]:
+    """(a step's fixed seconds, a sequence's, a position's): the position cost from the same
+    batch at two contexts, one sequence's and the run's batch's, the cheaper of the two (a lower
+    bound wherever the cost a position falls with the batch); then the line through the
+    batches without it."""
+    context_s = min(_position_cost(steps[0], long), _position_cost(steps[-1], wide))
     points = [(b, t - context_s * ctx) for b, ctx, t in (r.decode_point() for r in steps)]
     return (*fit_line(points), context_s)
+
+
+def _position_cost(short: _Run, longer: _Run) -> float:
+    """Seconds a position attended, from a batch's decode steps at two contexts."""
+    (_, ctx, t), (_, ctx_longer, t_longer) = short.decode_point(), longer.decode_point()
+    return max((t_longer - t) / (ctx_longer - ctx), 0.0) if ctx_longer > ctx else 0.0
 
 
 async def _by_wall_clock(engine: LLMEngine, prompt: Prompter, short: Sequence[_Run],

@@ -158,3 +158,25 @@ def test_steps_follow_the_gpu_timeline_not_the_hosts_late_wake_ups() -> None:
     on_time = asyncio.run(finish(VirtualClock()))
     late = asyncio.run(finish(LateClock(0.005)))
     assert late == pytest.approx(on_time + 0.005)
+
+
+def test_decode_tokens_riding_in_a_prompt_pass_count_in_no_decode_step() -> None:
+    # They cost the pass no more than their share of its prompt work; counted as a decode
+    # step's sequences and positions, the bench's bound priced them again (over 100% of it).
+    clock = VirtualClock()
+
+    async def main():
+        async with SimEngine(SimConfig(output_lengths=(10,)), clock) as eng:
+            first = eng.submit(req("a", "word " * 99, n=64))
+            await clock.sleep(0.02)  # "a" is decoding by now
+            second = eng.submit(req("b", "other " * 99, n=64))
+            await first.result()
+            await second.result()
+            return eng.counters()
+
+    used = asyncio.run(main())
+    # Each request advances in 10 steps after its prompt's (9 tokens, then its end); one of
+    # "a"'s rode in "b"'s prompt pass.
+    assert used.completion_tokens == 20
+    assert used.decode_tokens == 19
+    assert used.decode_steps < used.decode_tokens  # the two decoded side by side after that

@@ -195,16 +195,17 @@ class SimEngine(EngineBase):
             end = start + step_s
             await self._clock.sleep(max(end - self._clock.now(), 0.0))
             self._tally.steps += 1
-            # Simulated seconds, so a bench can say how busy the simulated GPU was; a step that
-            # prefills counts as prefill (its decode tokens ride along in the same pass, counted
-            # in decode_tokens but not as a decode step: one forward, one step's fixed cost).
+            # Simulated seconds, so a bench can say how busy the simulated GPU was. A step that
+            # prefills is a prompt pass: the decode tokens riding in it cost the pass no more
+            # than their share of its prompt work, so they count in no decode step, neither as
+            # sequences nor as positions attended (`EngineCounters`: those of decode passes).
             if prefill:
                 self._tally.prefill_s += step_s
             elif decoding:
                 self._tally.decode_s += step_s
                 self._tally.decode_steps += 1
-            self._tally.decode_tokens += len(decoding)
-            self._tally.decode_context += context
+                self._tally.decode_tokens += len(decoding)
+                self._tally.decode_context += context
             self._tally.prefill_context += sum(
                 positions(s.cached, len(s.prompt_ids) - s.cached) for s in admitted)
             for seq in admitted:
