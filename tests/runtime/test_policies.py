@@ -111,11 +111,14 @@ def test_embedding_batches_grow_while_they_embed_within_one_search():
     assert p.embed_batch_size(0.05, 40.0, 16, 64) == 64  # a lookup
 
 
-def test_waiting_queries_join_a_step_only_when_they_embed_within_a_share_of_it():
+def test_waiting_queries_join_a_step_only_when_they_embed_within_its_scan_time():
     assert not p.join_before_step(None, 48, 300.0)  # the embedder not timed yet
     assert p.join_before_step(0.2, 48, 300.0)  # a GPU embedder: 10 ms beside a 300 ms step
-    assert not p.join_before_step(11.0, 48, 300.0)  # MiniLM on 2 cores: 528 ms
-    assert p.join_before_step(1.0, 75, 300.0) and not p.join_before_step(1.0, 76, 300.0)
+    # int8 MiniLM on 2 cores: 192 ms beside a 250 ms step at nprobe 256 (a step of their own
+    # would cost about as much); float64's 528 ms would not.
+    assert p.join_before_step(4.0, 48, 250.0)
+    assert not p.join_before_step(11.0, 48, 300.0)
+    assert p.join_before_step(1.0, 300, 300.0) and not p.join_before_step(1.0, 301, 300.0)
     assert not p.join_before_step(0.2, 0, 300.0) and not p.join_before_step(0.2, 8, 0.0)
 
 

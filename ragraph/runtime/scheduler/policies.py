@@ -109,14 +109,16 @@ def list_major_batch(min_sharing: float | None, nlist: int, nprobe: int) -> int:
 
 
 def join_before_step(per_query_ms: float | None, waiting: int, step_ms: float,
-                     share: float = 0.25) -> bool:
+                     share: float = 1.0) -> bool:
     """Whether the queries still waiting should be embedded before the step that the batch just
     embedded would start, so that they join it: when embedding them costs at most `share` of
-    that step's predicted scan time. A list-major step reads each list once for all its queries,
-    so a query joining a step costs a fraction of one searched in a step of its own; the price is
-    the step's delay. With a lookup or GPU embedder the first step then carries every request in
-    flight instead of the first batch of 16; a CPU embedder such as MiniLM on 2 cores is too slow
-    to join a step this way (figures: docs/benchmarks/code-figures.md#search-step-policies)."""
+    that step's predicted scan time. Joining delays the step by that embedding; not joining
+    leaves them a step of their own later, and a list-major step reads each list once for all
+    its queries, so theirs would cost about as much as this one (on 2 cores, nprobe 256: 64
+    queries scanned 49.5M vectors/s in one step, 16 queries 16-20M). With int8 MiniLM on 2 cores
+    (3-4 ms a query) the 48 queries waiting behind a first batch of 16 join its step; at a
+    quarter of the step they never did, and multistep and IRG served 5-23% fewer requests
+    (figures: docs/benchmarks/code-figures.md#search-step-policies)."""
     if per_query_ms is None or waiting <= 0 or step_ms <= 0:
         return False
     return waiting * per_query_ms <= share * step_ms
