@@ -108,11 +108,10 @@ def list_major_batch(min_sharing: float | None, nlist: int, nprobe: int) -> int:
     return math.ceil(min_sharing * nlist / nprobe)
 
 
-def join_before_step(per_query_ms: float | None, waiting: int, step_ms: float,
-                     share: float = 1.0) -> bool:
+def join_before_step(per_query_ms: float | None, waiting: int, step_ms: float) -> bool:
     """Whether the queries still waiting should be embedded before the step that the batch just
-    embedded would start, so that they join it: when embedding them costs at most `share` of
-    that step's predicted scan time. Joining delays the step by that embedding; not joining
+    embedded would start, so that they join it: when embedding them costs at most that step's
+    predicted scan time. Joining delays the step by that embedding; not joining
     leaves them a step of their own later, and a list-major step reads each list once for all
     its queries, so theirs would cost about as much as this one (on 2 cores, nprobe 256: 64
     queries scanned 49.5M vectors/s in one step, 16 queries 16-20M). With int8 MiniLM on 2 cores
@@ -121,7 +120,7 @@ def join_before_step(per_query_ms: float | None, waiting: int, step_ms: float,
     (figures: docs/benchmarks/code-figures.md#search-step-policies)."""
     if per_query_ms is None or waiting <= 0 or step_ms <= 0:
         return False
-    return waiting * per_query_ms <= share * step_ms
+    return waiting * per_query_ms <= step_ms
 
 
 @dataclass
