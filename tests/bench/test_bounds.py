@@ -11,6 +11,7 @@ import pytest
 from ragraph.bench.bounds import LlmRates, Rates, Work, fit_line, least_time
 from ragraph.bench.llm_work import LlmWork
 from ragraph.bench.probe import DECODE_TOKENS, probe_llm, run_prompts, shares_cores
+from ragraph.runtime.llm.protocol import PASS_BUCKETS, pass_bucket
 from ragraph.runtime.llm.sim.clock import VirtualClock
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 
@@ -490,3 +491,48 @@ def test_a_run_on_the_simulated_h100_is_within_its_bound(staggered):
     priced = least_time(work, Rates(found, 0.0, 1.0, ((8, 0.0),), False), nprobe=8).llm_s
     assert priced <= busy
     assert priced >= 0.5 * busy
+
+
+def test_small_prompt_passes_cost_at_least_the_weights_read_each():
+    """A stream of short prompts on the simulated H100: each prompt pass computes ~60 tokens
+    (2 ms at the prefill rate) but reads the weights (6 ms). Priced at their tokens alone these
+    passes came to under half of the engine's time; each at no less than a decode step's fixed
+    cost, the bound holds and is near it."""
+    clock = VirtualClock()
+
+    async def go():
+        from ragraph.ir.nodes import Sampling
+        from ragraph.runtime.llm.protocol import GenerationRequest
+
+        engine = SimEngine(SimConfig(output_lengths=(8,)), clock)
+        async with engine:
+            found = await probe_llm(engine, batch=8)
+            before, streams = engine.counters(), []
+            for i in range(48):
+                streams.append(engine.submit(GenerationRequest(
+                    rid=f"r{i}", prompt_ids=(i + 5,) + (7,) * 60, params=Sampling(max_tokens=8))))
+                await clock.sleep(0.03)
+            await asyncio.gather(*(s.result() for s in streams))
+            return found, before, engine.counters()
+
+    found, before, after = asyncio.run(go())
+    used = after.since(before)
+    assert sum(used.prompt_passes) >= 48
+    assert sum(used.prompt_pass_tokens) == 48 * 61 - used.cached_tokens
+    work = Work(LlmWork.of(used), queries=0, vectors=0)
+    priced = least_time(work, Rates(found, 0.0, 1.0, ((8, 0.0),), False), nprobe=8)
+    assert priced.prefill_s <= used.prefill_s
+    assert priced.prefill_s >= 0.9 * used.prefill_s
+    tokens_alone = work.llm.prompt_tokens / found.prefill_tok_s
+    assert tokens_alone < 0.5 * used.prefill_s  # what the bound read before
+
+
+def test_a_bucket_of_passes_costs_the_larger_of_its_tokens_and_its_fixed_costs():
+    rates = LlmRates(prefill_tok_s=1000.0, step_s=0.01, token_s=0.0, timed_by="engine timers")
+    passes, tokens = [0] * PASS_BUCKETS, [0] * PASS_BUCKETS
+    passes[pass_bucket(4)], tokens[pass_bucket(4)] = 10, 40  # 10 passes of 4 tokens: 0.1 s fixed
+    passes[pass_bucket(100)], tokens[pass_bucket(100)] = 2, 200  # 0.2 s of tokens > 0.02 fixed
+    work = LlmWork(llm_tokens=340, prompt_passes=tuple(passes), prompt_pass_tokens=tuple(tokens))
+    # 100 tokens computed outside prompt passes (llama.cpp's decode passes): at the rate.
+    assert rates.prefill_seconds(work) == pytest.approx(0.1 + 0.2 + 0.1)
+    assert rates.prefill_seconds(LlmWork(llm_tokens=340)) == pytest.approx(0.34)  # not counted

@@ -143,15 +143,20 @@ def run_all(model: FakeModel, monkeypatch: pytest.MonkeyPatch, submits: list[Sub
     return tally
 
 
-@pytest.mark.parametrize(("prompts", "expected"), [((4, 4), 1), ((3, 5), 2), ((20,), 3)])
+@pytest.mark.parametrize(("prompts", "expected", "calls"),
+                         [((4, 4), 1, 1), ((3, 5), 2, 1), ((20,), 3, 3)])
 def test_prompt_passes_count_llama_cpps_forwards(monkeypatch: pytest.MonkeyPatch,
-                                                  prompts: tuple[int, ...], expected: int) -> None:
-    # Two prompts of 4 are one forward of 2x4 tokens; of 3 and 5, two (2x3, then 1x2); one of
-    # 20 takes three 8-token passes (8, 8, 4).
+                                                  prompts: tuple[int, ...], expected: int,
+                                                  calls: int) -> None:
+    # Two prompts of 4 are one forward of 2x4 tokens; of 3 and 5, two (2x3, then 1x2) in one
+    # call; one of 20 takes three 8-token passes (8, 8, 4).
     submits = [request(f"r{i}", 100 * (i + 1), n, 2) for i, n in enumerate(prompts)]
     tally = run_all(FakeModel(), monkeypatch, submits)
     assert tally.prefill_forwards == expected
     assert tally.kv_copies == tally.copy_passes == 0
+    # The bound's floor counts calls, not forwards (the forwards of one call share its costs).
+    assert sum(tally.prompt_passes) == calls
+    assert sum(tally.prompt_pass_tokens) == sum(prompts)
 
 
 @dataclass

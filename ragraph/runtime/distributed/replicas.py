@@ -13,9 +13,10 @@ again once it answers.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ragraph.errors import ConfigError, EngineError
@@ -106,10 +107,9 @@ class ReplicaRouter(EngineBase):
 
     def counters(self) -> EngineCounters:
         """The replicas' counters added up."""
-        snaps = [e.counters() for e in self.engines]
-        summed = {f.name: sum(getattr(s, f.name) for s in snaps)
-                  for f in fields(EngineCounters) if f.name != "simulated"}
-        return EngineCounters(**summed, simulated=self.simulated)
+        summed = functools.reduce(EngineCounters.plus, (e.counters() for e in self.engines),
+                                  EngineCounters())
+        return summed.snapshot(simulated=self.simulated)
 
     def tokenize(self, text: str) -> tuple[int, ...]:
         usable = [r for r in range(len(self.engines)) if r not in self._down] or [0]

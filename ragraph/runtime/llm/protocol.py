@@ -175,6 +175,12 @@ class EngineCounters:
     prefill_forwards: int = 0
     kv_copies: int = 0
     copy_passes: int = 0
+    # Prompt passes (llama.cpp: `llama_decode` calls) by the prompt tokens each computed, in
+    # power-of-two buckets (`pass_bucket`), and those tokens: each pass reads the weights once
+    # whatever its size, which pricing its tokens alone misses (`bench.bounds`). Empty where
+    # not observable (HTTP).
+    prompt_passes: tuple[int, ...] = ()
+    prompt_pass_tokens: tuple[int, ...] = ()
     simulated: bool = False
 
     @property
@@ -189,13 +195,46 @@ class EngineCounters:
         else:
             self.finished += 1
 
+    def count_prompt_pass(self, tokens: int) -> None:
+        """One prompt pass (or forward) that computed `tokens` prompt tokens."""
+        k = pass_bucket(tokens)
+        self.prompt_passes = _bumped(self.prompt_passes, k, 1)
+        self.prompt_pass_tokens = _bumped(self.prompt_pass_tokens, k, tokens)
+
     def snapshot(self, simulated: bool = False) -> EngineCounters:
         return replace(self, simulated=simulated)
 
     def since(self, before: EngineCounters) -> EngineCounters:
         """What was counted after `before`, an earlier snapshot of the same engine."""
-        return replace(self, **{f.name: getattr(self, f.name) - getattr(before, f.name)
+        return replace(self, **{f.name: _combined(getattr(self, f.name), getattr(before, f.name),
+                                                  -1)
                                 for f in fields(self) if f.name != "simulated"})
+
+    def plus(self, other: EngineCounters) -> EngineCounters:
+        """Both engines' counts added up (replicas)."""
+        return replace(self, **{f.name: _combined(getattr(self, f.name), getattr(other, f.name), 1)
+                                for f in fields(self) if f.name != "simulated"})
+
+
+# Buckets of `EngineCounters.prompt_passes`: k holds passes of 2**(k-1) < tokens <= 2**k (k = 0:
+# one token or none), the last every larger one.
+PASS_BUCKETS = 17
+
+
+def pass_bucket(tokens: int) -> int:
+    return min(max(tokens - 1, 0).bit_length(), PASS_BUCKETS - 1)
+
+
+def _bumped(counts: tuple[int, ...], k: int, by: int) -> tuple[int, ...]:
+    full = counts or (0,) * PASS_BUCKETS
+    return full[:k] + (full[k] + by,) + full[k + 1:]
+
+
+def _combined(a, b, sign: int):  # noqa: ANN001, ANN202 - a count or a tuple of bucket counts
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        a, b = a or (0,) * PASS_BUCKETS, b or (0,) * PASS_BUCKETS
+        return tuple(x + sign * y for x, y in zip(a, b, strict=True))
+    return a + sign * b
 
 
 def positions(start: int, count: int) -> int:

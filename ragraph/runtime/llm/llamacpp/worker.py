@@ -182,6 +182,8 @@ class DecodeWorker:
             self._tally.prefill_context += context
             self._tally.prefill_forwards += forwards(
                 [(seq.seq_id, take) for seq, take in plan.prefill], self._model.shape.n_batch)
+            # The pass, not its forwards: the forwards of one call share its fixed costs.
+            self._tally.count_prompt_pass(sum(take for _, take in plan.prefill))
         self._tally.steps += 1
 
     def _run_pass(self, plan: list[tuple[Seq, int]]) -> bool:

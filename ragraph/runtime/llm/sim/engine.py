@@ -201,6 +201,7 @@ class SimEngine(EngineBase):
             # sequences nor as positions attended (`EngineCounters`: those of decode passes).
             if prefill:
                 self._tally.prefill_s += step_s
+                self._tally.count_prompt_pass(prefill)
             elif decoding:
                 self._tally.decode_s += step_s
                 self._tally.decode_steps += 1
