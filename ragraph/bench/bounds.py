@@ -22,7 +22,8 @@ The LLM engine's time is linear in that work (the engine's own cost model, fitte
   The position cost is the cheaper of one sequence's and the run's batch's (`bench.probe`): on
   a GPU a batch reads its KV cache far cheaper a position than one sequence does.
 Every pass reads the weights once whatever it computes, so a prompt pass costs at least a
-decode step's fixed cost `step_s`: the engines count their prompt passes by size, and each is priced at no less than that (`_passes_floor`).
+decode step's fixed cost `step_s` (`pass_s`: no more than the probe's smallest prompt pass
+took): the engines count their prompt passes by size, and each is priced at no less than that (`_passes_floor`).
 Priced at their tokens alone, the thread pool's stream of 100-200-token passes on the simulated
 GPU read 62% of a bound it kept the engine busy through, ragraph's multistep 85%.
 A forward pass that carries prompt chunks and decode tokens at once (an engine that mixes them,
@@ -70,20 +71,23 @@ class LlmRates:
     timed_by: str  # "engine timers" or "wall clock" (an HTTP server reports no times)
     prefill_pos_s: float = 0.0  # plus this for each position a prompt token attends to
     context_s: float = 0.0  # plus this for each position a decoded token attends to
+    # A prompt pass's least seconds whatever its size: the weights read once, the cheaper of a
+    # decode step's fixed cost and the probe's smallest prompt pass (0: not measured).
+    pass_s: float = 0.0
 
     def prefill_seconds(self, work: LlmWork) -> float:
         tokens = work.prompt_tokens / self.prefill_tok_s + self.prefill_pos_s * work.prefill_context
         return max(tokens, self._passes_floor(work))
 
     def _passes_floor(self, work: LlmWork) -> float:
-        """The prompt passes, each at no less than a decode step's fixed cost, plus the prompt
+        """The prompt passes, each at no less than `pass_s`, plus the prompt
         tokens computed outside them (in llama.cpp's decode passes) at the prefill rate. The
         passes come in buckets of sizes within a factor of two: a bucket costs at least the
         larger of its tokens' price and its passes' fixed costs (a sum of maxima is at least
         the maximum of the sums), which is exact for a bucket of passes all under the point
         where a pass's tokens cost more than its weights read."""
         buckets = zip(work.prompt_passes, work.prompt_pass_tokens, strict=True)
-        floor = sum(max(t / self.prefill_tok_s, n * self.step_s) for n, t in buckets)
+        floor = sum(max(t / self.prefill_tok_s, n * self.pass_s) for n, t in buckets)
         outside = max(work.prompt_tokens - sum(work.prompt_pass_tokens), 0)
         return floor + outside / self.prefill_tok_s
 

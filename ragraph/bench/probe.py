@@ -13,7 +13,9 @@ prefix cache serves one:
   longer prompts (up to BATCH_TOKENS in all): a step's fixed cost, its cost a sequence, and a
   position attended at the cheaper of one sequence's steps and the run's batch (a GPU reads a
   batch's KV cache far cheaper a position than one sequence's: on the simulated H100 0.04-0.09
-  us against 0.7, which priced a run's decode steps over their time).
+  us against 0.7, which priced a run's decode steps over their time). The one prompt of
+  DECODE_PROMPT tokens alone is also the smallest prompt pass probed: no pass is priced below
+  the cheaper of its time and a decode step's fixed cost.
 Times are the engine's own timers where it keeps them (llama.cpp, the simulated GPU) and the
 wall clock where it does not (an HTTP server: a run of one token is subtracted from a run of
 DECODE_TOKENS; positions are then not priced).
@@ -104,8 +106,10 @@ async def probe_llm(engine: LLMEngine, batch: int) -> LlmRates:
     wide = await _run(engine, prompt, batch, _wide_prompt(batch), DECODE_TOKENS)
     token_s, pos_s = _prefill_costs(short, long)
     step_s, per_seq, context_s = _decode_costs(steps, long, wide)
+    alone = steps[0].used  # one prompt of DECODE_PROMPT tokens: the smallest pass probed
+    pass_s = min(step_s, alone.prefill_s / max(sum(alone.prompt_passes), 1))
     return LlmRates(1 / token_s if token_s > 0 else float("inf"), step_s, per_seq,
-                    "engine timers", prefill_pos_s=pos_s, context_s=context_s)
+                    "engine timers", prefill_pos_s=pos_s, context_s=context_s, pass_s=pass_s)
 
 
 def _prefill_costs(short: Sequence[_Run], long: _Run) -> tuple[float, float]:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ragraph.bench import reasons as W
 from ragraph.bench import results as R
-from ragraph.bench.bounds import Rates
+from ragraph.bench.bounds import LlmRates, Rates
 from ragraph.bench.cells import CellResult
 from ragraph.bench.machine import detect
 
@@ -274,7 +274,7 @@ def bound_legend(rows: Sequence[CellResult]) -> str:
     return (f"bound: the least time each run's own measured work could take on these engines, "
             f"at their own rates measured alone {priced.probed}: the prompt tokens the LLM "
             f"engine computed at {llm.prefill_tok_s:,.0f} tokens/s + {llm.prefill_pos_s * 1e6:.3f}"
-            f" us a position each attends to, its decode steps at {llm.step_s * 1000:.2f} ms + "
+            f" us a position each attends to{_pass_floor(llm)}, its decode steps at {llm.step_s * 1000:.2f} ms + "
             f"{llm.token_s * 1000:.3f} ms a sequence in the step + {llm.context_s * 1e6:.3f} us "
             f"a position each sequence attends to (probed at full passes, a short and a long "
             f"prompt, a batch of 1 and the run's, a position at the cheaper of the two; "
@@ -285,6 +285,12 @@ def bound_legend(rows: Sequence[CellResult]) -> str:
             f"every core); then {combine}{_second_probe(rows, probes)}. at bound: that time over "
             "the run's wall time (100%: as fast as these engines allow the work it did; an online "
             "run's arrivals set its pace, so only offline runs can come near it)")
+
+
+def _pass_floor(llm: LlmRates) -> str:
+    if llm.pass_s <= 0:
+        return ""
+    return f", each prompt pass at no less than {llm.pass_s * 1000:.2f} ms (the weights read once)"
 
 
 def _second_probe(rows: Sequence[CellResult], probes: Sequence[Rates]) -> str:

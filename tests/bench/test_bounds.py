@@ -528,7 +528,8 @@ def test_small_prompt_passes_cost_at_least_the_weights_read_each():
 
 
 def test_a_bucket_of_passes_costs_the_larger_of_its_tokens_and_its_fixed_costs():
-    rates = LlmRates(prefill_tok_s=1000.0, step_s=0.01, token_s=0.0, timed_by="engine timers")
+    rates = LlmRates(prefill_tok_s=1000.0, step_s=0.02, token_s=0.0, timed_by="engine timers",
+                     pass_s=0.01)
     passes, tokens = [0] * PASS_BUCKETS, [0] * PASS_BUCKETS
     passes[pass_bucket(4)], tokens[pass_bucket(4)] = 10, 40  # 10 passes of 4 tokens: 0.1 s fixed
     passes[pass_bucket(100)], tokens[pass_bucket(100)] = 2, 200  # 0.2 s of tokens > 0.02 fixed
