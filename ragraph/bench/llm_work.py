@@ -33,9 +33,9 @@ class LlmWork:
     prefill_forwards: int = 0  # forwards the prompt passes split into
     kv_copies: int = 0  # whole-stream KV copies
     copy_passes: int = 0  # passes that began by applying copies
-    # Prompt passes by their tokens, in power-of-two buckets, and those
-    # tokens (`EngineCounters.prompt_passes`): the bound prices each pass at no less than the
-    # weights read once. Empty: not counted.
+    # Prompt passes by their tokens, in power-of-two buckets, and those tokens
+    # (`EngineCounters.prompt_passes`): the bound prices each pass at no less than the weights
+    # read once. Empty: not counted.
     prompt_passes: tuple[int, ...] = ()
     prompt_pass_tokens: tuple[int, ...] = ()
 

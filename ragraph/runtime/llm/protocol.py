@@ -196,7 +196,7 @@ class EngineCounters:
             self.finished += 1
 
     def count_prompt_pass(self, tokens: int) -> None:
-        """One prompt pass (or forward) that computed `tokens` prompt tokens."""
+        """One prompt pass that computed `tokens` prompt tokens."""
         k = pass_bucket(tokens)
         self.prompt_passes = _bumped(self.prompt_passes, k, 1)
         self.prompt_pass_tokens = _bumped(self.prompt_pass_tokens, k, tokens)
