@@ -521,3 +521,12 @@ def test_a_bucket_of_passes_costs_the_larger_of_its_tokens_and_its_fixed_costs()
     # 100 tokens computed outside prompt passes (llama.cpp's decode passes): at the rate.
     assert rates.prefill_seconds(work) == pytest.approx(0.1 + 0.2 + 0.1)
     assert rates.prefill_seconds(LlmWork(llm_tokens=340)) == pytest.approx(0.34)  # not counted
+
+
+def test_the_legend_states_the_prompt_pass_floor():
+    from dataclasses import replace
+
+    from ragraph.bench.report import _pass_floor
+
+    assert "each prompt pass at no less than 5.79 ms" in _pass_floor(replace(LLM, pass_s=0.00579))
+    assert _pass_floor(LLM) == ""  # not measured (an HTTP server's wall-clock probe)
