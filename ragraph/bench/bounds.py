@@ -24,8 +24,9 @@ The LLM engine's time is linear in that work (the engine's own cost model, fitte
 Every pass reads the weights once whatever it computes, so a prompt pass costs at least a
 decode step's fixed cost `step_s` (`pass_s`: no more than the probe's smallest prompt pass
 took): the engines count their prompt passes by size, and each is priced at no less than that
-(`_passes_floor`). Priced at their tokens alone, the thread pool's stream of 100-200-token passes on the simulated
-GPU read 62% of a bound it kept the engine busy through, ragraph's multistep 85%.
+(`_passes_floor`). Priced at their tokens alone, the thread pool's stream of 100-200-token
+passes on the simulated GPU read 62% of a bound it kept the engine busy through, ragraph's
+multistep 85%.
 A forward pass that carries prompt chunks and decode tokens at once (an engine that mixes them,
 as the simulated GPU does) is a prompt pass, priced at its prompt tokens: the engine counts its
 decode tokens in no decode step, neither as sequences nor as positions (they cost the pass no
@@ -81,10 +82,11 @@ class LlmRates:
 
     def _passes_floor(self, work: LlmWork) -> float:
         """The prompt passes, each at no less than `pass_s`, plus the prompt tokens computed
-        outside them (in llama.cpp's decode passes) at the prefill rate. The passes come in buckets of sizes within a factor of two: a bucket costs at least the
-        larger of its tokens' price and its passes' fixed costs (a sum of maxima is at least
-        the maximum of the sums), which is exact for a bucket of passes all under the point
-        where a pass's tokens cost more than its weights read."""
+        outside them (in llama.cpp's decode passes) at the prefill rate. The passes come in
+        buckets of sizes within a factor of two: a bucket costs at least the larger of its
+        tokens' price and its passes' fixed costs (a sum of maxima is at least the maximum of
+        the sums), which is exact for a bucket of passes all under the point where a pass's
+        tokens cost more than its weights read."""
         buckets = zip(work.prompt_passes, work.prompt_pass_tokens, strict=True)
         floor = sum(max(t / self.prefill_tok_s, n * self.pass_s) for n, t in buckets)
         outside = max(work.prompt_tokens - sum(work.prompt_pass_tokens), 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from ragraph.runtime.llm.protocol import EngineCounters
+from ragraph.runtime.llm.protocol import NO_PASSES, EngineCounters
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,9 @@ class LlmWork:
     copy_passes: int = 0  # passes that began by applying copies
     # Prompt passes by their tokens, in power-of-two buckets, and those tokens
     # (`EngineCounters.prompt_passes`): the bound prices each pass at no less than the weights
-    # read once. Empty: not counted.
-    prompt_passes: tuple[int, ...] = ()
-    prompt_pass_tokens: tuple[int, ...] = ()
+    # read once. All zero: not counted.
+    prompt_passes: tuple[int, ...] = NO_PASSES
+    prompt_pass_tokens: tuple[int, ...] = NO_PASSES
 
     @classmethod
     def of(cls, used: EngineCounters) -> LlmWork:

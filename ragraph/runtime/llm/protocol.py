@@ -139,6 +139,26 @@ class GenerationResult:
             object.__setattr__(self, "error_kind", "engine")
 
 
+# Buckets of `EngineCounters.prompt_passes`: k holds passes of 2**(k-1) < tokens <= 2**k (k = 0:
+# one token or none), the last every larger one.
+PASS_BUCKETS = 17
+NO_PASSES = (0,) * PASS_BUCKETS
+
+
+def pass_bucket(tokens: int) -> int:
+    return min(max(tokens - 1, 0).bit_length(), PASS_BUCKETS - 1)
+
+
+def _bumped(counts: tuple[int, ...], k: int, by: int) -> tuple[int, ...]:
+    return counts[:k] + (counts[k] + by,) + counts[k + 1:]
+
+
+def _combined(a, b, sign: int):  # noqa: ANN001, ANN202 - a count or a tuple of bucket counts
+    if isinstance(a, tuple):
+        return tuple(x + sign * y for x, y in zip(a, b, strict=True))
+    return a + sign * b
+
+
 @dataclass
 class EngineCounters:
     """Totals since the engine started. An engine counts into its own instance in place and
@@ -177,10 +197,10 @@ class EngineCounters:
     copy_passes: int = 0
     # Prompt passes (llama.cpp: `llama_decode` calls) by the prompt tokens each computed, in
     # power-of-two buckets (`pass_bucket`), and those tokens: each pass reads the weights once
-    # whatever its size, which pricing its tokens alone misses (`bench.bounds`). Empty where
-    # not observable (HTTP).
-    prompt_passes: tuple[int, ...] = ()
-    prompt_pass_tokens: tuple[int, ...] = ()
+    # whatever its size, which pricing its tokens alone misses (`bench.bounds`). All zero
+    # where not observable (HTTP).
+    prompt_passes: tuple[int, ...] = NO_PASSES
+    prompt_pass_tokens: tuple[int, ...] = NO_PASSES
     simulated: bool = False
 
     @property
@@ -214,27 +234,6 @@ class EngineCounters:
         """Both engines' counts added up (replicas)."""
         return replace(self, **{f.name: _combined(getattr(self, f.name), getattr(other, f.name), 1)
                                 for f in fields(self) if f.name != "simulated"})
-
-
-# Buckets of `EngineCounters.prompt_passes`: k holds passes of 2**(k-1) < tokens <= 2**k (k = 0:
-# one token or none), the last every larger one.
-PASS_BUCKETS = 17
-
-
-def pass_bucket(tokens: int) -> int:
-    return min(max(tokens - 1, 0).bit_length(), PASS_BUCKETS - 1)
-
-
-def _bumped(counts: tuple[int, ...], k: int, by: int) -> tuple[int, ...]:
-    full = counts or (0,) * PASS_BUCKETS
-    return full[:k] + (full[k] + by,) + full[k + 1:]
-
-
-def _combined(a, b, sign: int):  # noqa: ANN001, ANN202 - a count or a tuple of bucket counts
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        a, b = a or (0,) * PASS_BUCKETS, b or (0,) * PASS_BUCKETS
-        return tuple(x + sign * y for x, y in zip(a, b, strict=True))
-    return a + sign * b
 
 
 def positions(start: int, count: int) -> int:
