@@ -122,6 +122,15 @@ def test_waiting_queries_join_a_step_only_when_they_embed_within_its_scan_time()
     assert not p.join_before_step(0.2, 0, 300.0) and not p.join_before_step(0.2, 8, 0.0)
 
 
+def test_an_engine_holding_nothing_is_fed_first_and_batches_double_until_one_is_timed():
+    assert p.feed_batch(0, timed=False, last=0) == p.FEED_BATCH  # the run's first batch
+    assert p.feed_batch(0, timed=True, last=40) == p.FEED_BATCH  # drained mid-run
+    assert p.feed_batch(4, timed=False, last=4) == 8
+    assert p.feed_batch(12, timed=False, last=8) == 16
+    assert p.feed_batch(3, timed=False, last=0) == p.FEED_BATCH
+    assert p.feed_batch(12, timed=True, last=8) is None  # the usual batches
+
+
 def test_a_split_pays_when_its_early_finishers_gain_more_than_the_others_lose():
     # 2 retrievals end 30 ms sooner; 10 of the step and 6 queued lose 3 ms of sharing each.
     assert p.split_pays(finishing=2, waiting=16, rest_ms=30.0, lost_ms=3.0)

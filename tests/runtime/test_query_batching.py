@@ -20,7 +20,12 @@ from ragraph.runtime.request import Request
 from ragraph.runtime.retrieval.ivf.locality import History
 from ragraph.runtime.retrieval.protocol import ScanOrder
 from ragraph.runtime.scheduler import policies
-from ragraph.runtime.scheduler.policies import RunningMean, loaded_budget_ms, retrieval_budget_ms
+from ragraph.runtime.scheduler.policies import (
+    FEED_BATCH,
+    RunningMean,
+    loaded_budget_ms,
+    retrieval_budget_ms,
+)
 from ragraph.runtime.scheduler.retrieval_side import EMBED_BATCH, MAX_EMBED_BATCH, RetrievalSide
 from ragraph.runtime.scheduler.search_worker import Prepared, Query, prepare
 from ragraph.runtime.search_service import SearchService
@@ -202,20 +207,37 @@ def test_waiting_queries_that_embed_cheaply_join_the_first_step(monkeypatch, che
     batch of 16 has timed the embedder are embedded before the first step, which carries all
     64; otherwise the first step carries the first batch."""
     monkeypatch.setattr(policies, "join_before_step", lambda *_args: cheap)
-    search = Recording(fakes.random_search())
-    requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(64)]
-
-    async def go():
-        config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=64)
-        async with SimEngine(FAST) as engine:
-            return await execute(Catalog.compile(search_only(), config.scheduler.passes),
-                                 requests, config,
-                                 Services(llm=engine, search=search))
-
-    assert not any(o.error for o in asyncio.run(go()).outcomes)
     first = [("embed", EMBED_BATCH), ("embed", 64 - EMBED_BATCH), ("step", 64)] if cheap else [
         ("embed", EMBED_BATCH), ("step", EMBED_BATCH)]
-    assert search.log[:len(first)] == first
+    assert all_at_once(search_only())[:len(first)] == first
+
+
+@pytest.mark.parametrize("cheap", [True, False])
+def test_an_engine_holding_nothing_is_fed_a_small_batch_in_a_step_of_its_own(monkeypatch,
+                                                                             cheap):
+    """64 requests at once whose searches start generations: the engine holds nothing, so the
+    first batch is FEED_BATCH queries and their step goes without the queries waiting, however
+    cheaply they embed (policies.feed_batch); the next batch doubles it (no generation has
+    been timed yet). A first batch of 16 and the 48 that joined its step kept the engine
+    waiting 350-430 ms on 2 cores."""
+    monkeypatch.setattr(policies, "join_before_step", lambda *_args: cheap)
+    fed = [("embed", FEED_BATCH), ("step", FEED_BATCH), ("embed", 2 * FEED_BATCH)]
+    assert all_at_once(searches_then(generate=True))[:len(fed)] == fed
+
+
+def all_at_once(graph: RAGraph, n: int = 64) -> list[tuple[str, int]]:
+    """The search thread's log for `n` requests arriving at once, `n` in flight (-O0)."""
+    search = Recording(fakes.random_search())
+    requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(n)]
+
+    async def go():
+        config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=n)
+        async with SimEngine(FAST) as engine:
+            return await execute(Catalog.compile(graph, config.scheduler.passes),
+                                 requests, config, Services(llm=engine, search=search))
+
+    assert not any(o.error for o in asyncio.run(go()).outcomes)
+    return search.log
 
 
 def searches_then(generate: bool) -> RAGraph:

@@ -53,6 +53,12 @@ class GenerationSide:
             return False
         return policies.has_spare_capacity(self.load, self.capacity, self.tau)
 
+    def feed_cap(self, last: int) -> int | None:
+        """The cap on the next embedding batch that keeps the engine from waiting on it
+        (`policies.feed_batch`), from the real generations it holds or that wait for room."""
+        holding = len(self.ready) + sum(1 for j in self.jobs.values() if not j.speculative)
+        return policies.feed_batch(holding, self.seconds.value is not None, last)
+
     def verify(self, req: LiveRequest, chain: GenerationChain, prompt: Prompt) -> GenJob | None:
         """Speculation's commit point: adopt `chain`'s speculative instance when it started on
         the prompt the committed values render (equal prompts give equal greedy outputs), else

@@ -123,6 +123,29 @@ def join_before_step(per_query_ms: float | None, waiting: int, step_ms: float) -
     return waiting * per_query_ms <= step_ms
 
 
+# Queries in the embedding batch that feeds an LLM engine holding no generation (`feed_batch`).
+FEED_BATCH = 4
+
+
+def feed_batch(holding: int, timed: bool, last: int) -> int | None:
+    """The most queries the next embedding batch may take where the LLM engine would otherwise
+    wait on it, for retrievals whose results start generations; None: no cap.
+    `holding`: the generations the engine holds or that wait for room in it; `timed`: whether
+    one has finished (so a generation's time is known); `last`: the previous batch's queries.
+    An engine holding nothing gets `FEED_BATCH` queries' prompts as soon as they are embedded
+    and searched (on 2 cores at nprobe 256, 4 queries in about 80 ms where 16 and the 48 that
+    joined their step took 350-430 before the first prompt); until a generation has been
+    timed the batches double, so the engine has work while the next, larger one is searched.
+    Past that, the usual batches: capping them by the engine's predicted drain staggered the
+    generations and cost more decode steps than the idle time it saved (both measured:
+    docs/benchmarks/code-figures.md#search-step-policies)."""
+    if holding == 0:
+        return FEED_BATCH
+    if not timed:
+        return max(FEED_BATCH, 2 * last)
+    return None
+
+
 @dataclass
 class BusyMeter:
     """The share of recent wall time an engine spent computing, from its own timers (seconds

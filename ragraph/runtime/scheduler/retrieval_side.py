@@ -53,10 +53,15 @@ MAX_EMBED_BATCH = 64
 class RetrievalSide:
     def __init__(self, services: Services, cost: CostModel, counters: RunStats, inbox: Inbox,
                  initial_beta_ms: float, budget_ms: float | None,
-                 may_speculate: Callable[[], bool]) -> None:
+                 may_speculate: Callable[[], bool],
+                 feed_cap: Callable[[int], int | None] = lambda _last: None) -> None:
         self.s, self.cost, self.n, self.inbox = services, cost, counters, inbox
         # Partial top-k passages are looked up only while a speculation could start on them.
         self.may_speculate = may_speculate
+        # The cap on a batch that the LLM engine would wait on (`GenerationSide.feed_cap`).
+        self.feed_cap = feed_cap
+        self._last_batch = 0  # queries in the last embedding batch
+        self._feeding = False  # that batch was capped to feed the engine: its step goes alone
         self.jobs: dict[int, RetJob] = {}
         # New queries wait here while a batch is being embedded, then go as the next batch.
         self.to_prepare: list[RetJob] = []
@@ -94,7 +99,8 @@ class RetrievalSide:
         """Embed the queries that arrived since the last batch, in one batch, once a full batch
         has gathered or the search is down to its last step: embedding waits its turn on the
         search thread anyway, and a query embedded alone costs several in a batch (measured:
-        docs/benchmarks/code-figures.md#search-thread).
+        docs/benchmarks/code-figures.md#search-thread). A batch the LLM engine would wait on
+        is capped (`policies.feed_batch`).
         `size`: this many now, whatever has gathered (queries joining the next step)."""
         if not self.to_prepare:
             return False
@@ -102,8 +108,11 @@ class RetrievalSide:
             if len(self.to_prepare) < self._least_batch() and \
                     backlog_ms > self._budget_ms(backlog_ms):
                 return False
-            size = self._batch_size()
+            cap = self._feed_cap()
+            self._feeding = cap is not None
+            size = self._batch_size() if cap is None else min(self._batch_size(), cap)
         jobs, self.to_prepare = self.to_prepare[:size], self.to_prepare[size:]
+        self._last_batch = len(jobs)
         queries = [Query(j.query, j.chain.nprobe, j.chain.order,  # type: ignore[union-attr]
                          j.req.history) for j in jobs]
         self.preparing = asyncio.get_running_loop().run_in_executor(
@@ -112,6 +121,12 @@ class RetrievalSide:
         self.preparing.add_done_callback(self.inbox.done_callback(lambda f: Prepared(keys, f)))
         self._stepped_last = False
         return True
+
+    def _feed_cap(self) -> int | None:
+        """The engine's cap on the next batch where the waiting retrievals start generations."""
+        if not any(j.chain.feeds_generation for j in self.to_prepare):  # type: ignore[union-attr]
+            return None
+        return self.feed_cap(self._last_batch)
 
     def _batch_size(self) -> int:
         return policies.embed_batch_size(self.embed_ms.value, self.t_r.value,
@@ -178,7 +193,7 @@ class RetrievalSide:
         backlog = self._backlog_ms()
         if self._stepped_last and self._start_preparing(backlog):
             return
-        if self._may_join and self._join_next_step():
+        if self._may_join and not self._feeding and self._join_next_step():
             self._may_join = False
             self._start_preparing(backlog, size=min(len(self.to_prepare), MAX_EMBED_BATCH))
             return
