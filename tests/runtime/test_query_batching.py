@@ -117,21 +117,10 @@ class Recording(SearchService):
 def test_a_step_carries_every_query_embedded_before_it():
     """Whole searches (-O0): each batch is followed by one step carrying exactly its queries (a
     step started while the batch was embedded would have carried none of them)."""
-    search = Recording(fakes.random_search())
-    requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(48)]
-
-    async def go():
-        config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=48)
-        async with SimEngine(FAST) as engine:
-            return await execute(Catalog.compile(search_only(), config.scheduler.passes),
-                                 requests, config,
-                                 Services(llm=engine, search=search))
-
-    result = asyncio.run(go())
-    assert not any(o.error for o in result.outcomes)
-    assert search.log[0][0] == "embed" and search.log[-1][0] == "step"
-    assert all(step == sum(batches) for batches, step in steps_with_their_batches(search.log))
-    assert sum(n for kind, n in search.log if kind == "embed") == 48
+    log = all_at_once(search_only(), n=48)
+    assert log[0][0] == "embed" and log[-1][0] == "step"
+    assert all(step == sum(batches) for batches, step in steps_with_their_batches(log))
+    assert sum(n for kind, n in log if kind == "embed") == 48
 
 
 def steps_with_their_batches(log: list[tuple[str, int]]) -> list[tuple[list[int], int]]:

@@ -61,7 +61,6 @@ class RetrievalSide:
         # The cap on a batch that the LLM engine would wait on (`GenerationSide.feed_cap`).
         self.feed_cap = feed_cap
         self._last_batch = 0  # queries in the last embedding batch
-        self._feeding = False  # that batch was capped to feed the engine: its step goes alone
         self.jobs: dict[int, RetJob] = {}
         # New queries wait here while a batch is being embedded, then go as the next batch.
         self.to_prepare: list[RetJob] = []
@@ -109,7 +108,6 @@ class RetrievalSide:
                     backlog_ms > self._budget_ms(backlog_ms):
                 return False
             cap = self._feed_cap()
-            self._feeding = cap is not None
             size = self._batch_size() if cap is None else min(self._batch_size(), cap)
         jobs, self.to_prepare = self.to_prepare[:size], self.to_prepare[size:]
         self._last_batch = len(jobs)
@@ -193,7 +191,7 @@ class RetrievalSide:
         backlog = self._backlog_ms()
         if self._stepped_last and self._start_preparing(backlog):
             return
-        if self._may_join and not self._feeding and self._join_next_step():
+        if self._may_join and self._feed_cap() is None and self._join_next_step():
             self._may_join = False
             self._start_preparing(backlog, size=min(len(self.to_prepare), MAX_EMBED_BATCH))
             return
@@ -202,7 +200,8 @@ class RetrievalSide:
 
     def _join_next_step(self) -> bool:
         """Whether the waiting queries embed cheaply enough to join the step about to start
-        (policies.join_before_step); once per step, so arrivals cannot hold a step back."""
+        (policies.join_before_step); once per step, so arrivals cannot hold a step back, and
+        never while the engine is being fed (a capped batch's step goes alone)."""
         ready = [j for j in self.jobs.values() if j.ready and not j.warm_only]
         if not self.to_prepare or not ready:
             return False
