@@ -11,11 +11,13 @@ Steps (each a subprocess of its own with a time limit, so one failure never stop
 - embedder: MiniLM query vectors a query on CUDA and on the CPU, alone and batched, float64 and
   float32, and whether CUDA float64 keeps a query's vector identical alone and in a batch.
 - calibrate: `ragraph calibrate` on CUDA (the grid per size) into a profile file.
-- hot-cache: the same simulated-LLM bench with the hot-cluster cache on and off (end to end).
+- hot-cache: the same simulated-LLM bench with the hot-cluster cache on and off (end to end), each
+  in a process of its own after the one that built the index (`bench --build-only`).
 - list-major: 64 concurrent queries, list-major scans on the CPU and over the lists held on the
   GPU, against a thread pool of faiss searches (benchmarks/search_bench.py --list-major) on every
   core; one index per size entry (1M vectors in 1,024 lists and 4M in 4,096 at `smoke`).
-- seeds: `ragraph bench --preset seeds` on the calibrated profile (`full` only: it takes long).
+- seeds: `ragraph bench --preset seeds` on the calibrated profile, its index built first in a
+  process of its own (`full` only: it takes long).
 Steps that need CUDA are skipped without it, with the reason. `report.md` and `report.json` in --out
 say what ran, how long, what passed, and the figures; each step's output is kept in DIR/logs.
 How to stage the project on a lent machine: ../shared/device/README.md. Measurements go to
@@ -207,14 +209,19 @@ def calibrate(out: Path, size: Size, timeout_s: int) -> StepResult:
 
 
 def hot_cache(out: Path, size: Size, timeout_s: int) -> StepResult:
-    """The same bench twice, the cache on then off; the figures are ragraph's offline req/s."""
+    """The same bench twice, the cache on then off, each in a process of its own after the one
+    that built the index; the figures are ragraph's offline req/s."""
+    built = _command("hot-cache-build", [*CLI, "bench", "--engine", "sim", "--build-only",
+                                         *size.bench], out, timeout_s // 3)
+    if built.status != "passed":
+        return StepResult("hot-cache", built.status, detail=built.detail)
     figures: dict = {}
     for flag in ("--hot-cache", "--no-hot-cache"):
         where = out / f"bench{flag.removeprefix('-')}"
         argv = [*CLI, "bench", "--engine", "sim", "--workflows", "irg,oneshot", "--nprobe", "256",
                 "--executors", "ragraph", "--no-mix", "--no-plots", "--rate-points", "1",
                 "--window", "3", "--out", str(where), flag, *size.bench]
-        result = _command(f"hot-cache{flag.removeprefix('-')}", argv, out, timeout_s // 2)
+        result = _command(f"hot-cache{flag.removeprefix('-')}", argv, out, timeout_s // 3)
         if result.status != "passed":
             return StepResult("hot-cache", result.status, detail=result.detail)
         figures[flag.lstrip("-")] = _offline_rps(where)
@@ -234,11 +241,15 @@ def list_major(out: Path, size: Size, timeout_s: int) -> StepResult:
 
 
 def seeds(out: Path, size: Size, timeout_s: int) -> StepResult:
+    built = _command("seeds-build", [*CLI, "bench", "--preset", "seeds", "--build-only"], out,
+                     timeout_s // 3)
+    if built.status != "passed":
+        return StepResult("seeds", built.status, detail=built.detail)
     profile = out / "gpu-profile.json"
     argv = [*CLI, "bench", "--preset", "seeds", "--no-plots", "--out", str(out / "seeds")]
     if profile.exists():
         argv += ["--profile", str(profile)]
-    return _command("seeds", argv, out, timeout_s)
+    return _command("seeds", argv, out, timeout_s - timeout_s // 3)
 
 
 def _offline_rps(folder: Path) -> dict[str, float]:

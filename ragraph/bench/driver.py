@@ -67,6 +67,16 @@ def prepare_index(config: BenchConfig, cache: Path, bar: Progress) -> tuple[Benc
     return info, list(base.notes)
 
 
+def build_index(config: BenchConfig, console: Console) -> BenchIndexInfo:
+    """Build (or find) the index a run of `config` would use, and stop there. A timed run in a
+    process of its own then shares neither its process nor its first minutes with the build: on
+    a fresh GPU machine the run in the process that had just built the index was 35-40% slower
+    than the runs after it (docs/benchmarks/gpu.md)."""
+    with progress_bars(console) as bar:
+        info, _notes = prepare_index(config, bench_cache(), bar)
+    return info
+
+
 def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulated: bool) -> str:
     label = M.engine_label(config.engine, engine, simulated)
     if config.url is not None:

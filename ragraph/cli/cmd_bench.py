@@ -77,6 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-offline", action="store_true", help="online runs only (needs --rates)")
     p.add_argument("--no-mix", action="store_true", help="skip the random mix of the workflows")
     p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    p.add_argument("--build-only", action="store_true",
+                   help="build (or find) the index the run would use, print its folder and stop; "
+                   "time the runs in later processes")
     p.add_argument("--executors",
                    help="sim: ragraph,sequential,stage-batched; llamacpp, openai: "
                    "ragraph,langgraph")
@@ -191,13 +194,16 @@ def _workflow(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragraph.bench.driver import build_index
     from ragraph.bench.driver import run as run_bench
+    from ragraph.errors import ConfigError
 
     if args.repeat is not None and (args.ray is not None or args.target):
-        from ragraph.errors import ConfigError
-
         raise ConfigError("--repeat", "repeats the bench's own cells; a --target or --ray run "
                           "is one pass (run it again to repeat it)")
+    if args.build_only and (args.ray is not None or args.target):
+        raise ConfigError("--build-only", "builds the bench's own index; a --target or --ray run "
+                          "uses the index it is given")
     if args.ray is not None:
         return run_scale(args)
     # Logs and CI keep the tables readable: rich would fold them to 80 columns off a terminal.
@@ -207,6 +213,11 @@ def run(args: argparse.Namespace) -> int:
     config = config_from(args)
     if config.data is None:
         console.print(f"note: {args.data} not found: Wikipedia passages and built-in questions only")
+    if args.build_only:
+        info = build_index(config, console)
+        console.print(f"index: {info.directory} ({info.real:,} real + {info.synthetic:,} "
+                      f"synthetic vectors, IVF{info.nlist})")
+        return 0
     report = asyncio.run(run_bench(config, console))
     console.print(f"bench finished in {report.seconds:.0f} s")
     return 0

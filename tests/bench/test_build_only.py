@@ -1,0 +1,41 @@
+"""`ragraph bench --build-only`: the index a run would use is built (or found) and nothing is timed,
+so the timed runs start in processes of their own (docs/benchmarks/gpu.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragraph.bench import driver
+from ragraph.bench.index import IndexSpec, ensure_bench_index
+from ragraph.cli.main import main
+
+from .helpers import toy_base
+
+
+def test_build_only_builds_the_index_prints_its_folder_and_runs_no_cell(tmp_path: Path,
+                                                                       monkeypatch, capsys):
+    built = []
+
+    def prepare(config, cache, bar):
+        built.append(config.scale)
+        return ensure_bench_index(tmp_path / "cache", toy_base(300), IndexSpec(scale=config.scale)), []
+
+    async def no_run(config, console):
+        raise AssertionError("--build-only timed a cell")
+
+    monkeypatch.setattr(driver, "prepare_index", prepare)
+    monkeypatch.setattr(driver, "run", no_run)
+    out = tmp_path / "out"
+    assert main(["bench", "--engine", "sim", "--scale", "3000", "--build-only",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    folder = next(line for line in printed.splitlines() if line.startswith("index: "))
+    assert built == [3000]
+    assert Path(folder.split()[1]).is_dir() and "3,000 synthetic" in folder
+    assert not (out / "bench.csv").exists()
+
+
+def test_build_only_with_a_target_or_ray_is_an_error_naming_the_flag(capsys):
+    for extra in (["--target", "http://127.0.0.1:9"], ["--ray", "local"]):
+        assert main(["bench", "--build-only", *extra]) != 0
+        assert "--build-only" in capsys.readouterr().err
