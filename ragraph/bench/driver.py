@@ -73,7 +73,9 @@ def build_index(config: BenchConfig, console: Console) -> BenchIndexInfo:
     a fresh GPU machine the run in the process that had just built the index was 35-40% slower
     than the runs after it (docs/benchmarks/gpu.md)."""
     with progress_bars(console) as bar:
-        info, _notes = prepare_index(config, bench_cache(), bar)
+        info, notes = prepare_index(config, bench_cache(), bar)
+    for note in notes:
+        console.print(f"note: {note}")
     return info
 
 

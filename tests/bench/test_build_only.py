@@ -18,7 +18,8 @@ def test_build_only_builds_the_index_prints_its_folder_and_runs_no_cell(tmp_path
 
     def prepare(config, cache, bar):
         built.append(config.scale)
-        return ensure_bench_index(tmp_path / "cache", toy_base(300), IndexSpec(scale=config.scale)), []
+        info = ensure_bench_index(tmp_path / "cache", toy_base(300), IndexSpec(scale=config.scale))
+        return info, ["data corpora not embedded yet"]
 
     async def no_run(config, console):
         raise AssertionError("--build-only timed a cell")
@@ -32,6 +33,7 @@ def test_build_only_builds_the_index_prints_its_folder_and_runs_no_cell(tmp_path
     folder = next(line for line in printed.splitlines() if line.startswith("index: "))
     assert built == [3000]
     assert Path(folder.split()[1]).is_dir() and "3,000 synthetic" in folder
+    assert "note: data corpora not embedded yet" in printed  # what the real base says is kept
     assert not (out / "bench.csv").exists()
 
 
