@@ -211,10 +211,9 @@ def calibrate(out: Path, size: Size, timeout_s: int) -> StepResult:
 def hot_cache(out: Path, size: Size, timeout_s: int) -> StepResult:
     """The same bench twice, the cache on then off, each in a process of its own after the one
     that built the index; the figures are ragraph's offline req/s."""
-    built = _command("hot-cache-build", [*CLI, "bench", "--engine", "sim", "--build-only",
-                                         *size.bench], out, timeout_s // 3)
-    if built.status != "passed":
-        return StepResult("hot-cache", built.status, detail=built.detail)
+    failed = _build_first("hot-cache", ["--engine", "sim", *size.bench], out, timeout_s // 3)
+    if failed is not None:
+        return failed
     figures: dict = {}
     for flag in ("--hot-cache", "--no-hot-cache"):
         where = out / f"bench{flag.removeprefix('-')}"
@@ -241,15 +240,24 @@ def list_major(out: Path, size: Size, timeout_s: int) -> StepResult:
 
 
 def seeds(out: Path, size: Size, timeout_s: int) -> StepResult:
-    built = _command("seeds-build", [*CLI, "bench", "--preset", "seeds", "--build-only"], out,
-                     timeout_s // 3)
-    if built.status != "passed":
-        return StepResult("seeds", built.status, detail=built.detail)
+    failed = _build_first("seeds", ["--preset", "seeds"], out, timeout_s // 3)
+    if failed is not None:
+        return failed
     profile = out / "gpu-profile.json"
     argv = [*CLI, "bench", "--preset", "seeds", "--no-plots", "--out", str(out / "seeds")]
     if profile.exists():
         argv += ["--profile", str(profile)]
     return _command("seeds", argv, out, timeout_s - timeout_s // 3)
+
+
+def _build_first(step: str, bench_args: list[str], out: Path,
+                 timeout_s: int) -> StepResult | None:
+    """Build the index `ragraph bench *bench_args` would use in a process of its own
+    (`--build-only`), so the step's timed runs never share a process with the build (on a fresh
+    machine that run was 35-40% slower: docs/benchmarks/gpu.md). The step's failed result, or
+    None once built."""
+    built = _command(f"{step}-build", [*CLI, "bench", *bench_args, "--build-only"], out, timeout_s)
+    return None if built.status == "passed" else StepResult(step, built.status, detail=built.detail)
 
 
 def _offline_rps(folder: Path) -> dict[str, float]:
