@@ -99,3 +99,32 @@ def test_the_timed_bench_steps_build_their_index_in_a_process_of_their_own(tmp_p
     assert not any("--build-only" in argv for argv in timed)
     assert "--scale" in builds[0] and builds[0][builds[0].index("--scale") + 1] == "20000"
     assert sum(t for _, _, t in commands[:3]) <= 90 and sum(t for _, _, t in commands[3:]) <= 90
+
+
+def test_at_smoke_the_hot_cache_runs_embed_no_data_corpora_and_share_one_index(
+        tmp_path: Path, monkeypatch) -> None:
+    """Embedding the data corpora held the smoke hot-cache build past 80 s on the H100 machine,
+    where a session has 15 minutes of device time: at `smoke` the build and both timed runs are
+    `--quick` (data corpora left unembedded) and name the same index, so the timed runs find the
+    one the build made."""
+    import argparse
+
+    from ragraph.cli import cmd_bench
+
+    script = _script()
+    commands: list[list[str]] = []
+
+    def command(name, argv, out, timeout_s):
+        commands.append(argv)
+        return script.StepResult(name, "passed")
+
+    monkeypatch.setattr(script, "_command", command)
+    monkeypatch.setattr(script, "_offline_rps", lambda folder: {})
+    script.hot_cache(tmp_path, script.SIZES["smoke"], 90)
+    parser = argparse.ArgumentParser()
+    cmd_bench.register(parser.add_subparsers())
+    configs = [cmd_bench.config_from(parser.parse_args(argv[argv.index("bench"):]))
+               for argv in commands]
+    assert len(configs) == 3 and all(config.quick for config in configs)
+    assert {(c.scale, c.nlist, c.seed) for c in configs} == {(400_000, configs[0].nlist,
+                                                              configs[0].seed)}
