@@ -59,6 +59,11 @@ def progress_bars(console: Console) -> Iterator[Progress]:
 def prepare_index(config: BenchConfig, cache: Path, bar: Progress) -> tuple[BenchIndexInfo, list]:
     def start(label: str, total: int) -> Callable[[int], None]:
         task = bar.add_task(label, total=total)
+        if not bar.console.is_terminal:
+            # Bars are drawn only on a terminal: in a log, a line as each stage starts says
+            # where a run that was stopped spent its time (a build killed at its step's limit
+            # on a lent GPU machine left only its command line).
+            bar.console.log(f"{label}: {total:,}")
         return lambda n: bar.advance(task, n)
 
     base = ensure_real_base(config.data, cache, start, embed=not config.quick)
