@@ -89,8 +89,13 @@ class ConfigError(RagraphError, ValueError):
     kind: ClassVar[FailureKind] = "input"
 
     def __init__(self, field: str, message: str) -> None:
-        self.field = field
+        self.field, self.message = field, message
         super().__init__(f"{field}: {message}")
+
+    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
+        # Raised in another process (a bench's index build, a Ray task) it is rebuilt from
+        # both parts: the default rebuilds it from its one formatted argument and fails.
+        return type(self), (self.field, self.message)
 
 
 class EngineError(RagraphError):

@@ -23,9 +23,15 @@ from ragraph.bench import machine as M
 from ragraph.bench import plots, repeats, report, server_stats
 from ragraph.bench.cells import Cell, CellResult
 from ragraph.bench.config import BenchConfig
-from ragraph.bench.index import BenchIndexInfo, IndexSpec, ensure_bench_index
+from ragraph.bench.index import (
+    BenchIndexInfo,
+    IndexSpec,
+    ensure_bench_index,
+    index_dir_for,
+    is_current,
+)
 from ragraph.bench.questions import load_questions
-from ragraph.bench.realbase import ensure_real_base
+from ragraph.bench.realbase import cached_base, ensure_real_base
 from ragraph.bench.results import Target, write_csv, write_json
 from ragraph.bench.session import WARM_UP_REQUESTS, Workbench, load_graphs, run_cells
 from ragraph.runtime.app import open_search
@@ -67,9 +73,45 @@ def prepare_index(config: BenchConfig, cache: Path, bar: Progress) -> tuple[Benc
         return lambda n: bar.advance(task, n)
 
     base = ensure_real_base(config.data, cache, start, embed=not config.quick)
-    info = ensure_bench_index(cache, base, IndexSpec(config.scale, config.nlist, config.seed),
-                              start)
+    info = ensure_bench_index(cache, base, _spec(config), start)
     return info, list(base.notes)
+
+
+def _spec(config: BenchConfig) -> IndexSpec:
+    return IndexSpec(config.scale, config.nlist, config.seed)
+
+
+def index_ready(config: BenchConfig, cache: Path) -> bool:
+    """Whether the index a run of `config` uses is built already, its real base and the default
+    index included (so preparing it builds nothing)."""
+    base = cached_base(config.data, cache, embed=not config.quick)
+    return base is not None and is_current(index_dir_for(cache, *base, _spec(config)))
+
+
+def build_apart(config: BenchConfig,
+                build: Callable[[BenchConfig], None] | None = None) -> None:
+    """Build the index a run of `config` uses in a process of its own (a fresh interpreter), so
+    the cells are timed in a process that built nothing: on a fresh GPU machine the run in the
+    process that had just built the index was 35-40% slower than the runs after it, and on 2
+    cores slower in four tries of six (docs/benchmarks/gpu.md). Its errors are raised here.
+    `build`: what the process runs (a module-level function), `prepare_index` by default."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ragraph.errors import RagraphError
+
+    try:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            pool.submit(build or _build_here, config).result()
+    except BrokenProcessPool as err:
+        raise RagraphError("the process building the bench index ended without finishing "
+                           "(killed, or out of memory?); nothing was timed") from err
+
+
+def _build_here(config: BenchConfig) -> None:
+    with progress_bars(Console(highlight=False)) as bar:
+        prepare_index(config, bench_cache(), bar)
 
 
 def build_index(config: BenchConfig, console: Console) -> BenchIndexInfo:

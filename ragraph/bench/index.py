@@ -65,8 +65,13 @@ class BenchIndexInfo:
 
 
 def index_dir(cache: Path, base: RealBase, spec: IndexSpec) -> Path:
-    nlist = spec.lists_for(len(base.passages) + spec.scale)
-    return cache / f"index-{base.key[:12]}-n{spec.scale}-l{nlist}-s{spec.seed}"
+    return index_dir_for(cache, base.key, len(base.passages), spec)
+
+
+def index_dir_for(cache: Path, base_key: str, passages: int, spec: IndexSpec) -> Path:
+    """The folder of the index padding a real base (its key and passage count) to `spec`."""
+    nlist = spec.lists_for(passages + spec.scale)
+    return cache / f"index-{base_key[:12]}-n{spec.scale}-l{nlist}-s{spec.seed}"
 
 
 def ensure_bench_index(cache: Path, base: RealBase, spec: IndexSpec,
@@ -74,14 +79,14 @@ def ensure_bench_index(cache: Path, base: RealBase, spec: IndexSpec,
     """The padded index directory, built first when it is not cached (or was cached with
     another record of its embedder)."""
     directory = index_dir(cache, base, spec)
-    if not _current(directory):
+    if not is_current(directory):
         _check_room(cache, base, spec)
         _build(directory, base, spec, progress)
     raw = json.loads((directory / "bench.json").read_text())
     return BenchIndexInfo(**raw)
 
 
-def _current(directory: Path) -> bool:
+def is_current(directory: Path) -> bool:
     """Built, and recording the embedder this code records: an index cached before the bench's
     indexes recorded int8 queries would go on measuring float64 ones, which no new index uses."""
     from ragraph.runtime.retrieval.manifest import Manifest

@@ -67,15 +67,7 @@ def ensure_real_base(data: Path | None, cache: Path,
     from ragraph.runtime.retrieval.build.corpus import ensure_default_index
 
     default = ensure_default_index()
-    files, notes = source_files(data)
-    key = _key(default.manifest.checksum, files)
-    directory = cache / f"real-{key[:16]}"
-    if not (directory / "meta.json").is_file() and files and not embed:
-        notes.append("data corpora not embedded yet (a run without --quick embeds and caches "
-                     "them): this index holds the Wikipedia passages only")
-        files = []
-        key = _key(default.manifest.checksum, files)
-        directory = cache / f"real-{key[:16]}"
+    key, directory, files, notes = _locate(data, cache, embed, default.manifest.checksum)
     if not (directory / "meta.json").is_file():
         _build(directory, default, files, progress)
     meta = json.loads((directory / "meta.json").read_text())
@@ -83,6 +75,35 @@ def ensure_real_base(data: Path | None, cache: Path,
     passages = tuple(RealPassage(*row) for row in rows)
     vectors = np.load(directory / "vectors.npy")
     return RealBase(key, passages, vectors, meta["counts"], tuple(notes))
+
+
+def cached_base(data: Path | None, cache: Path, embed: bool = True) -> tuple[str, int] | None:
+    """The key and passage count of the real base `ensure_real_base` would load, where it and
+    the default index are built already; None where loading it would build something."""
+    from ragraph.runtime.retrieval.build.corpus import current_default_manifest
+
+    default = current_default_manifest()
+    if default is None:
+        return None
+    key, directory, _, _ = _locate(data, cache, embed, default.checksum)
+    if not (directory / "meta.json").is_file():
+        return None
+    return key, sum(json.loads((directory / "meta.json").read_text())["counts"].values())
+
+
+def _locate(data: Path | None, cache: Path, embed: bool,
+            default_checksum: str) -> tuple[str, Path, list[tuple[Path, str]], list[str]]:
+    """The real base's key, its folder, the data files it embeds and the notes on them."""
+    files, notes = source_files(data)
+    key = _key(default_checksum, files)
+    directory = cache / f"real-{key[:16]}"
+    if not (directory / "meta.json").is_file() and files and not embed:
+        notes.append("data corpora not embedded yet (a run without --quick embeds and caches "
+                     "them): this index holds the Wikipedia passages only")
+        files = []
+        key = _key(default_checksum, files)
+        directory = cache / f"real-{key[:16]}"
+    return key, directory, files, notes
 
 
 def _key(default_checksum: str, files: list[tuple[Path, str]]) -> str:

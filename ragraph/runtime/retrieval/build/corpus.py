@@ -122,12 +122,23 @@ def ensure_default_index(
         return load_index(directory)
 
 
-def _load_if_current(directory: Path) -> LoadedIndex | None:
+def current_default_manifest(directory: Path | None = None) -> Manifest | None:
+    """The default index's manifest where it is built from the current source (read, not
+    loaded); None where `ensure_default_index` would build it."""
+    directory = directory or default_index_dir()
     if not (directory / "manifest.json").is_file():
         return None
     try:
-        if Manifest.read(directory).source != SOURCE_TAG:
-            return None
+        manifest = Manifest.read(directory)
+    except SearchIndexError:
+        return None
+    return manifest if manifest.source == SOURCE_TAG else None
+
+
+def _load_if_current(directory: Path) -> LoadedIndex | None:
+    if current_default_manifest(directory) is None:
+        return None
+    try:
         return load_index(directory)
     except SearchIndexError:
         return None  # a damaged cache is rebuilt, not reported: it holds nothing of the user's
