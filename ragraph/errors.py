@@ -34,6 +34,20 @@ class RagraphError(Exception):
 
     kind: ClassVar[FailureKind] = "workflow"
 
+    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
+        # Raised in another process (a bench's index build, a Ray task), an error comes back
+        # whole whatever its __init__ takes: the default calls the class with `args` alone,
+        # which fails for ConfigError(field, message) or RequestFailed(message, kind) and drops
+        # a WorkflowError's place.
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(cls: type[RagraphError], args: tuple, state: dict) -> RagraphError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class WorkflowError(RagraphError):
     """A mistake in a workflow: located when it came from a `.rag` file, named by node otherwise."""
@@ -89,13 +103,8 @@ class ConfigError(RagraphError, ValueError):
     kind: ClassVar[FailureKind] = "input"
 
     def __init__(self, field: str, message: str) -> None:
-        self.field, self.message = field, message
+        self.field = field
         super().__init__(f"{field}: {message}")
-
-    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
-        # Raised in another process (a bench's index build, a Ray task) it is rebuilt from
-        # both parts: the default rebuilds it from its one formatted argument and fails.
-        return type(self), (self.field, self.message)
 
 
 class EngineError(RagraphError):

@@ -94,7 +94,8 @@ def build_apart(config: BenchConfig,
     the cells are timed in a process that built nothing: on a fresh GPU machine the run in the
     process that had just built the index was 35-40% slower than the runs after it, and on 2
     cores slower in four tries of six (docs/benchmarks/gpu.md). Its errors are raised here.
-    `build`: what the process runs (a module-level function), `prepare_index` by default."""
+    `build`: what the process runs (a module-level function; tests pass their own), by default
+    `prepare_index` under progress bars."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
