@@ -132,6 +132,13 @@ def serving(workflows: Mapping[str, RAGraph], config: RuntimeConfig,
     catalog = Catalog.compile(dict(workflows), config.scheduler.passes)
     settings = settings or ServeSettings(port=0)
     app = build_app(catalog, config, settings, search=search or random_search(), adapt=adapt)
+    with serving_app(app, settings) as served:
+        yield served
+
+
+@contextmanager
+def serving_app(app, settings: ServeSettings) -> Iterator[Served]:  # noqa: ANN001 - build_app's
+    """`app` (what `build_app` returned) served on a free loopback port until the block ends."""
     # The server `ragraph serve` runs (its protocol, limits and shutdown), on a free port.
     server = make_server(app, settings, host="127.0.0.1", port=0, log_level="warning")
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)

@@ -16,7 +16,6 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ragraph.errors import ConfigError, EngineError
@@ -231,6 +230,5 @@ def _check_replay(before: TokenEvent, again: TokenEvent, replica: int) -> None:
 def replicas_for(llm: LlmConfig) -> ReplicaRouter:
     """The router over the LLM part's `--replicas` servers (OpenAI-compatible, each its own
     URL)."""
-    return ReplicaRouter([OpenAIHttpEngine(replace(OpenAIHttpConfig.of(llm), base_url=url,
-                                                   name=f"openai-http {url}"))
+    return ReplicaRouter([OpenAIHttpEngine(OpenAIHttpConfig.of(llm, url=url))
                           for url in llm.replicas])

@@ -80,11 +80,14 @@ class OpenAIHttpConfig:
                               f"{self.endpoint!r}")
 
     @classmethod
-    def of(cls, llm: LlmConfig, in_flight: int = 0) -> OpenAIHttpConfig:
-        """The client of the LLM part's server (the server batches: `in_flight` is its)."""
-        return cls(base_url=llm.url or "", model=llm.model or "default",
+    def of(cls, llm: LlmConfig, in_flight: int = 0, url: str | None = None) -> OpenAIHttpConfig:
+        """The client of the LLM part's server (the server batches: `in_flight` is its), or of
+        `url`, one of its `replicas`: built for that URL, so validated with it."""
+        base_url = url or llm.url or ""
+        return cls(base_url=base_url, model=llm.model or "default",
                    api_key=api_key_from(llm.api_key_env), endpoint=llm.openai_endpoint,
-                   context_length=llm.ctx or 0)
+                   context_length=llm.ctx or 0,
+                   name=f"openai-http {url}" if url else "openai-http")
 
 
 def api_key_from(variable: str | None) -> str | None:
