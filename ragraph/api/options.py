@@ -8,7 +8,8 @@ import os
 from typing import Any
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.config import RuntimeConfig, knobs
+from ragraph.runtime.checks import check_type
+from ragraph.runtime.config import RuntimeConfig, knob_type, knobs
 from ragraph.runtime.config_file import read_config
 
 # Knobs a user may well give as a `pathlib.Path`; the config keeps them as text.
@@ -37,4 +38,6 @@ def runtime_config(config: RuntimeConfig | str | os.PathLike[str] | None,
                               f"{', '.join(known)}")
     given = {k: os.fspath(v) if k in PATH_FIELDS and isinstance(v, os.PathLike) else v
              for k, v in options.items()}
+    for name, value in given.items():
+        check_type(name, value, knob_type(name))
     return RuntimeConfig.of(read_config(config) if config is not None else None, **given)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.checks import http_url
+from ragraph.runtime.checks import hints, http_url
 from ragraph.runtime.devices import GpuPaths
 from ragraph.runtime.distributed.options import ScaleConfig
 from ragraph.runtime.llm.settings import ENGINES, LlmConfig
@@ -92,6 +92,12 @@ def part_of(name: str) -> str | None:
     if name not in _PART_OF:
         raise ConfigError(name, "not a runtime option")
     return _PART_OF[name]
+
+
+def knob_type(name: str) -> Any:
+    """The type of knob `name`'s values (its field's annotation)."""
+    part = part_of(name)
+    return hints(RuntimeConfig if part is None else PARTS[part])[name]
 
 
 def tree_with(tree: Mapping[str, Any], flat: Mapping[str, Any]) -> dict[str, Any]:

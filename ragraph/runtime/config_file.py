@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.config import PARTS, TOP_LEVEL, knobs, part_of
+from ragraph.runtime.checks import check_type
+from ragraph.runtime.config import PARTS, TOP_LEVEL, knob_type, knobs, part_of
 
 
 def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The file's tree, every table and key known (not yet validated: `RuntimeConfig.of`)."""
     path = Path(path)
     try:
-        tree = tomllib.loads(path.read_text(encoding="utf-8"))
+        tree = tomllib.loads(_text(path))
     except OSError as err:
         raise ConfigError("config", f"cannot read {path}: {err.strerror or err}") from err
     except tomllib.TOMLDecodeError as err:
@@ -36,11 +37,26 @@ def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     for key, value in tree.items():
         if key in PARTS:
             _check_table(key, value, path)
+            for name, item in value.items():
+                check_type(f"{key}.{name}", item, knob_type(name), f"in {path} ")
         elif key in knobs() and key not in TOP_LEVEL:
             raise _misplaced(key, key, "the top level", path)
         elif key not in TOP_LEVEL:
             raise _unknown(key, [*PARTS, *TOP_LEVEL], path, "top-level key or table")
+        else:
+            check_type(key, value, knob_type(key), f"in {path} ")
     return tree
+
+
+def _text(path: Path) -> str:
+    """The file as text; bytes that are not UTF-8 are an error naming the line (TOML is UTF-8)."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise ConfigError("config", f"{path}:{line}: not UTF-8 text (byte "
+                          f"0x{raw[err.start]:02x}); TOML files are UTF-8") from None
 
 
 def _check_table(part: str, table: Any, path: Path) -> None:

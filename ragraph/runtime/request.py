@@ -11,6 +11,7 @@ from ragraph.errors import ConfigError, FailureKind
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import START
 from ragraph.ir.values import Passages, Value
+from ragraph.runtime.checks import MAX_TEXT_CHARS
 
 ANSWER = "answer"
 
@@ -60,7 +61,11 @@ class Request:
 
 def check_text(text: str, field: str) -> None:
     """Text an engine can read: JSON lets a lone UTF-16 surrogate (`"\\ud800"`) through, and
-    every tokenizer and embedder downstream fails on it (it is not Unicode text)."""
+    every tokenizer and embedder downstream fails on it (it is not Unicode text). Longer than
+    `MAX_TEXT_CHARS`, it is refused before any engine spends time or memory on it."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise ConfigError(field, f"is {len(text):,} characters; at most {MAX_TEXT_CHARS:,} "
+                          "are taken")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as err:

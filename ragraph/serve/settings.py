@@ -7,8 +7,14 @@ import ipaddress
 from dataclasses import dataclass
 
 from ragraph.errors import ConfigError
+from ragraph.runtime.checks import positive_int
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+# The server's sizes and their bounds: connections are file descriptors (a process's limit is
+# rarely above 65,536); a body past 64 MiB is no question (one is at most MAX_TEXT_CHARS); a
+# queue of a million requests is hours of work at any rate ragraph serves.
+LIMITS = {"max_body_bytes": 64 << 20, "max_queue": 1 << 20, "serve_replicas": 1024,
+          "max_connections": 65536}
 
 
 @dataclass(frozen=True)
@@ -41,9 +47,8 @@ class ServeSettings:
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError("--port", f"must be in 0..65535, got {self.port}")
-        for name in ("max_body_bytes", "max_queue", "serve_replicas", "max_connections"):
-            if getattr(self, name) < 1:
-                raise ConfigError(flag(name), f"must be at least 1, got {getattr(self, name)}")
+        for name, most in LIMITS.items():
+            positive_int(flag(name), getattr(self, name), most)
         for name in ("request_timeout_s", "drain_timeout_s", "serve_cpus", "header_timeout_s",
                      "body_timeout_s", "keep_alive_s"):
             if not getattr(self, name) > 0:

@@ -66,3 +66,30 @@ def test_the_guide_documents_every_knob_and_its_example_loads(tmp_path: Path) ->
     assert example is not None
     config = RuntimeConfig.of(read_config(write(tmp_path, example.group(1))))
     assert config.llm.engine == "sim" and config.scheduler.concurrency == 16
+
+
+def test_a_file_that_is_not_utf8_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "ragraph.toml"
+    path.write_bytes(b'[llm]\nengine = "sim"\nmodel = "caf\xe9"\n')
+    with pytest.raises(ConfigError) as err:
+        read_config(path)
+    assert err.value.field == "config"
+    assert f"{path}:3: not UTF-8 text (byte 0xe9)" in str(err.value)
+
+
+@pytest.mark.parametrize("text, key, says", [
+    ("[scale]\nray = 5\n", "scale.ray", "must be text, got 5"),
+    ("[scheduler]\nconcurrency = '8'\n", "scheduler.concurrency", "must be an integer, got '8'"),
+    ("[search]\nhot_cache = 1\n", "search.hot_cache", "must be true or false, got 1"),
+    ("[llm]\nreplicas = 'http://a'\n", "llm.replicas", "must be a list of text"),
+    ("[llm]\nreplicas = [1, 2]\n", "llm.replicas", "must be a list of text"),
+    ("otlp = 5\n", "otlp", "must be text, got 5"),
+    ("[scheduler]\ntau = true\n", "scheduler.tau", "must be a number, got True"),
+])
+def test_a_value_of_the_wrong_type_names_the_key_and_the_file(tmp_path: Path, text: str,
+                                                              key: str, says: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        read_config(path)
+    assert err.value.field == key
+    assert f"in {path} {says}" in str(err.value)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.checks import positive_int
+from ragraph.runtime.checks import MAX_SHARDS, positive_int
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class ScaleConfig:
     restart_s: float = 120.0
 
     def __post_init__(self) -> None:
-        positive_int("shards", self.shards)
+        positive_int("shards", self.shards, MAX_SHARDS)
         if not 0 <= self.replicate <= 1:
             raise ConfigError("replicate", f"must be in [0, 1], got {self.replicate}")
         if self.shard_cpus <= 0:

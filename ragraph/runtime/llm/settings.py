@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.checks import positive_int
+from ragraph.runtime.checks import MAX_CONTEXT, MAX_THREADS, positive_int
 from ragraph.runtime.threads import default_split
 
 ENGINES = ("llamacpp", "sim", "openai", "sglang")
@@ -52,7 +52,7 @@ class LlmConfig:
             object.__setattr__(self, "replicas", tuple(self.replicas))
         if self.gen_threads is None:
             object.__setattr__(self, "gen_threads", default_split(self.engine).gen)
-        positive_int("gen_threads", self.gen_threads)
+        positive_int("gen_threads", self.gen_threads, MAX_THREADS)
         self._check_replicas()
         if self.engine in ("openai",) and not (self.url or self.replicas):
             raise ConfigError("url", f"the {self.engine} engine needs a server URL")
@@ -80,8 +80,8 @@ class LlmConfig:
 
     def _check_model_options(self) -> None:
         if self.ctx is not None and (isinstance(self.ctx, bool) or not isinstance(self.ctx, int)
-                                     or self.ctx < 16):
-            raise ConfigError("ctx", f"must be an integer >= 16, got {self.ctx!r}")
+                                     or not 16 <= self.ctx <= MAX_CONTEXT):
+            raise ConfigError("ctx", f"must be an integer in 16..{MAX_CONTEXT:,}, got {self.ctx!r}")
         if self.ctx is not None and self.engine not in ("llamacpp", "openai"):
             raise ConfigError("ctx", f"sets llama.cpp's or an OpenAI-compatible server's "
                               f"context, not {self.engine}'s")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.checks import http_url, positive_int
+from ragraph.runtime.checks import MAX_NPROBE, MAX_THREADS, http_url, positive_int
 from ragraph.runtime.devices import GpuPaths, cuda_available, gpu_paths
 
 
@@ -27,9 +27,9 @@ class SearchConfig:
     hot_fraction: float = 0.2  # HedraRAG: the top 20% of clusters carried 69% of the work
 
     def __post_init__(self) -> None:
-        positive_int("nprobe", self.nprobe)
+        positive_int("nprobe", self.nprobe, MAX_NPROBE)
         if self.search_threads is not None:
-            positive_int("search_threads", self.search_threads)
+            positive_int("search_threads", self.search_threads, MAX_THREADS)
         if not 0 < self.hot_fraction <= 1:
             raise ConfigError("hot_fraction", f"must be in (0, 1], got {self.hot_fraction}")
         http_url("embedder_url", self.embedder_url)

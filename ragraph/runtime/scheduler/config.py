@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragraph.errors import ConfigError
-from ragraph.runtime.checks import positive_int
+from ragraph.runtime.checks import MAX_CONCURRENCY, positive_int
 
 EXECUTORS = ("ragraph", "sequential", "stage-batched", "langgraph")
 
@@ -34,7 +34,7 @@ class SchedulerConfig:
         if self.executor not in EXECUTORS:
             raise ConfigError("executor",
                               f"must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
-        positive_int("concurrency", self.concurrency)
+        positive_int("concurrency", self.concurrency, MAX_CONCURRENCY)
         if not 0 < self.tau <= 1:
             raise ConfigError("tau", f"must be in (0, 1], got {self.tau}")
         if self.link_gb_per_s <= 0:
