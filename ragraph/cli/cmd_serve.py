@@ -147,7 +147,7 @@ def adapt_plan(args: argparse.Namespace, graphs: dict, concurrency: int):  # noq
 
     base = next(iter(graphs))
     names = []
-    for i, point in enumerate(front_levels(args.adapt)):
+    for i, point in enumerate(front_levels(args.adapt, base)):
         graph = level_graph(graphs[base], point)
         graph.name = f"{base}@{i}"
         graphs[graph.name] = graph

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     context = context_of({"workflow": _digest(args.workflow), "dev": _digest(args.dev),
                           "questions": len(requests), "llm": config.llm,
                           "index": config.search.index, "executor": config.scheduler.executor})
-    results = Results.open(args.results or Path(f"{stem}.tune.jsonl"), context)
+    results = Results.open(args.results or Path(f"{stem}.tune.jsonl"), context, graph.name)
     console = Console(highlight=False, soft_wrap=True)
     default = shipped(graph, config.search.nprobe, config.scheduler.passes,
                       config.scheduler.concurrency)
@@ -154,7 +154,7 @@ def _report(args, config, graph, searched, constraint, console) -> int:  # noqa:
         _write(args, config, graph, rec.point.point, console)
         from ragraph.tune.levels import front_path, write_front
 
-        path = write_front(front_path(args.out), front(points, throughput))
+        path = write_front(front_path(args.out), front(points, throughput), graph.name)
         console.print(f"its front, for serve --adapt: {path}", markup=False)
     return 1 if violated else 0
 

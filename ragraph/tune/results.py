@@ -28,20 +28,22 @@ def context_of(settings: Mapping[str, Any]) -> str:
 class Results:
     path: Path | None  # None: kept in memory only
     context: str
+    # The tuned workflow's name, on every line: `serve --adapt` refuses a front of another one.
+    workflow: str | None = None
     measured: dict[str, Measurement] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, path: Path | None, context: str) -> Results:
-        results = cls(path, context)
+    def open(cls, path: Path | None, context: str, workflow: str | None = None) -> Results:
+        results = cls(path, context, workflow)
         if path is None or not path.exists():
             return results
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = read_lines(path, "--results")
         for number, line in enumerate(lines, 1):
             try:
                 raw = json.loads(line) if line.strip() else None
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 if number < len(lines):
-                    raise ConfigError("--results", f"{path}:{number} is not a JSON line") from None
+                    raise ConfigError("--results", f"{path}:{number}: not a JSON line") from None
                 # A kill cut the last line short: that point is measured again.
                 path.write_text("".join(lines[:-1]), encoding="utf-8")
                 break
@@ -50,10 +52,10 @@ class Results:
         return results
 
     def _take(self, raw: dict[str, Any], where: str) -> None:
+        measurement = measurement_of(raw, where, "--results")
         if raw.get("context") != self.context:
             raise ConfigError("--results", f"{where} was measured in another run (another "
                               "workflow, dev file, engine or index); give a new --results file")
-        measurement = Measurement.from_json(raw)
         self.measured[measurement.point.key] = measurement
 
     def get(self, key: str) -> Measurement | None:
@@ -63,6 +65,35 @@ class Results:
         self.measured[measurement.point.key] = measurement
         if self.path is None:
             return
-        line = json.dumps({"context": self.context, **measurement.to_json()})
+        tag = {"workflow": self.workflow} if self.workflow is not None else {}
+        line = json.dumps({"context": self.context, **tag, **measurement.to_json()})
         with self.path.open("a", encoding="utf-8") as out:
             out.write(line + "\n")
+
+
+def measurement_of(raw: object, where: str, flag: str) -> Measurement:
+    """One line of a results or front file (`where`: FILE:LINE): a line that is not a measured
+    point, or whose fields are missing or of the wrong type, is an error naming it."""
+    if not isinstance(raw, dict):
+        raise ConfigError(flag, f"{where}: not a measured point (a JSON object), got "
+                          f"{type(raw).__name__}")
+    try:
+        return Measurement.from_json(raw)
+    except KeyError as err:
+        raise ConfigError(flag, f"{where}: a measured point without {err}") from None
+    except (TypeError, ValueError, AttributeError) as err:
+        raise ConfigError(flag, f"{where}: a field of the wrong type ({err})") from None
+
+
+def read_lines(path: Path, flag: str) -> list[str]:
+    """A results or front file's lines (kept ends); not UTF-8 or unreadable, an error naming the
+    file (and the line)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ConfigError(flag, f"cannot read {path}: {err.strerror or err}") from None
+    try:
+        return raw.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise ConfigError(flag, f"{path}:{line}: not UTF-8 text") from None

@@ -112,17 +112,17 @@ def _front_file(tmp_path: Path) -> Path:
 
     # (16, 4) is dominated by (8, 2): not a level.
     points = [m(32, 4, 0.5, 1.0), m(8, 2, 0.4, 3.0), m(16, 4, 0.3, 2.0), m(4, 1, 0.2, 5.0)]
-    return write_front(front_path(tmp_path / "tuned.toml"), points)
+    return write_front(front_path(tmp_path / "tuned.toml"), points, "hyde")
 
 
 def test_the_front_as_points_best_first(tmp_path: Path):
     _front_file(tmp_path)
-    levels = front_levels(tmp_path / "tuned.toml")
+    levels = front_levels(tmp_path / "tuned.toml", "hyde")
     assert [(p.nprobe, p.topk) for p in levels] == [(32, 4), (8, 2), (4, 1)]
     graph = level_graph(graphs(["hyde"])["hyde"], levels[1])
     assert {(n.topk, n.nprobe) for n in graph.nodes() if isinstance(n, Retrieve)} == {(2, 8)}
     with pytest.raises(ConfigError, match="--adapt"):
-        front_levels(tmp_path / "missing.jsonl")
+        front_levels(tmp_path / "missing.jsonl", "hyde")
 
 
 def test_serve_adapts_and_metrics_show_the_switch(tmp_path: Path):
