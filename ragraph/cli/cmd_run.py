@@ -50,6 +50,12 @@ def _check_files(args: argparse.Namespace) -> None:
         raise ConfigError("--resume", "needs --output (the file whose answers it keeps)")
     if args.output is not None and args.output.resolve() == args.input.resolve():
         raise ConfigError("--output", f"{args.output} is the --input file")
+    # Checked before any model loads: a folder, or a file in a folder that is not there, would
+    # fail only when the first answer is written.
+    if args.output is not None and args.output.is_dir():
+        raise ConfigError("--output", f"{args.output} is a folder; name the file to write")
+    if args.output is not None and not args.output.parent.is_dir():
+        raise ConfigError("--output", f"{args.output.parent}: no such folder")
 
 
 def run(args: argparse.Namespace) -> int:

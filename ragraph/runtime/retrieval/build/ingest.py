@@ -145,6 +145,9 @@ def delete_documents(index: Path, *, sources: Sequence[str | Path] = (),
     and the passages `ids`; a source or id the index does not hold is an error naming it."""
     if not sources and not ids:
         raise ConfigError("delete", "give the documents' paths (sources) or passage ids")
+    outside = [i for i in ids if not -(1 << 63) <= i < 1 << 63]
+    if outside:  # SQLite's rowids (and faiss's) are 64-bit: such an id names no passage
+        raise ConfigError("ids", f"{outside[0]} is not a passage id (ids are 64-bit integers)")
     wanted = [str(Path(s).expanduser().resolve()) for s in sources]
 
     def doomed(conn: sqlite3.Connection) -> list[int]:
