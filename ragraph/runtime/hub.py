@@ -277,7 +277,8 @@ class Hub:
                         "internal", handed_only=True)
         delay = RESTART_DELAYS_S[min(self._quick_deaths, len(RESTART_DELAYS_S) - 1)]
         self._quick_deaths += 1
-        self.stopped = f"restarting after a scheduler failure: {error!r}"
+        # Said to anyone (`/readiness` answers without a key): the error itself is in the log.
+        self.stopped = "restarting after a scheduler failure (the server's log says why)"
         if delay:
             asyncio.get_running_loop().call_later(delay, self._restart)
         else:
@@ -289,9 +290,9 @@ class Hub:
         self.restarts += 1
         try:
             self.start()
-        except Exception as err:  # the executor cannot even be built: say so, and stay down
+        except Exception:  # the executor cannot even be built: say so, and stay down
             log.exception("the scheduler run could not be started again")
-            self.stopped = f"the scheduler could not be restarted: {err!r}"
+            self.stopped = "the scheduler could not be restarted (the server's log says why)"
             return
         self.stopped = None
         log.warning("scheduler run restarted (restart %d)", self.restarts)

@@ -42,16 +42,18 @@ class EngineHealth:
 
     async def probe(self) -> None:
         """Ask the engine once; log when its state changes (once, not every probe)."""
+        error = ""
         try:
             alive = bool(await self.llm.alive())  # type: ignore[attr-defined]
             why = None if alive else f"engine {self.llm.name} does not answer its health check"
         except Exception as err:  # a bug in a health check: the engine is not known to be up
-            why = f"engine {self.llm.name}: its health check failed: {err!r}"
+            # `/readiness` answers anyone: the error's text (internals) goes to the log only.
+            why, error = f"engine {self.llm.name}: its health check failed", f" ({err!r})"
         if why != self.down:
             if why is None:
                 log.info("engine %s answers again", self.llm.name)
             else:
-                log.warning("%s; /readiness answers 503 until it does", why)
+                log.warning("%s%s; /readiness answers 503 until it does", why, error)
         self.down = why
 
     async def _watch(self) -> None:

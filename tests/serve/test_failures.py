@@ -122,3 +122,21 @@ def test_a_question_too_long_for_the_model_is_400_naming_it(server):
     error = response.json()["error"]
     assert (response.status_code, error["param"]) == (400, "input.question"), error
     assert "tokens" in error["message"]
+
+
+def test_readiness_says_restarting_without_the_error_itself(monkeypatch):
+    from ragraph.runtime import hub
+
+    monkeypatch.setattr(hub, "RESTART_DELAYS_S", (600.0,))  # the restart stays pending
+    with executors(DiesOnFirstRequest()), captured_logs() as records, \
+            serving(graphs(("oneshot",)), SIM) as served:
+        first = httpx.post(served.url + "/runs/wait", timeout=30, json={
+            "workflow": "oneshot", "input": {"question": question(4)}})
+        assert first.status_code == 500
+        ready = httpx.get(served.url + "/readiness")
+        health = httpx.get(served.url + "/health")
+    assert ready.status_code == 503 and health.status_code == 503
+    for answer in (ready.json()["reason"], health.json()["reason"]):
+        assert answer.startswith("restarting after a scheduler failure")
+        assert "injected" not in answer and "RuntimeError" not in answer
+    assert any(r.exc_info and "injected" in str(r.exc_info[1]) for r in records)  # logged
