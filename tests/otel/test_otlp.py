@@ -107,3 +107,35 @@ def test_the_python_api_takes_otlp_too():
     [root] = [attributes(s) for s in received.spans if not s.parent_span_id]
     assert root["input.value"] == "Who wrote Middlemarch?"
     assert root["output.value"] == answer.answer
+
+
+def test_closing_does_not_wait_on_a_collector_that_hangs():
+    """The collector takes the connection and never answers: closing stops waiting (after its
+    bounded wait), says the last spans were dropped, and the run's exit is not held."""
+    import socket
+    import threading
+
+    from ragraph.runtime.telemetry.otlp import OtlpSpans
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    got, release, held = threading.Event(), threading.Event(), []
+
+    def hang() -> None:
+        conn, _ = listener.accept()
+        held.append(conn)
+        got.set()
+        release.wait()
+
+    threading.Thread(target=hang, daemon=True).start()
+    spans = OtlpSpans(f"http://127.0.0.1:{listener.getsockname()[1]}")
+    spans.provider.get_tracer("test").start_span("one").end()
+    try:
+        exported = spans.close(wait_s=0.5)
+        assert exported.abandoned and exported.sent == 0
+        assert not release.is_set()  # returned while the collector still held the request
+        assert "dropped" in exported.describe()
+    finally:
+        release.set()
+        for conn in held:
+            conn.close()
+        listener.close()

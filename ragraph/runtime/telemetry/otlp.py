@@ -23,6 +23,9 @@ TRACES_PATH = "/v1/traces"  # OTLP/HTTP's path for spans, under the collector's 
 # Spans wait here for the exporter's thread; past it the SDK drops them (a slow collector
 # under a batch run of thousands of requests, each with a dozen spans).
 QUEUE = 65536
+# Closing waits this long for the collector to take the last spans: one that is down or hangs
+# must not hold a run's or a server's exit (the SDK's retries of a dead one took ~30 s).
+CLOSE_WAIT_S = 5.0
 
 
 def require_otel() -> None:
@@ -48,10 +51,14 @@ class Exported:
     url: str
     sent: int
     failed: int
+    # The collector had not taken the last spans when closing stopped waiting (they are lost).
+    abandoned: bool = False
 
     def describe(self) -> str:
         lost = f", {self.failed} not delivered (the log says why)" if self.failed else ""
-        return f"spans: {self.sent} exported over OTLP to {self.url}{lost}"
+        gave_up = (f"; the collector did not take the last spans within {CLOSE_WAIT_S:g} s, "
+                   "they were dropped" if self.abandoned else "")
+        return f"spans: {self.sent} exported over OTLP to {self.url}{lost}{gave_up}"
 
 
 class OtlpSpans:
@@ -67,7 +74,9 @@ class OtlpSpans:
 
         self.url = traces_url(endpoint)
         self._counted = _counting(OTLPSpanExporter(endpoint=self.url))
-        self.provider = TracerProvider(resource=Resource.create({"service.name": "ragraph"}))
+        # Not shut down at exit by the SDK: `close` does it, waiting at most CLOSE_WAIT_S.
+        self.provider = TracerProvider(resource=Resource.create({"service.name": "ragraph"}),
+                                       shutdown_on_exit=False)
         self.provider.add_span_processor(BatchSpanProcessor(self._counted, max_queue_size=QUEUE))
 
     def recorder(self, models: Models) -> RunRecorder:
@@ -75,10 +84,14 @@ class OtlpSpans:
 
         return SpanRecorder(self.provider.get_tracer("ragraph"), models)
 
-    def close(self) -> Exported:
-        """Flush and stop (blocking: the last batch is sent); what was exported in all."""
-        self.provider.shutdown()
-        return Exported(self.url, self._counted.sent, self._counted.failed)
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> Exported:
+        """Flush and stop, waiting at most `wait_s` for the collector to take the last batch
+        (the SDK's thread goes on trying meanwhile, a daemon); what was exported in all."""
+        closing = threading.Thread(target=self.provider.shutdown, name="otlp close", daemon=True)
+        closing.start()
+        closing.join(wait_s)
+        return Exported(self.url, self._counted.sent, self._counted.failed,
+                        abandoned=closing.is_alive())
 
 
 @asynccontextmanager
@@ -96,7 +109,8 @@ async def exporting(config: RuntimeConfig, hooks: RunHooks, llm,  # noqa: ANN001
     finally:
         hooks.recorder = None
         exported = await asyncio.get_running_loop().run_in_executor(None, spans.close)
-        (log.warning if exported.failed else log.info)("%s", exported.describe())
+        (log.warning if exported.failed or exported.abandoned else log.info)(
+            "%s", exported.describe())
 
 
 def _counting(exporter):  # noqa: ANN001, ANN202 - an SDK SpanExporter, wrapped
