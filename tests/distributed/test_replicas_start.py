@@ -111,3 +111,24 @@ async def ask_together(url: str) -> None:
             client.post("/runs/wait", json={"workflow": "oneshot", "input": {"question": q}})
             for q in QUESTIONS))
     assert [r.status_code for r in responses] == [200] * len(QUESTIONS), responses[0].text
+
+
+@pytest.mark.slow  # a local Ray cluster and the real embedder
+def test_the_ray_guide_run_command(ray_cluster, upstreams, tmp_path):
+    """docs/guides/ray.md's batch: lists on shard actors, the LLM on two servers behind the
+    router (`--ray ... --shards ... --engine openai --replicas A,B`)."""
+    a, b = upstreams
+    corpus, index, out = tmp_path / "corpus.jsonl", tmp_path / "index", tmp_path / "out.jsonl"
+    corpus.write_text("".join(json.dumps({"title": f"Topic {i}", "text": f"Fact {i} of the "
+                                          f"{word} set."}) + "\n"
+                              for i, word in enumerate(["alpha", "bravo", "charlie"] * 8)),
+                      encoding="utf-8")
+    assert main(["index", "build", "--corpus", str(corpus), "--out", str(index),
+                 "--nlist", "4"]) == 0
+    assert main(["index", "shard", str(index), "--shards", "2", "--replicate", "0.1"]) == 0
+    assert main(["run", str(ONESHOT), "-i", str(questions_file(tmp_path)), "-o", str(out),
+                 "--index", str(index), "--ray", "auto", "--shards", "2", "--shard-cpus", "0.25",
+                 "--engine", "openai", "--replicas", f"{a.url},{b.url}", "-c", "8",
+                 "--nprobe", "4"]) == 0
+    answered(out)
+    both_served(a, b)
