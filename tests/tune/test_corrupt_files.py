@@ -39,14 +39,20 @@ CORRUPT = [
 ]
 
 
+# Each file as its reader opens it: tune's results (--results), serve --adapt's front (--adapt).
+READERS = [("tune.jsonl", lambda path: Results.open(path, "ctx"), "--results"),
+           ("tuned.front.jsonl", lambda path: front_levels(path, "hyde"), "--adapt")]
+
+
+@pytest.mark.parametrize("name, read, flag", READERS, ids=["results", "front"])
 @pytest.mark.parametrize("what, data, says", CORRUPT, ids=[c[0] for c in CORRUPT])
-def test_a_corrupt_results_file_is_one_error_naming_its_line(tmp_path: Path, what: str,
-                                                             data: bytes, says: str):
-    path = tmp_path / "tune.jsonl"
+def test_a_corrupt_file_is_one_error_naming_its_line(tmp_path: Path, name: str, read, flag: str,
+                                                     what: str, data: bytes, says: str):
+    path = tmp_path / name
     path.write_bytes(data)
     with pytest.raises(ConfigError) as err:
-        Results.open(path, "ctx")
-    assert err.value.field == "--results"
+        read(path)
+    assert err.value.field == flag
     assert f"{path}{says}" in str(err.value)
 
 
@@ -57,17 +63,6 @@ def test_an_empty_or_blank_results_file_is_no_points_and_a_folder_is_an_error(tm
     (tmp_path / "folder").mkdir()
     with pytest.raises(ConfigError, match="cannot read"):
         Results.open(tmp_path / "folder", "ctx")
-
-
-@pytest.mark.parametrize("what, data, says", CORRUPT, ids=[c[0] for c in CORRUPT])
-def test_a_corrupt_front_file_is_one_error_naming_its_line(tmp_path: Path, what: str,
-                                                           data: bytes, says: str):
-    path = tmp_path / "tuned.front.jsonl"
-    path.write_bytes(data)
-    with pytest.raises(ConfigError) as err:
-        front_levels(path, "hyde")
-    assert err.value.field == "--adapt"
-    assert f"{path}{says}" in str(err.value)
 
 
 def test_a_front_tuned_for_another_workflow_is_refused_naming_both(tmp_path: Path):
