@@ -9,6 +9,7 @@ from ragraph.bench.cells import Variant, plain
 from ragraph.bench.server_alone import LABEL as SERVER_ALONE
 from ragraph.bench.traffic import UNIFORM, Traffic
 from ragraph.errors import ConfigError
+from ragraph.runtime.checks import MAX_CONCURRENCY, MAX_NPROBE, positive_int
 from ragraph.runtime.config import EXECUTORS, RuntimeConfig
 from ragraph.runtime.config_file import read_config
 
@@ -92,6 +93,10 @@ class BenchConfig:
             raise ConfigError("--concurrency", "give positive numbers of requests in flight")
         if not self.nprobes or min(self.nprobes) < 1:
             raise ConfigError("--nprobe", "give positive nprobe values")
+        for value in self.concurrencies:  # each value a cell: each within the run's bound
+            positive_int("--concurrency", value, MAX_CONCURRENCY)
+        for value in self.nprobes:
+            positive_int("--nprobe", value, MAX_NPROBE)
         if self.rates is not None and any(r <= 0 for r in self.rates):
             raise ConfigError("--rates", "request rates must be > 0")
         if not self.offline and not self.rates:

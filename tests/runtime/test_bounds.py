@@ -81,3 +81,12 @@ def test_a_knob_of_the_wrong_type_is_an_error_naming_it():
         ragraph.Runtime(engine="sim", search_threads="4", search=random_search())
     with pytest.raises(ConfigError, match="^replicas: must be a list of text"):
         ragraph.Runtime(engine="openai", replicas="http://a", search=random_search())
+
+
+def test_every_value_of_a_bench_sweep_is_bounded():
+    from ragraph.bench.config import BenchConfig
+
+    with pytest.raises(ConfigError, match="^--concurrency: must be at most 4,096, got 100,000"):
+        BenchConfig(concurrencies=(8, 100_000))
+    with pytest.raises(ConfigError, match="^--nprobe: must be at most 65,536"):
+        BenchConfig(nprobes=(32, 10**9))
