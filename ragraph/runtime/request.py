@@ -113,6 +113,8 @@ def initial_variables(graph: RAGraph, request: Request) -> dict[str, Value]:
     variables: dict[str, Value] = {}
     for inp in graph.inputs.values():
         if inp.name in supplied:
+            if isinstance(supplied[inp.name], str) and inp.name != "question":
+                check_text(supplied[inp.name], f"inputs.{inp.name}")  # bounded as the question
             variables[inp.name] = supplied[inp.name]
         elif inp.default is not None:
             variables[inp.name] = inp.default

@@ -90,3 +90,10 @@ def test_every_value_of_a_bench_sweep_is_bounded():
         BenchConfig(concurrencies=(8, 100_000))
     with pytest.raises(ConfigError, match="^--nprobe: must be at most 65,536"):
         BenchConfig(nprobes=(32, 10**9))
+
+
+def test_a_workflow_input_past_the_text_bound_is_refused_naming_it():
+    irg = ragraph.load(ONESHOT.parent / "irg.rag")
+    with ragraph.Runtime(engine="sim", search_threads=1, search=random_search()) as rt:
+        with pytest.raises(ConfigError, match="^inputs.answer: is 1,000,001 characters"):
+            rt.run(irg, "Who?", inputs={"answer": "x" * (MAX_TEXT_CHARS + 1)})
