@@ -64,3 +64,19 @@ def test_readiness_follows_the_upstream_engine():
         with upstream(port):
             until(lambda: readiness(served.url).status_code == 200, what="ready: upstream up")
         until(lambda: readiness(served.url).status_code == 503, what="not ready again")
+
+
+def test_a_health_check_that_raises_is_not_ready_without_its_text():
+    import asyncio
+
+    from ragraph.serve.health import EngineHealth
+
+    class Raising:
+        name = "upstream"
+
+        async def alive(self) -> bool:
+            raise RuntimeError("secret internals at /srv/app.py:12")
+
+    health = EngineHealth(Raising())  # type: ignore[arg-type]
+    asyncio.run(health.probe())
+    assert health.down == "engine upstream: its health check failed"

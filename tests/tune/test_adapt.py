@@ -216,3 +216,11 @@ def test_a_2x_phase_on_a_queue_stays_within_the_slo_where_the_best_point_misses(
     assert 30 <= first_down and all(point > 0 for t, point in adaptive.moves
                                     if first_down <= t < 60)
     assert adaptive.points[-1] == 0  # back at 1x, back to the best
+
+
+def test_serve_refuses_a_front_tuned_for_another_workflow(tmp_path: Path):
+    from ragraph.cli.cmd_serve import adapt_plan
+
+    args = argparse.Namespace(adapt=_front_file(tmp_path), adapt_slo="p95=1ms")  # hyde's front
+    with pytest.raises(ConfigError, match="tuned for workflow 'hyde', not 'oneshot'"):
+        adapt_plan(args, graphs(["oneshot", "hyde"]), SIM.scheduler.concurrency)
