@@ -7,6 +7,9 @@ sentences, words; Markdown structure for Markdown files), overlaps neighbouring 
 overlap is a quarter of the chunk: a sentence or two), and gives each chunk's character offset in the text, so a passage's origin is
 exact, not searched for afterwards.
 
+A chunk is also held to `CHARS_PER_TOKEN` characters a token of its budget (a run of characters
+without a break is cut), and every chunk is checked against both budgets before it is kept.
+
 What the embedder sees is `title. chunk` after its passage prompt, between its special tokens
 (builder.passage_text): a chunk is given the room that leaves under the model's maximum sequence
 length, so no passage is ever truncated by the model unseen. The default chunk of 128 tokens is
@@ -24,6 +27,11 @@ from ragraph.runtime.retrieval.build.documents import Document, need
 from ragraph.runtime.retrieval.embed.spec import EmbedderSpec
 
 DEFAULT_CHUNK_TOKENS = 128
+# A passage's most characters per token of its budget. WordPiece counts any word over 100
+# characters (DNA, hashes, base64, minified code) as one [UNK], so a budget in tokens alone let
+# a 300,000-character run through as one passage, too long for any LLM prompt; English runs at
+# 4-5 characters a token, so this binds only on such runs.
+CHARS_PER_TOKEN = 8
 # The fewest tokens a chunk keeps when a long title takes the rest of the sequence.
 MIN_CHUNK_TOKENS = 16
 
@@ -73,7 +81,8 @@ class Chunker:
             raise ConfigError("overlap", f"must be below chunk_tokens ({self.tokens}), "
                               f"got {self.overlap}")
         self._max_seq = max_seq
-        self._splitters: dict[tuple[bool, int], object] = {}
+        self.chars = self.tokens * CHARS_PER_TOKEN
+        self._splitters: dict[tuple[bool | None, int], object] = {}
 
     def count(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
@@ -86,17 +95,34 @@ class Chunker:
                                    f"{title_room} tokens of the embedder's sequence for text")
         capacity = min(self.tokens, title_room)
         splitter = self._splitter(document.kind == "markdown", capacity)
-        return [Chunk(start, start + len(text), text)
-                for start, text in splitter.chunk_indices(document.text) if text.strip()]
+        return [chunk for start, text in splitter.chunk_indices(document.text) if text.strip()
+                for chunk in self._fit(document, start, text, capacity)]
 
+    def _fit(self, document: Document, start: int, text: str, capacity: int,
+             depth: int = 0) -> list[Chunk]:
+        """`text` (at `start`) as chunks within both budgets: checked on every chunk, and one
+        over either cut again, by characters or by tokens."""
+        long, many = len(text) > self.chars, self.count(text) > capacity
+        if not (long or many):
+            return [Chunk(start, start + len(text), text)]
+        if depth == 3:  # a cut by characters then by tokens fits: this is a splitter's fault
+            raise SearchIndexError(f"{document.source}: characters {start}-{start + len(text)} "
+                                   f"do not fit {capacity} tokens and {self.chars} characters")
+        by = self._splitter(None, self.chars) if long else self._splitter(False, capacity)
+        return [chunk for at, piece in by.chunk_indices(text) if piece.strip()
+                for chunk in self._fit(document, start + at, piece, capacity, depth + 1)]
 
-    def _splitter(self, markdown: bool, capacity: int):
+    def _splitter(self, markdown: bool | None, capacity: int):
+        """By tokens (Markdown or text), or by characters when `markdown` is None."""
         key = (markdown, capacity)
         if key not in self._splitters:
             splitters = need("semantic_text_splitter")
-            kind = splitters.MarkdownSplitter if markdown else splitters.TextSplitter
-            self._splitters[key] = kind.from_huggingface_tokenizer(
-                self._tokenizer, capacity, overlap=min(self.overlap, capacity - 1))
+            if markdown is None:
+                self._splitters[key] = splitters.TextSplitter(capacity)
+            else:
+                kind = splitters.MarkdownSplitter if markdown else splitters.TextSplitter
+                self._splitters[key] = kind.from_huggingface_tokenizer(
+                    self._tokenizer, capacity, overlap=min(self.overlap, capacity - 1))
         return self._splitters[key]
 
 
