@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.runtime.retrieval.build.documents import Document, need
+from ragraph.runtime.retrieval.build.structure import outline, structure_only
 from ragraph.runtime.retrieval.embed.spec import EmbedderSpec
 
 DEFAULT_CHUNK_TOKENS = 128
@@ -57,6 +58,7 @@ class Chunk:
     start: int
     end: int
     text: str
+    headings: tuple[str, ...] = ()  # a Markdown chunk's heading path, outermost first
 
 
 class Chunker:
@@ -94,9 +96,30 @@ class Chunker:
             raise SearchIndexError(f"{document.source}: its title {document.title!r} leaves "
                                    f"{title_room} tokens of the embedder's sequence for text")
         capacity = min(self.tokens, title_room)
-        splitter = self._splitter(document.kind == "markdown", capacity)
-        return [chunk for start, text in splitter.chunk_indices(document.text) if text.strip()
-                for chunk in self._fit(document, start, text, capacity)]
+        markdown = document.kind == "markdown"
+        splitter = self._splitter(markdown, capacity)
+        chunks = [chunk for start, text in splitter.chunk_indices(document.text) if text.strip()
+                  for chunk in self._fit(document, start, text, capacity)]
+        return self._structured(document.text, chunks, capacity) if markdown else chunks
+
+    def _structured(self, text: str, chunks: list[Chunk], capacity: int) -> list[Chunk]:
+        """Markdown chunks with their heading paths, and none that is headings or fences alone:
+        such a chunk joins the next one when both fit together, and is dropped otherwise (its
+        headings live on in the paths of the chunks of their section)."""
+        out: list[Chunk] = []
+        pending: Chunk | None = None
+        for chunk in chunks:
+            if pending is not None:
+                joined = text[pending.start:chunk.end]
+                if len(joined) <= self.chars and self.count(joined) <= capacity:
+                    chunk = Chunk(pending.start, chunk.end, joined)
+                pending = None
+            if structure_only(chunk.text):
+                pending = chunk
+            else:
+                out.append(chunk)
+        where = outline(text)
+        return [Chunk(c.start, c.end, c.text, where.path_at(c.start)) for c in out]
 
     def _fit(self, document: Document, start: int, text: str, capacity: int,
              depth: int = 0) -> list[Chunk]:

@@ -89,7 +89,8 @@ def cut_documents(paths: Sequence[Path], chunker: Chunker, skip_bad: bool = Fals
     for doc in documents:
         for n, piece in enumerate(chunker.split(doc)):
             records.append(CorpusRecord(f"{doc.source}#{n}", doc.title, piece.text,
-                                        Origin(doc.source, piece.start, piece.end)))
+                                        Origin(doc.source, piece.start, piece.end,
+                                               piece.headings)))
         if tick is not None:
             tick(1)
     return Cut(tuple(records), tuple(d.source for d in documents),
