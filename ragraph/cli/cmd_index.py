@@ -69,8 +69,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def progress_bar(
     console: Console, label: str, transient: bool = False
 ) -> Iterator[Callable[[int], Callable[[int], None]]]:
-    """A passages progress bar; yields `start(total, label=None) -> advance(n)`, drawn only once
-    started (`label` names a stage other than the bar's own). Off a terminal, where rich draws no
+    """A passages progress bar; yields `start(total, stage=None) -> advance(n)`, drawn only once
+    started (`stage` names a stage other than the bar's own). Off a terminal, where rich draws no
     bar, each stage logs a line as it starts and at every tenth of the way, as the bench does: a
     long build in a log says where it is."""
     from rich.progress import (
@@ -85,13 +85,14 @@ def progress_bar(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("passages"),
+        TextColumn("{task.fields[unit]}"),
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=console, transient=transient) as bar:
 
         def start(total: int, stage: str | None = None) -> Callable[[int], None]:
-            task = bar.add_task(stage or label, total=total)
+            # A stage's label names its unit ("cutting documents"); the bar's own counts passages.
+            task = bar.add_task(stage or label, total=total, unit="" if stage else "passages")
             advance = lambda n: bar.advance(task, n)  # noqa: E731
             return advance if console.is_terminal else _logged(console, stage or label, total,
                                                                advance)

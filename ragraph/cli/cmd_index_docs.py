@@ -26,6 +26,9 @@ def add_reading_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--follow-links", action="store_true",
                         help="read symbolic links that lead outside the folders given (they are "
                              "refused and listed otherwise)")
+    parser.add_argument("--preprocess", metavar="CMD",
+                        help="a shell command run on each document's text (standard input to "
+                             "output; the file's path in RAGRAPH_DOCUMENT) before it is cut")
 
 
 def register_changes(sub: argparse._SubParsersAction) -> None:
@@ -62,7 +65,7 @@ def build_docs(args: argparse.Namespace, config, console: Console) -> int:
     with progress_bar(console, "embedding") as start:
         report = build_index(args.docs, args.out, embedder=embedder, chunk=chunk, config=config,
                              skip_bad=args.skip_bad, follow_links=args.follow_links,
-                             progress=start)
+                             progress=start, preprocess=_hook(args))
     m = report.manifest
     console.print(f"built {args.out}: {report.documents} documents, {m.passages} passages of at "
                   f"most {m.chunk_tokens} tokens (overlap {m.chunk_overlap}), {m.index_type}, "
@@ -80,7 +83,8 @@ def _add(args: argparse.Namespace) -> int:
     with progress_bar(console, "embedding") as start:
         report = add_documents(args.directory, args.docs or (), records=records,
                                embedder_url=args.embedder_url, skip_bad=args.skip_bad,
-                               follow_links=args.follow_links, progress=start)
+                               follow_links=args.follow_links, progress=start,
+                               preprocess=_hook(args))
     replaced = f", replaced {len(report.replaced)} documents" if report.replaced else ""
     console.print(f"added {report.added} passages{replaced} ({report.deleted} old passages "
                   f"deleted): {report.manifest.passages} passages, version "
@@ -99,6 +103,12 @@ def _delete(args: argparse.Namespace) -> int:
                   f"version {report.manifest.version}")
     _balance(report, console)
     return 0
+
+
+def _hook(args: argparse.Namespace):
+    from ragraph.runtime.retrieval.build.preprocess import command_hook
+
+    return command_hook(args.preprocess) if args.preprocess else None
 
 
 def _left_out(report, console: Console) -> None:

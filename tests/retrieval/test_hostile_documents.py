@@ -106,7 +106,7 @@ def test_a_hostile_folder_builds_within_it(hostile, capsys):
                   "bomb.pdf"):
         assert named in flat, named
     # Off a terminal, each stage logs where it is.
-    assert "cutting documents: 0/" in flat and f"embedding: {len(passages)}/{len(passages)}" in flat
+    assert "cutting documents: 0/" in flat and f"embedding passages: {len(passages)}/{len(passages)}" in flat
     embedder = query_embedder(loaded.manifest.embedder_spec)
     _, ids = loaded.engine.search(embedder.embed(["volcano guide"]), 3, 1)
     assert len(loaded.store.lookup(ids[0]).items) == 3

@@ -21,8 +21,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ragraph.errors import SearchIndexError
+
+if TYPE_CHECKING:
+    from ragraph.runtime.retrieval.build.preprocess import Preprocess
 
 KINDS = {".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
          ".html": "html", ".htm": "html", ".pdf": "pdf"}
@@ -47,14 +51,14 @@ class Skipped:
     reason: str
 
 
-def read_documents(files: Iterable[Path], skip_bad: bool = False
-                   ) -> tuple[list[Document], list[Skipped]]:
+def read_documents(files: Iterable[Path], skip_bad: bool = False,
+                   preprocess: Preprocess | None = None) -> tuple[list[Document], list[Skipped]]:
     """Every file read; a bad one raises, or with `skip_bad` is listed among the skipped."""
     documents: list[Document] = []
     skipped: list[Skipped] = []
     for path in files:
         try:
-            documents.append(read_document(path))
+            documents.append(read_document(path, preprocess))
         except DocumentError as err:
             if not skip_bad:
                 raise
@@ -62,7 +66,10 @@ def read_documents(files: Iterable[Path], skip_bad: bool = False
     return documents, skipped
 
 
-def read_document(path: Path) -> Document:
+def read_document(path: Path, preprocess: Preprocess | None = None) -> Document:
+    """`path` read as its kind says; `preprocess` (preprocess.py) rewrites its text first."""
+    from ragraph.runtime.retrieval.build.preprocess import applied
+
     kind = KINDS.get(path.suffix.lower())
     if kind is None:
         raise DocumentError(f"{shown(path)}: not a document kind ragraph reads")
@@ -71,8 +78,9 @@ def read_document(path: Path) -> Document:
         raise DocumentError(f"{shown(path)}: its name is not UTF-8; rename it")
     if kind == "pdf":
         title, text = _pdf(path)
+        text = applied(preprocess, path, text)
     else:
-        raw = _utf8(path)
+        raw = applied(preprocess, path, _utf8(path))
         title, text = _html(path, raw) if kind == "html" else (_md_title(raw, kind), raw)
     if not text.strip():
         raise DocumentError(f"{path}: no text in it" + (" (a scanned PDF needs OCR first)"

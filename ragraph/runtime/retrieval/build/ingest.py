@@ -22,6 +22,7 @@ from ragraph.runtime.retrieval.build.builder import BuildConfig, CorpusRecord, p
 from ragraph.runtime.retrieval.build.builder import build_index as build_from_records
 from ragraph.runtime.retrieval.build.chunking import ChunkConfig, Chunker
 from ragraph.runtime.retrieval.build.documents import Skipped, read_documents
+from ragraph.runtime.retrieval.build.preprocess import Preprocess
 from ragraph.runtime.retrieval.build.update import Balance, commit_change
 from ragraph.runtime.retrieval.build.walk import find_documents
 from ragraph.runtime.retrieval.embed.spec import EmbedderSpec
@@ -29,7 +30,7 @@ from ragraph.runtime.retrieval.manifest import Manifest
 from ragraph.runtime.retrieval.store import existing_ids, ids_of_sources
 
 # progress(total, stage) -> advance(n): how the CLI's bar (and any caller) follows the stages,
-# "cutting documents" (files) then "embedding" (passages).
+# "cutting documents" then "embedding passages".
 Progress = Callable[[int, str], Callable[[int], None]]
 
 
@@ -81,9 +82,10 @@ def passage_embedder(model: str | None = None, url: str | None = None,
 
 
 def cut_documents(paths: Sequence[Path], chunker: Chunker, skip_bad: bool = False,
-                  follow_links: bool = False, progress: Progress | None = None) -> Cut:
+                  follow_links: bool = False, progress: Progress | None = None,
+                  preprocess: Preprocess | None = None) -> Cut:
     found = find_documents(paths, follow_links)
-    documents, skipped = read_documents(found.files, skip_bad)
+    documents, skipped = read_documents(found.files, skip_bad, preprocess)
     tick = progress(len(documents), "cutting documents") if progress and documents else None
     records: list[CorpusRecord] = []
     for doc in documents:
@@ -100,17 +102,19 @@ def cut_documents(paths: Sequence[Path], chunker: Chunker, skip_bad: bool = Fals
 def build_index(paths: Sequence[Path], out: Path, *, embedder=None,
                 chunk: ChunkConfig | None = None, config: BuildConfig | None = None,
                 skip_bad: bool = False, follow_links: bool = False,
-                progress: Progress | None = None) -> IndexReport:
+                progress: Progress | None = None,
+                preprocess: Preprocess | None = None) -> IndexReport:
     """A new index at `out` from the documents under `paths`. `embedder`: an embedder object
     (`passage_embedder`), a model name or directory, or None for all-MiniLM-L6-v2;
-    `follow_links`: read symbolic links that lead outside the folders (refused otherwise)."""
+    `follow_links`: read symbolic links that lead outside the folders (refused otherwise);
+    `preprocess`: `(path, text) -> text`, run on each document's text first (preprocess.py)."""
     config = config or BuildConfig()
     embedder = passage_embedder(embedder) if embedder is None or isinstance(embedder, str) \
         else embedder
     chunker = Chunker(embedder.spec, chunk, getattr(embedder, "max_seq_length", None))
-    cut = cut_documents(paths, chunker, skip_bad, follow_links, progress)
+    cut = cut_documents(paths, chunker, skip_bad, follow_links, progress, preprocess)
     config.clusters_for(len(cut.records))  # a bad nlist fails before minutes of embedding
-    tick = progress(len(cut.records), "embedding") if progress and cut.records else None
+    tick = progress(len(cut.records), "embedding passages") if progress and cut.records else None
     manifest = build_from_records(list(cut.records), Path(out), config, embedder, tick,
                                   source=", ".join(str(p) for p in paths),
                                   chunking=(chunker.tokens, chunker.overlap))
@@ -121,7 +125,8 @@ def build_index(paths: Sequence[Path], out: Path, *, embedder=None,
 def add_documents(index: Path, paths: Sequence[Path] = (), *,
                   records: Sequence[CorpusRecord] = (), embedder_url: str | None = None,
                   skip_bad: bool = False, follow_links: bool = False,
-                  progress: Progress | None = None) -> IndexReport:
+                  progress: Progress | None = None,
+                  preprocess: Preprocess | None = None) -> IndexReport:
     """Add the documents under `paths` (and corpus `records`) to the index at `index`, embedded
     as its manifest says; a document already in the index has its passages replaced."""
     index = Path(index)
@@ -131,11 +136,11 @@ def add_documents(index: Path, paths: Sequence[Path] = (), *,
     if paths:
         chunk = ChunkConfig(manifest.chunk_tokens, manifest.chunk_overlap)
         chunker = Chunker(embedder.spec, chunk, getattr(embedder, "max_seq_length", None))
-        cut = cut_documents(paths, chunker, skip_bad, follow_links, progress)
+        cut = cut_documents(paths, chunker, skip_bad, follow_links, progress, preprocess)
     new = [*cut.records, *records]
     if not new:
         raise SearchIndexError("nothing to add: no passages in the documents or corpus given")
-    tick = progress(len(new), "embedding") if progress is not None else None
+    tick = progress(len(new), "embedding passages") if progress is not None else None
     vectors = embedder.embed([passage_text(r) for r in new], progress=tick)
     replaced: list[str] = []
 
