@@ -76,7 +76,24 @@ def test_no_passage_is_structure_alone_and_each_keeps_its_path(book, chunker):
     for c in code:  # cut between lines of the code block, never inside one
         assert book.text[c.start - 1] == "\n" and book.text[c.end] == "\n", c.text
     planet = [c for c in chunks if c.headings == ("Volcano Book", "Planet")]
-    assert planet and planet[0].text.startswith("## Planet")
+    assert planet and planet[0].text.startswith("## Planet") and planet[0].section == "Planet"
+    assert {c.section for c in code} == {"Lava > Ash"}
+
+
+def test_what_is_embedded_fits_the_model_with_its_section(tmp_path, chunker):
+    from ragraph.runtime.retrieval.build.builder import CorpusRecord, passage_text
+
+    long = "volcano " * 30
+    path = tmp_path / "deep.md"
+    path.write_text(f"# Book\n\n## {long}\n\n### Ash {long}\n\n{sentences(5, 8)}\n",
+                    encoding="utf-8")
+    doc = read_document(path)
+    chunks = chunker.split(doc)
+    for c in chunks:
+        embedded = passage_text(CorpusRecord(None, doc.title, c.text, section=c.section))
+        assert chunker.count(embedded) <= 64 - 2  # the model's sequence less [CLS] and [SEP]
+    assert chunks[-1].headings[-1] == f"Ash {long.strip()}"
+    assert chunks[-1].section and chunks[-1].section in chunks[-1].headings[-1]
 
 
 def test_the_store_and_answers_carry_the_heading_path(tmp_path, tiny_embedder_dir, book):

@@ -11,8 +11,9 @@ A chunk is also held to `CHARS_PER_TOKEN` characters a token of its budget (a ru
 without a break is cut), and every chunk is checked against both budgets before it is kept.
 
 What the embedder sees is `title. chunk` after its passage prompt, between its special tokens
-(builder.passage_text): a chunk is given the room that leaves under the model's maximum sequence
-length, so no passage is ever truncated by the model unseen. The default chunk of 128 tokens is
+(builder.passage_text), or `title > section. chunk` for Markdown with the chunk's heading path
+(at most SECTION_TOKENS tokens of it): a chunk is given the room that leaves under the model's
+maximum sequence length, so no passage is ever truncated by the model unseen. The default chunk of 128 tokens is
 about the ~100-word passages of the Wikipedia index, and the length MiniLM was trained on.
 """
 
@@ -35,6 +36,10 @@ DEFAULT_CHUNK_TOKENS = 128
 CHARS_PER_TOKEN = 8
 # The fewest tokens a chunk keeps when a long title takes the rest of the sequence.
 MIN_CHUNK_TOKENS = 16
+# The most tokens a Markdown passage's section (its heading path below the title) adds to what is
+# embedded, `Title > Section > Subsection. text`: the section helps find the passage (measured in
+# docs/benchmarks/code-figures.md, "Chunking documents"), and 24 tokens hold three headings.
+SECTION_TOKENS = 24
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,7 @@ class Chunk:
     end: int
     text: str
     headings: tuple[str, ...] = ()  # a Markdown chunk's heading path, outermost first
+    section: str = ""  # the part of it embedded after the title (Chunker._section)
 
 
 class Chunker:
@@ -95,12 +101,34 @@ class Chunker:
         if title_room < MIN_CHUNK_TOKENS:
             raise SearchIndexError(f"{document.source}: its title {document.title!r} leaves "
                                    f"{title_room} tokens of the embedder's sequence for text")
-        capacity = min(self.tokens, title_room)
         markdown = document.kind == "markdown"
+        section_room = (min(SECTION_TOKENS, max(0, title_room - MIN_CHUNK_TOKENS))
+                        if markdown else 0)
+        capacity = min(self.tokens, title_room - section_room)
         splitter = self._splitter(markdown, capacity)
         chunks = [chunk for start, text in splitter.chunk_indices(document.text) if text.strip()
                   for chunk in self._fit(document, start, text, capacity)]
-        return self._structured(document.text, chunks, capacity) if markdown else chunks
+        if not markdown:
+            return chunks
+        sections: dict[tuple[str, ...], str] = {}
+        return [Chunk(c.start, c.end, c.text, c.headings, sections.setdefault(
+                    c.headings, self._section(document.title, c.headings, section_room)))
+                for c in self._structured(document.text, chunks, capacity)]
+
+    def _section(self, title: str, path: tuple[str, ...], room: int) -> str:
+        """`path` below `title` as embedded after it: outer headings dropped, then the innermost
+        halved, until it adds at most `room` tokens."""
+        names = list(path[1:] if path[:1] == (title,) else path)
+        base = self.count(f"{title}. ")
+        while names and names[0]:
+            section = " > ".join(names)
+            if self.count(f"{title} > {section}. ") - base <= room:
+                return section
+            if len(names) > 1:
+                names.pop(0)
+            else:
+                names[0] = names[0][:len(names[0]) // 2]
+        return ""
 
     def _structured(self, text: str, chunks: list[Chunk], capacity: int) -> list[Chunk]:
         """Markdown chunks with their heading paths, and none that is headings or fences alone:

@@ -92,7 +92,7 @@ def cut_documents(paths: Sequence[Path], chunker: Chunker, skip_bad: bool = Fals
         for n, piece in enumerate(chunker.split(doc)):
             records.append(CorpusRecord(f"{doc.source}#{n}", doc.title, piece.text,
                                         Origin(doc.source, piece.start, piece.end,
-                                               piece.headings)))
+                                               piece.headings), piece.section))
         if tick is not None:
             tick(1)
     return Cut(tuple(records), tuple(d.source for d in documents),
