@@ -80,3 +80,15 @@ def test_a_failing_hook_names_its_document(docs, tiny_embedder_dir, tmp_path, ca
     err = " ".join(capsys.readouterr().err.split())
     assert "skipped" in err and "a.md: --preprocess" in err
     assert [p.origin.source for p in load_index(out).store.lookup([0])] == [str(docs / "b.txt")]
+
+
+def test_the_runtime_passes_the_hook_and_links_on(monkeypatch, tmp_path):
+    import ragraph
+    from ragraph.runtime.retrieval.build import ingest
+
+    seen: dict = {}
+    monkeypatch.setattr(ingest, "build_index", lambda files, out, **kw: seen.update(kw) or out)
+    with ragraph.Runtime(engine="sim") as rt:
+        rt.index([tmp_path], out=tmp_path / "idx", preprocess=_drop_front_matter,
+                 follow_links=True)
+    assert seen == {"skip_bad": False, "follow_links": True, "preprocess": _drop_front_matter}
