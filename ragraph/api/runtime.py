@@ -12,7 +12,7 @@ import asyncio
 import os
 import queue
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
@@ -168,21 +168,25 @@ class Runtime:
     # -- documents -------------------------------------------------------------------------------
 
     def index(self, paths: Iterable[str | os.PathLike], out: str | os.PathLike | None = None,
-              *, skip_bad: bool = False) -> IndexReport:
+              *, skip_bad: bool = False, follow_links: bool = False,
+              preprocess: Callable[[Path, str], str] | None = None) -> IndexReport:
         """Index the text, Markdown, HTML and PDF files under `paths` (`ragraph index build
         --docs` / `index add`): into a new index at `out` (MiniLM), or, without `out`, added
         to this runtime's `index` in place. An open runtime keeps searching the version it
-        opened; a runtime opened after sees the new one."""
+        opened; a runtime opened after sees the new one. `follow_links`: read symbolic links
+        that lead outside the folders; `preprocess`: `(path, text) -> text` run on each
+        document's text before it is cut."""
         from ragraph.runtime.retrieval.build.ingest import add_documents, build_index
 
         files = [Path(p) for p in paths]
+        reading = {"skip_bad": skip_bad, "follow_links": follow_links, "preprocess": preprocess}
         if out is not None:
-            return build_index(files, Path(out), skip_bad=skip_bad)
+            return build_index(files, Path(out), **reading)
         if self.config.search.index is None:
             raise ConfigError("out", "the embedded default index is not changed in place: give "
                               "out= for a new index (then Runtime(index=out))")
         return add_documents(Path(self.config.search.index), files,
-                             embedder_url=self.config.search.embedder_url, skip_bad=skip_bad)
+                             embedder_url=self.config.search.embedder_url, **reading)
 
     # -- what the CLI reads ----------------------------------------------------------------------
 

@@ -69,7 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def progress_bar(
     console: Console, label: str, transient: bool = False
 ) -> Iterator[Callable[[int], Callable[[int], None]]]:
-    """A passages progress bar; yields `start(total) -> advance(n)`, drawn only once started."""
+    """A passages progress bar; yields `start(total, stage=None) -> advance(n)`, drawn only once
+    started (`stage` names a stage other than the bar's own). Off a terminal, where rich draws no
+    bar, each stage logs a line as it starts and at every tenth of the way, as the bench does: a
+    long build in a log says where it is."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -82,16 +85,35 @@ def progress_bar(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("passages"),
+        TextColumn("{task.fields[unit]}"),
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=console, transient=transient) as bar:
 
-        def start(total: int) -> Callable[[int], None]:
-            task = bar.add_task(label, total=total)
-            return lambda n: bar.advance(task, n)
+        def start(total: int, stage: str | None = None) -> Callable[[int], None]:
+            # A stage's label names its unit ("cutting documents"); the bar's own counts passages.
+            task = bar.add_task(stage or label, total=total, unit="" if stage else "passages")
+            advance = lambda n: bar.advance(task, n)  # noqa: E731
+            return advance if console.is_terminal else _logged(console, stage or label, total,
+                                                               advance)
 
         yield start
+
+
+def _logged(console: Console, label: str, total: int,
+            advance: Callable[[int], None]) -> Callable[[int], None]:
+    console.log(f"{label}: 0/{total:,}")
+    done, tenth = 0, 1
+
+    def step(n: int) -> None:
+        nonlocal done, tenth
+        advance(n)
+        done += n
+        if total and done * 10 >= tenth * total:
+            console.log(f"{label}: {done:,}/{total:,}")
+            tenth = done * 10 // total + 1
+
+    return step
 
 
 def _build(args: argparse.Namespace) -> int:

@@ -17,8 +17,18 @@ def add_chunk_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overlap", type=int, metavar="N",
                         help="most tokens neighbouring passages share, in whole sentences or "
                              "words (default chunk-tokens/4)")
+    add_reading_flags(parser)
+
+
+def add_reading_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-bad", action="store_true",
                         help="skip (and list) files that cannot be read instead of stopping")
+    parser.add_argument("--follow-links", action="store_true",
+                        help="read symbolic links that lead outside the folders given (they are "
+                             "refused and listed otherwise)")
+    parser.add_argument("--preprocess", metavar="CMD",
+                        help="a shell command run on each document's text (standard input to "
+                             "output; the file's path in RAGRAPH_DOCUMENT) before it is cut")
 
 
 def register_changes(sub: argparse._SubParsersAction) -> None:
@@ -30,8 +40,7 @@ def register_changes(sub: argparse._SubParsersAction) -> None:
     given.add_argument("--corpus", type=Path, help="a JSONL corpus, as `index build --corpus`")
     add.add_argument("--embedder-url", metavar="URL",
                      help="the embeddings server of an index built with --embedder-url")
-    add.add_argument("--skip-bad", action="store_true",
-                     help="skip (and list) files that cannot be read instead of stopping")
+    add_reading_flags(add)
     add.set_defaults(func=_add)
 
     delete = sub.add_parser("delete", help="delete documents or passages from an index in place")
@@ -55,7 +64,8 @@ def build_docs(args: argparse.Namespace, config, console: Console) -> int:
     console.print(f"embedder {embedder.spec.describe()}")
     with progress_bar(console, "embedding") as start:
         report = build_index(args.docs, args.out, embedder=embedder, chunk=chunk, config=config,
-                             skip_bad=args.skip_bad, progress=start)
+                             skip_bad=args.skip_bad, follow_links=args.follow_links,
+                             progress=start, preprocess=_hook(args))
     m = report.manifest
     console.print(f"built {args.out}: {report.documents} documents, {m.passages} passages of at "
                   f"most {m.chunk_tokens} tokens (overlap {m.chunk_overlap}), {m.index_type}, "
@@ -73,7 +83,8 @@ def _add(args: argparse.Namespace) -> int:
     with progress_bar(console, "embedding") as start:
         report = add_documents(args.directory, args.docs or (), records=records,
                                embedder_url=args.embedder_url, skip_bad=args.skip_bad,
-                               progress=start)
+                               follow_links=args.follow_links, progress=start,
+                               preprocess=_hook(args))
     replaced = f", replaced {len(report.replaced)} documents" if report.replaced else ""
     console.print(f"added {report.added} passages{replaced} ({report.deleted} old passages "
                   f"deleted): {report.manifest.passages} passages, version "
@@ -94,12 +105,22 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hook(args: argparse.Namespace):
+    from ragraph.runtime.retrieval.build.preprocess import command_hook
+
+    return command_hook(args.preprocess) if args.preprocess else None
+
+
 def _left_out(report, console: Console) -> None:
+    from rich.markup import escape
+
+    from ragraph.runtime.retrieval.build.documents import shown
+
     for skipped in report.skipped:
-        console.print(f"[yellow]skipped[/yellow] {skipped.path}: {skipped.reason}", markup=True,
-                      highlight=False)
+        console.print(f"[yellow]skipped[/yellow] {escape(shown(skipped.path))}: "
+                      f"{escape(skipped.reason)}", markup=True, highlight=False)
     if report.other_kinds:
-        names = ", ".join(str(p) for p in report.other_kinds[:5])
+        names = ", ".join(shown(p) for p in report.other_kinds[:5])
         more = f" and {len(report.other_kinds) - 5} more" if len(report.other_kinds) > 5 else ""
         console.print(f"not documents (other kinds), left out: {names}{more}", highlight=False)
 

@@ -13,14 +13,18 @@ from dataclasses import dataclass, field
 class Origin:
     """Where a passage was cut from: the document's path and the passage's character span
     `[start, end)` in the document's text (the file itself for text and Markdown, the extracted
-    text for HTML and PDF)."""
+    text for HTML and PDF), and for Markdown the heading path of its section, outermost first."""
 
     source: str
     start: int
     end: int
+    headings: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, str | int]:
-        return {"source": self.source, "start": self.start, "end": self.end}
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"source": self.source, "start": self.start, "end": self.end}
+        if self.headings:
+            out["headings"] = list(self.headings)
+        return out
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,15 @@ Ids are the faiss ids (0..n-1 in build order, then counting on as documents are 
 id is never reused), so a search result maps to a row without a join. `synthetic` marks padding
 passages (vectors added to reach a target index size in load tests) so they are never shown as
 evidence. `source`, `start`, `end` say which document a passage was cut from and where (NULL for
-a JSONL corpus's passages); a store written before they existed has no such columns and reads as
+a JSONL corpus's passages), and `headings` a Markdown passage's heading path (a JSON array of
+strings, NULL when none); a store written before they existed has no such columns and reads as
 all NULL. Reads go through one connection guarded by a lock: SQLite connections are not safe to
 share across threads without one, and lookups are short.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -31,10 +33,11 @@ CREATE TABLE passages (
     synthetic INTEGER NOT NULL DEFAULT 0,
     source TEXT,
     start INTEGER,
-    "end" INTEGER
+    "end" INTEGER,
+    headings TEXT
 )
 """
-_ORIGIN_COLUMNS = ("source", "start", '"end"')
+_ORIGIN_COLUMNS = ("source", "start", '"end"', "headings")
 # SQLite's default limit on bound parameters is 999 in old builds; stay under it per query.
 _CHUNK = 900
 
@@ -68,19 +71,27 @@ def write_store(path: Path, rows: Iterable[StoredPassage]) -> int:
 def insert_rows(conn: sqlite3.Connection, rows: Iterable[StoredPassage]) -> int:
     """Insert `rows` into an open store (the caller commits)."""
     cur = conn.executemany(
-        'INSERT INTO passages (id, doc_id, title, text, synthetic, source, start, "end") '
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        ((r.id, r.doc_id, r.title, r.text, int(r.synthetic),
-          *((r.origin.source, r.origin.start, r.origin.end) if r.origin else (None,) * 3))
+        'INSERT INTO passages (id, doc_id, title, text, synthetic, source, start, "end", '
+        "headings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ((r.id, r.doc_id, r.title, r.text, int(r.synthetic), *_origin_row(r.origin))
          for r in rows),
     )
     return cur.rowcount
 
 
+def _origin_row(origin: Origin | None) -> tuple:
+    if origin is None:
+        return (None,) * 4
+    headings = json.dumps(list(origin.headings), ensure_ascii=False) if origin.headings else None
+    return origin.source, origin.start, origin.end, headings
+
+
 def add_origin_columns(conn: sqlite3.Connection) -> None:
-    """Give a store written before passages had origins their columns (NULL for old rows)."""
+    """Give a store written before passages had origins (or heading paths) their columns (NULL
+    for old rows)."""
     have = {row[1] for row in conn.execute("PRAGMA table_info(passages)")}
-    for column, kind in (("source", "TEXT"), ("start", "INTEGER"), ("end", "INTEGER")):
+    for column, kind in (("source", "TEXT"), ("start", "INTEGER"), ("end", "INTEGER"),
+                         ("headings", "TEXT")):
         if column not in have:
             conn.execute(f'ALTER TABLE passages ADD COLUMN "{column}" {kind}')
 
@@ -99,7 +110,7 @@ class PassageStore:
         self._path = path
         self._lock = threading.Lock()
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(passages)")}
-        origin = ", ".join(_ORIGIN_COLUMNS) if "source" in columns else "NULL, NULL, NULL"
+        origin = ", ".join(c if c.strip('"') in columns else "NULL" for c in _ORIGIN_COLUMNS)
         self._select = f"SELECT id, title, text, synthetic, {origin} FROM passages WHERE id IN "
 
     def __len__(self) -> int:
@@ -118,8 +129,9 @@ class PassageStore:
                 continue
             if i not in rows:
                 raise SearchIndexError(f"{self._path}: no passage with id {i}")
-            title, text, synthetic, source, start, end = rows[i]
-            origin = None if source is None else Origin(source, start, end)
+            title, text, synthetic, source, start, end, headings = rows[i]
+            origin = None if source is None else Origin(
+                source, start, end, tuple(json.loads(headings)) if headings else ())
             out.append(Passage(i, title, text, score=s, synthetic=bool(synthetic), origin=origin))
         return Passages(tuple(out))
 

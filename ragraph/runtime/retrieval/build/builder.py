@@ -39,6 +39,7 @@ class CorpusRecord:
     title: str
     text: str
     origin: Origin | None = None  # where a document's passage was cut from (ingest.py)
+    section: str = ""  # a Markdown passage's heading path as embedded (chunking.Chunker._section)
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,10 @@ def _parse_line(where: str, line: str) -> CorpusRecord:
 
 
 def passage_text(record: CorpusRecord) -> str:
-    """What is embedded: title and text, as DPR-style retrievers embed Wikipedia passages."""
+    """What is embedded: title and text, as DPR-style retrievers embed Wikipedia passages, with a
+    Markdown passage's section after the title."""
+    if record.section:
+        return f"{record.title} > {record.section}. {record.text}"
     return f"{record.title}. {record.text}" if record.title else record.text
 
 

@@ -7,22 +7,26 @@ template contents dropped) and PDF its pages' extracted text joined by blank lin
 Python, maintained, no system library); offsets index that text. The title is the Markdown file's
 first heading, the HTML <title> or first <h1>, the PDF's /Title, else the file's name.
 
-Folders are walked recursively in sorted order; files of other kinds inside a folder are skipped
-and listed (a folder holds images and the like), while a file named on the command line must be
-of a kind read here. A file that cannot be read (not UTF-8, a corrupt PDF, a PDF without a text
-layer) is a `DocumentError` naming it; with `skip_bad` it is skipped and listed instead.
+Folders are walked by walk.py. A file that cannot be read (not UTF-8, a name that is not UTF-8,
+a corrupt PDF, a PDF without a text layer) is a `DocumentError` naming it; with `skip_bad` it is
+skipped and listed instead. Every such check runs here, before anything is embedded.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ragraph.errors import SearchIndexError
+
+if TYPE_CHECKING:
+    from ragraph.runtime.retrieval.build.preprocess import Preprocess
 
 KINDS = {".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
          ".html": "html", ".htm": "html", ".pdf": "pdf"}
@@ -42,70 +46,62 @@ class Document:
 
 
 @dataclass(frozen=True)
-class Found:
-    """The files to read, and the files skipped inside folders as not of a kind read here."""
-
-    files: tuple[Path, ...]
-    other_kinds: tuple[Path, ...]
-
-
-@dataclass(frozen=True)
 class Skipped:
     path: Path
     reason: str
 
 
-def find_documents(paths: Sequence[Path]) -> Found:
-    """The documents under `paths` (files and folders, recursively), each once, in order."""
-    files: list[Path] = []
-    other: list[Path] = []
-    for given in paths:
-        path = Path(given).expanduser()
-        if path.is_dir():
-            for child in sorted(p for p in path.rglob("*") if p.is_file()):
-                (files if child.suffix.lower() in KINDS else other).append(child.resolve())
-        elif path.is_file():
-            if path.suffix.lower() not in KINDS:
-                raise DocumentError(f"{path}: not a document kind ragraph reads (it reads "
-                                    f"{', '.join(sorted(KINDS))})")
-            files.append(path.resolve())
-        else:
-            raise DocumentError(f"{path}: no such file or folder")
-    unique = tuple(dict.fromkeys(files))
-    if not unique:
-        raise DocumentError(f"{', '.join(map(str, paths))}: no documents to read (kinds: "
-                            f"{', '.join(sorted(KINDS))})")
-    return Found(unique, tuple(other))
-
-
-def read_documents(files: Iterable[Path], skip_bad: bool = False
-                   ) -> tuple[list[Document], list[Skipped]]:
+def read_documents(files: Iterable[Path], skip_bad: bool = False,
+                   preprocess: Preprocess | None = None) -> tuple[list[Document], list[Skipped]]:
     """Every file read; a bad one raises, or with `skip_bad` is listed among the skipped."""
     documents: list[Document] = []
     skipped: list[Skipped] = []
     for path in files:
         try:
-            documents.append(read_document(path))
+            documents.append(read_document(path, preprocess))
         except DocumentError as err:
             if not skip_bad:
                 raise
-            skipped.append(Skipped(path, str(err).removeprefix(f"{path}: ")))
+            skipped.append(Skipped(path, str(err).removeprefix(f"{shown(path)}: ")))
     return documents, skipped
 
 
-def read_document(path: Path) -> Document:
+def read_document(path: Path, preprocess: Preprocess | None = None) -> Document:
+    """`path` read as its kind says; `preprocess` (preprocess.py) rewrites its text first."""
+    from ragraph.runtime.retrieval.build.preprocess import applied
+
     kind = KINDS.get(path.suffix.lower())
     if kind is None:
-        raise DocumentError(f"{path}: not a document kind ragraph reads")
+        raise DocumentError(f"{shown(path)}: not a document kind ragraph reads")
+    if not _is_unicode(str(path)):
+        # Checked before anything is embedded: the store and every answer hold the name as text.
+        raise DocumentError(f"{shown(path)}: its name is not UTF-8; rename it")
     if kind == "pdf":
         title, text = _pdf(path)
+        text = applied(preprocess, path, text)
     else:
-        raw = _utf8(path)
+        raw = applied(preprocess, path, _utf8(path))
         title, text = _html(path, raw) if kind == "html" else (_md_title(raw, kind), raw)
     if not text.strip():
         raise DocumentError(f"{path}: no text in it" + (" (a scanned PDF needs OCR first)"
                                                         if kind == "pdf" else ""))
+    if not (_is_unicode(text) and _is_unicode(title)):
+        raise DocumentError(f"{path}: its text holds code points that are not characters "
+                            "(lone surrogates)")
     return Document(str(path), title or path.stem, text, kind)
+
+
+def shown(path: Path | str) -> str:
+    """`path` printable: bytes of its name that are not UTF-8 as `\\xff` escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def need(module: str):

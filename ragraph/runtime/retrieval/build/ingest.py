@@ -21,19 +21,23 @@ from ragraph.ir.values import Origin
 from ragraph.runtime.retrieval.build.builder import BuildConfig, CorpusRecord, passage_text
 from ragraph.runtime.retrieval.build.builder import build_index as build_from_records
 from ragraph.runtime.retrieval.build.chunking import ChunkConfig, Chunker
-from ragraph.runtime.retrieval.build.documents import Skipped, find_documents, read_documents
+from ragraph.runtime.retrieval.build.documents import Skipped, read_documents
+from ragraph.runtime.retrieval.build.preprocess import Preprocess
+from ragraph.runtime.retrieval.build.update import Balance, commit_change
+from ragraph.runtime.retrieval.build.walk import find_documents
 from ragraph.runtime.retrieval.embed.spec import EmbedderSpec
 from ragraph.runtime.retrieval.manifest import Manifest
 from ragraph.runtime.retrieval.store import existing_ids, ids_of_sources
-from ragraph.runtime.retrieval.build.update import Balance, commit_change
 
-# progress(total) -> advance(n): how the CLI's bar (and any caller) follows embedding.
-Progress = Callable[[int], Callable[[int], None]]
+# progress(total, stage) -> advance(n): how the CLI's bar (and any caller) follows the stages,
+# "cutting documents" then "embedding passages".
+Progress = Callable[[int, str], Callable[[int], None]]
 
 
 @dataclass(frozen=True)
 class Cut:
-    """Documents read and cut into passages, and the files left out (with why)."""
+    """Documents read and cut into passages, and the paths left out (with why): refused while
+    walking the folders, or skipped as unreadable."""
 
     records: tuple[CorpusRecord, ...]
     sources: tuple[str, ...]
@@ -77,30 +81,40 @@ def passage_embedder(model: str | None = None, url: str | None = None,
                                            passage_prompt=passage_prompt or ""))
 
 
-def cut_documents(paths: Sequence[Path], chunker: Chunker, skip_bad: bool = False) -> Cut:
-    found = find_documents(paths)
-    documents, skipped = read_documents(found.files, skip_bad)
+def cut_documents(paths: Sequence[Path], chunker: Chunker, skip_bad: bool = False,
+                  follow_links: bool = False, progress: Progress | None = None,
+                  preprocess: Preprocess | None = None) -> Cut:
+    found = find_documents(paths, follow_links)
+    documents, skipped = read_documents(found.files, skip_bad, preprocess)
+    tick = progress(len(documents), "cutting documents") if progress and documents else None
     records: list[CorpusRecord] = []
     for doc in documents:
         for n, piece in enumerate(chunker.split(doc)):
             records.append(CorpusRecord(f"{doc.source}#{n}", doc.title, piece.text,
-                                        Origin(doc.source, piece.start, piece.end)))
-    return Cut(tuple(records), tuple(d.source for d in documents), tuple(skipped),
-               found.other_kinds)
+                                        Origin(doc.source, piece.start, piece.end,
+                                               piece.headings), piece.section))
+        if tick is not None:
+            tick(1)
+    return Cut(tuple(records), tuple(d.source for d in documents),
+               (*found.refused, *skipped), found.other_kinds)
 
 
 def build_index(paths: Sequence[Path], out: Path, *, embedder=None,
                 chunk: ChunkConfig | None = None, config: BuildConfig | None = None,
-                skip_bad: bool = False, progress: Progress | None = None) -> IndexReport:
+                skip_bad: bool = False, follow_links: bool = False,
+                progress: Progress | None = None,
+                preprocess: Preprocess | None = None) -> IndexReport:
     """A new index at `out` from the documents under `paths`. `embedder`: an embedder object
-    (`passage_embedder`), a model name or directory, or None for all-MiniLM-L6-v2."""
+    (`passage_embedder`), a model name or directory, or None for all-MiniLM-L6-v2;
+    `follow_links`: read symbolic links that lead outside the folders (refused otherwise);
+    `preprocess`: `(path, text) -> text`, run on each document's text first (preprocess.py)."""
     config = config or BuildConfig()
     embedder = passage_embedder(embedder) if embedder is None or isinstance(embedder, str) \
         else embedder
     chunker = Chunker(embedder.spec, chunk, getattr(embedder, "max_seq_length", None))
-    cut = cut_documents(paths, chunker, skip_bad)
+    cut = cut_documents(paths, chunker, skip_bad, follow_links, progress, preprocess)
     config.clusters_for(len(cut.records))  # a bad nlist fails before minutes of embedding
-    tick = progress(len(cut.records)) if progress is not None and cut.records else None
+    tick = progress(len(cut.records), "embedding passages") if progress and cut.records else None
     manifest = build_from_records(list(cut.records), Path(out), config, embedder, tick,
                                   source=", ".join(str(p) for p in paths),
                                   chunking=(chunker.tokens, chunker.overlap))
@@ -110,7 +124,9 @@ def build_index(paths: Sequence[Path], out: Path, *, embedder=None,
 
 def add_documents(index: Path, paths: Sequence[Path] = (), *,
                   records: Sequence[CorpusRecord] = (), embedder_url: str | None = None,
-                  skip_bad: bool = False, progress: Progress | None = None) -> IndexReport:
+                  skip_bad: bool = False, follow_links: bool = False,
+                  progress: Progress | None = None,
+                  preprocess: Preprocess | None = None) -> IndexReport:
     """Add the documents under `paths` (and corpus `records`) to the index at `index`, embedded
     as its manifest says; a document already in the index has its passages replaced."""
     index = Path(index)
@@ -120,11 +136,11 @@ def add_documents(index: Path, paths: Sequence[Path] = (), *,
     if paths:
         chunk = ChunkConfig(manifest.chunk_tokens, manifest.chunk_overlap)
         chunker = Chunker(embedder.spec, chunk, getattr(embedder, "max_seq_length", None))
-        cut = cut_documents(paths, chunker, skip_bad)
+        cut = cut_documents(paths, chunker, skip_bad, follow_links, progress, preprocess)
     new = [*cut.records, *records]
     if not new:
         raise SearchIndexError("nothing to add: no passages in the documents or corpus given")
-    tick = progress(len(new)) if progress is not None else None
+    tick = progress(len(new), "embedding passages") if progress is not None else None
     vectors = embedder.embed([passage_text(r) for r in new], progress=tick)
     replaced: list[str] = []
 
