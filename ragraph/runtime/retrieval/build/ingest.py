@@ -22,10 +22,10 @@ from ragraph.runtime.retrieval.build.builder import BuildConfig, CorpusRecord, p
 from ragraph.runtime.retrieval.build.builder import build_index as build_from_records
 from ragraph.runtime.retrieval.build.chunking import ChunkConfig, Chunker
 from ragraph.runtime.retrieval.build.documents import Skipped, find_documents, read_documents
+from ragraph.runtime.retrieval.build.update import Balance, commit_change
 from ragraph.runtime.retrieval.embed.spec import EmbedderSpec
 from ragraph.runtime.retrieval.manifest import Manifest
 from ragraph.runtime.retrieval.store import existing_ids, ids_of_sources
-from ragraph.runtime.retrieval.build.update import Balance, commit_change
 
 # progress(total) -> advance(n): how the CLI's bar (and any caller) follows embedding.
 Progress = Callable[[int], Callable[[int], None]]
