@@ -10,9 +10,9 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 .PHONY: setup llama-server test test-all soak lint docs gpu-acceptance corpus clean
 
 # What the main job (`ragraph run` on the embedded default) and `make test` need: the venv, the
-# packages and the default index. llama.cpp's C++ llama-server is not built here (231 s on
-# 2 cores): `make test-all` builds it, once (see llama-server below). Each tier's measured time:
-# README.md, "Install and run".
+# packages and the default index. llama.cpp's C++ llama-server is not built here (minutes on
+# 2 cores): `make test-all` builds it, once (see llama-server below). Each tier's time:
+# docs/benchmarks/tiers.md.
 setup:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -23,8 +23,10 @@ setup:
 
 # llama.cpp's C++ server, for its conformance tests and `ragraph bench --engine openai`: built
 # from the llama.cpp sources vendored in the installed llama-cpp-python's sdist (needs cmake and
-# a C++ compiler; about 4 minutes on 2 cores, once) and cached per version and CPU under
-# ~/.cache/ragraph/bin ($$RAGRAPH_CACHE/bin), so a second setup finds it there.
+# a C++ compiler; minutes on 2 cores, once) and cached per version and CPU under
+# ~/.cache/ragraph/bin ($$RAGRAPH_CACHE/bin), so the next test-all finds it there. Built
+# where it is needed: by test-all, and by hand before `ragraph bench --engine openai` against
+# a llama-server (docs/benchmarks/llama-server.md).
 llama-server:
 	$(BIN)/python -m ragraph.bench.llama_server build
 
