@@ -43,7 +43,7 @@ HOSTS = (
 
 def present(host: Host, monkeypatch: pytest.MonkeyPatch, sysfs: Path) -> None:
     """Make this process read `host`'s facts instead of its own machine's until the test ends."""
-    from ragraph.runtime.retrieval.ivf import products, split
+    from ragraph.runtime.retrieval.ivf import split
 
     cores = frozenset(range(host.cores))
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(cores))
@@ -51,9 +51,17 @@ def present(host: Host, monkeypatch: pytest.MonkeyPatch, sysfs: Path) -> None:
     (sysfs / "index3").mkdir(parents=True)
     (sysfs / "index3" / "size").write_text(host.cache + "\n")
     monkeypatch.setattr(split, "CPU_CACHES", sysfs)
-    monkeypatch.setenv(products.ENV, host.product)
-    products.host_product.cache_clear()
+    pin_product(host.product, monkeypatch)
     _present_int8(host, monkeypatch)
+
+
+def pin_product(product: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host products' library pinned (`RAGRAPH_HOST_MATMUL`) and measured anew when next
+    asked; `leave` measures it again after the test."""
+    from ragraph.runtime.retrieval.ivf import products
+
+    monkeypatch.setenv(products.ENV, product)
+    products.host_product.cache_clear()
 
 
 def _present_int8(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("faiss")
 
 from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine  # noqa: E402
+from tests.hosts import leave, pin_product  # noqa: E402
 from tests.real import missing, need_module  # noqa: E402
 
 from .helpers import make_ivf  # noqa: E402
@@ -78,14 +79,11 @@ def musique_index(data_dir, embedder):
 @pytest.fixture(params=["numpy", "torch"])
 def host_matmul(request, monkeypatch) -> str:
     """The library of the host scans' products, pinned for one test (products.host_product)."""
-    from ragraph.runtime.retrieval.ivf import products
-
     if request.param == "torch":
         pytest.importorskip("torch")
-    monkeypatch.setenv(products.ENV, request.param)
-    products.host_product.cache_clear()
+    pin_product(request.param, monkeypatch)
     yield request.param
-    products.host_product.cache_clear()
+    leave(monkeypatch)
 
 
 @pytest.fixture(scope="session")
