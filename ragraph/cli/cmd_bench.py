@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from ragraph.cli.options import (
     add_thread_flags,
     numbers,
 )
+from ragraph.console import new_console
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -182,7 +182,7 @@ def run_scale(args: argparse.Namespace) -> int:
         replica_urls=urls, workflow=_workflow(args), requests=args.requests or 48,
         concurrency=int(args.concurrency or 16), nprobe=int(args.nprobe or 32),
         shard_cpus=args.shard_cpus)
-    console = Console(highlight=False)
+    console = new_console(highlight=False)
     rows = scale.run(config, console)
     console.print(scale.table(rows, simulated=not urls))
     return 0 if all(r.same_answers for r in rows) else 1
@@ -206,8 +206,7 @@ def run(args: argparse.Namespace) -> int:
                           "uses the index it is given")
     if args.ray is not None:
         return run_scale(args)
-    # Logs and CI keep the tables readable: rich would fold them to 80 columns off a terminal.
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    console = new_console(highlight=False)
     if args.target:
         return run_target(args, console)
     config = config_from(args)

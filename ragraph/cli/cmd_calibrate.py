@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
 from ragraph.cli.options import numbers
+from ragraph.console import new_console
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     device = args.device or ("cuda" if cuda_available() else "cpu")
     config = Calibration(parse_shape(args.shape), device, grid_from(args), name=args.out.stem)
-    console = Console(highlight=False)
+    console = new_console(highlight=False)
     console.print(f"calibrating {config.shape.name} on {device} "
                   f"({config.shape.params / 1e9:.2f}B parameters, random weights)")
     profile = calibrate(config, console.print)

@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
+from ragraph.console import new_console
 from ragraph.errors import WorkflowError
 from ragraph.ir import END, START
 
@@ -28,8 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ragraph.dsl import load  # the parser is built on first use, not for `ragraph --help`
 
-    out = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    out = new_console(highlight=False, soft_wrap=True)
+    err = new_console(stderr=True, highlight=False, soft_wrap=True)
     failed = 0
     for path in args.files:
         try:

@@ -6,8 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
-
+from ragraph.console import new_console
 from ragraph.errors import ConfigError
 
 
@@ -46,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.golden is not None:
         predictions = attach_golden(predictions, load_dataset(args.golden), str(args.predictions))
     rows = summarize(predictions, args.k)
-    console = Console(highlight=False)
+    console = new_console(highlight=False)
     if args.json:
         print(json.dumps([row.to_json() for row in rows], indent=2))
         return 0

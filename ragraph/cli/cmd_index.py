@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ragraph.cli.cmd_index_docs import add_chunk_flags, build_docs, register_changes
+from ragraph.console import new_console
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -119,7 +120,7 @@ def _logged(console: Console, label: str, total: int,
 def _build(args: argparse.Namespace) -> int:
     from ragraph.runtime.retrieval.build.builder import BuildConfig, build_index
 
-    console = Console(stderr=True)
+    console = new_console(stderr=True)
     config = BuildConfig(index_type=args.index_type, nlist=args.nlist, metric=args.metric)
     if args.docs:
         return build_docs(args, config, console)
@@ -177,7 +178,7 @@ def _looks_like_plain_corpus(path: Path) -> bool:
 def _default(args: argparse.Namespace) -> int:
     from ragraph.runtime.retrieval.build.corpus import default_index_dir, ensure_default_index
 
-    console = Console(stderr=True)
+    console = new_console(stderr=True)
     console.print(f"default index: {default_index_dir()}")
     with progress_bar(console, "embedding Wikipedia passages") as start:
         loaded = ensure_default_index(progress=start)
@@ -192,7 +193,7 @@ def _shard(args: argparse.Namespace) -> int:
     from ragraph.runtime.retrieval.manifest import Manifest
 
     Manifest.read(args.directory)  # a clear error for a directory that is not an index
-    console = Console(stderr=True)
+    console = new_console(stderr=True)
     plan = write_shards(args.directory, args.shards, args.replicate)
     sizes = [len(plan.clusters_of(s)) for s in range(plan.shards)]
     console.print(f"wrote {shard_dir(args.directory, plan.shards)}: {plan.shards} shards of "
@@ -206,7 +207,7 @@ def _info(args: argparse.Namespace) -> int:
     loaded = load_index(args.directory)
     m = loaded.manifest
     sizes = loaded.engine.cluster_sizes()
-    out = Console()
+    out = new_console()
     out.print(f"directory   {loaded.directory}")
     out.print(f"passages    {m.passages}")
     out.print(f"index       {m.index_type}, nlist {m.nlist}, metric {m.metric}, dim {m.dim}")

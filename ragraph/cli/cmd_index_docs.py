@@ -9,6 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ragraph.console import new_console
+
 
 def add_chunk_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-tokens", type=int, metavar="N",
@@ -78,7 +80,7 @@ def _add(args: argparse.Namespace) -> int:
     from ragraph.cli.cmd_index import progress_bar, records_of
     from ragraph.runtime.retrieval.build.ingest import add_documents
 
-    console = Console(stderr=True)
+    console = new_console(stderr=True)
     records = records_of(args.corpus) if args.corpus else ()
     with progress_bar(console, "embedding") as start:
         report = add_documents(args.directory, args.docs or (), records=records,
@@ -97,7 +99,7 @@ def _add(args: argparse.Namespace) -> int:
 def _delete(args: argparse.Namespace) -> int:
     from ragraph.runtime.retrieval.build.ingest import delete_documents
 
-    console = Console(stderr=True)
+    console = new_console(stderr=True)
     report = delete_documents(args.directory, sources=args.source or (), ids=args.ids or ())
     console.print(f"deleted {report.deleted} passages: {report.manifest.passages} passages, "
                   f"version {report.manifest.version}")

@@ -6,9 +6,8 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from rich.console import Console
-
 from ragraph.cli.options import add_runtime_flags, runtime_config
+from ragraph.console import new_console
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import RuntimeConfig
 
@@ -69,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
     # Compiled once, here: a bad spec fails before any model loads, and the run uses this.
     catalog = Catalog.compile(load(args.file), config.scheduler.passes)
-    console = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    console = new_console(highlight=False, soft_wrap=True)
+    err = new_console(stderr=True, highlight=False, soft_wrap=True)
     if args.question is not None:
         from ragraph.cli.run_single import run_question
 

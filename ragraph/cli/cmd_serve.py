@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from ragraph.cli.options import add_runtime_flags, runtime_config
+from ragraph.console import new_console
 from ragraph.errors import ConfigError, RagraphError
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     adapt = adapt_plan(args, graphs, config.scheduler.concurrency)
     # Compiled once, here: a bad file or pass spec fails before any model loads.
     catalog = Catalog.compile(graphs, config.scheduler.passes)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = new_console(stderr=True, highlight=False, soft_wrap=True)
     if config.scale.ray is not None:
         if adapt is not None:
             raise ConfigError("--adapt", "not with --ray (each replica would adapt alone)")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
+from ragraph.console import new_console
 from ragraph.errors import RagraphError
 from ragraph.ir.graph import RAGraph
 
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     compare_with = original if args.compare else None
     if args.format == "tree" and args.output is None:
         scenes = scenes_for(graph, compare_with, titles, source=original)
-        Console(highlight=False).print(tree_view(scenes, args.legend))
+        new_console(highlight=False).print(tree_view(scenes, args.legend))
         return 0
     drawing = render(graph, args.format, compare_with=compare_with, legend=args.legend,
                      titles=titles, source=original)

@@ -10,9 +10,8 @@ import hashlib
 import re
 from pathlib import Path
 
-from rich.console import Console
-
 from ragraph.cli.options import add_runtime_flags, given_flags, runtime_config
+from ragraph.console import new_console
 from ragraph.errors import ConfigError
 
 QUICK_QUESTIONS = 6  # --quick's dev questions: a few, so the run takes a minute or two
@@ -95,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                           "questions": len(requests), "llm": config.llm,
                           "index": config.search.index, "executor": config.scheduler.executor})
     results = Results.open(args.results or Path(f"{stem}.tune.jsonl"), context, graph.name)
-    console = Console(highlight=False, soft_wrap=True)
+    console = new_console(highlight=False, soft_wrap=True)
     default = shipped(graph, config.search.nprobe, config.scheduler.passes,
                       config.scheduler.concurrency)
     searched = asyncio.run(_search(graph, requests, config, space, results, default, console))

@@ -11,8 +11,7 @@ import argparse
 import importlib
 import sys
 
-from rich.console import Console
-
+from ragraph.console import new_console
 from ragraph.errors import RagraphError
 
 # Order is the order of `ragraph --help`.
@@ -36,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RagraphError as err:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(str(err), markup=False)
+        new_console(stderr=True, highlight=False, soft_wrap=True).print(str(err), markup=False)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -205,7 +205,7 @@ def test_chaos_thousand_requests():
     run_chaos(1000)
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # `make soak`: CI runs the thousand above
 @pytest.mark.timeout(1800)
 def test_chaos_long():
     run_chaos(4000)

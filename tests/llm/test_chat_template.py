@@ -8,10 +8,11 @@ import pytest
 
 from ragraph.errors import ConfigError, EngineError
 from ragraph.runtime.llm.chat import ChatMessage, chat_turn, prompt_text, stand_in
+from tests.real import need_module
 
-pytest.importorskip("llama_cpp")
+need_module("llama_cpp")
 
-from ragraph.runtime.llm.llamacpp.chat import (  # noqa: E402 - after the importorskip
+from ragraph.runtime.llm.llamacpp.chat import (  # noqa: E402 - after need_module
     builtin_names,
     builtin_template,
     jinja_template,

@@ -18,6 +18,7 @@ from ragraph.errors import EngineError, PromptTooLong
 from ragraph.ir import Sampling
 from ragraph.runtime.llm import GenerationRequest, LLMEngine, create_engine
 from tests.llm.conftest import SERVER_N_CTX
+from tests.real import need_module
 
 PROMPT = "The history of the city of Paris begins"
 PROMPTS = [
@@ -222,7 +223,7 @@ def test_submit_before_start_is_a_clear_error(make_engine: Factory) -> None:
 
 
 def test_llamacpp_unknown_model_path_is_a_clear_error() -> None:
-    pytest.importorskip("llama_cpp")
+    need_module("llama_cpp")
     from ragraph.runtime.llm.llamacpp.engine import LlamaCppConfig
 
     async def main() -> None:

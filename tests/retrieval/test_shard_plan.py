@@ -72,7 +72,7 @@ def test_bad_plans_name_the_field(field, kwargs):
 
 
 @pytest.mark.parametrize("metric", ["l2", "ip"])
-def test_replaying_the_heap_in_scan_order_is_faiss(tie_vectors, metric):
+def test_replaying_the_heap_in_scan_order_is_faiss(tie_vectors, metric, host):
     """The tie-break the sharded engine relies on: faiss's heap fed each probe list's elements
     in storage order keeps exactly the ids `index.search` returns."""
     from ragraph.runtime.retrieval.ivf.engine import FaissIVFEngine

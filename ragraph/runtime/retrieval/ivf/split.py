@@ -139,8 +139,14 @@ def _padded(blocks: list[list[tuple[int, np.ndarray]]]) -> Layout:
     return Layout(np.asarray(owner, dtype=np.int64), assignment(clusters))
 
 
-def last_level_cache_bytes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int:
-    """The largest CPU cache of this machine (Linux sysfs); 32 MiB where it cannot be read."""
+# Where Linux describes the CPU's caches; read at each call, so a test can present another host.
+CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def last_level_cache_bytes(root: Path | None = None) -> int:
+    """The largest CPU cache of this machine (Linux sysfs, `CPU_CACHES`); 32 MiB where it
+    cannot be read."""
+    root = CPU_CACHES if root is None else root
     units = {"K": 2**10, "M": 2**20, "G": 2**30}
     sizes = []
     for entry in root.glob("index*/size") if root.is_dir() else ():

@@ -1,0 +1,73 @@
+"""One serial llama.cpp engine (batch-invariant: one running sequence, no retained KV) and the
+answers the sequential executor at -O0 gives on it: the reference every executor must equal on
+llama.cpp (tests/runtime/test_llamacpp_semantics.py). conftest.py holds one engine and one
+reference a workflow for the whole session."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ragraph.runtime.app import execute
+from ragraph.runtime.catalog import Catalog
+from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.executors.base import Services
+from ragraph.runtime.llm.protocol import GenerationRequest
+from ragraph.runtime.request import Request
+from tests.real import missing, need_module
+
+# Every workflow, every run. Slow: adaptive, flare, ircot, oneshot, recomp and selfrag took 37
+# minutes together on 2 cores shared with two other jobs (IRCoT, the longest, writes up to four
+# chain sentences per question, each prompt prefilled alone by the serial engine).
+QUESTIONS = [
+    "Who designed the Eiffel Tower?", "What is the capital of Australia?",
+    "When did the Berlin Wall fall?", "Who wrote Pride and Prejudice?",
+    "What is the largest planet in the Solar System?", "Who painted the Mona Lisa?",
+    "What gas do plants absorb from the air?", "Which river flows through Cairo?",
+    "Who developed the theory of general relativity?", "What is the boiling point of water?",
+    "Who was the first person on the Moon?", "What language is spoken in Brazil?",
+    "Which ocean is the largest?", "Who invented the telephone?",
+    "What is the chemical symbol for gold?", "Where is Mount Kilimanjaro?",
+    "Who composed the Fifth Symphony?", "What is the currency of Japan?",
+    "When did World War II end?", "What is the tallest mountain on Earth?",
+]
+CAP_TOKENS = 6
+
+
+class Capped:
+    """The engine with every generation capped at `cap` new tokens (the same for all runs)."""
+
+    def __init__(self, engine, cap: int) -> None:
+        self._engine, self._cap = engine, cap
+        self.name, self.simulated = engine.name, engine.simulated
+        self.context_length = engine.context_length
+
+    def submit(self, request: GenerationRequest):
+        params = replace(request.params,
+                         max_tokens=min(request.params.max_tokens, self._cap))
+        return self._engine.submit(replace(request, params=params))
+
+    def counters(self):
+        return self._engine.counters()
+
+    def tokenize(self, text: str):
+        return self._engine.tokenize(text)
+
+
+def open_engine(**overrides):
+    need_module("llama_cpp")
+    from ragraph.runtime.llm.llamacpp.engine import LlamaCppConfig, LlamaCppEngine
+
+    try:
+        return LlamaCppEngine(LlamaCppConfig(n_threads=2, **overrides))
+    except Exception as err:  # no model package on this machine
+        missing(f"llama.cpp default model unavailable: {err}")
+
+
+def answers(loop, engine, search, graph, executor: str, passes: str, n: int):
+    config = RuntimeConfig.of(engine="llamacpp", executor=executor, passes=passes, concurrency=8)
+    requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS[:n])]
+    result = loop.run_until_complete(
+        execute(Catalog.compile(graph, config.scheduler.passes),
+                requests, config, Services(llm=engine, search=search)))
+    assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]
+    return {o.rid: (o.answer, o.path) for o in result.outcomes}
