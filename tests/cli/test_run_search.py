@@ -12,28 +12,15 @@ import pytest
 from ragraph.cli.main import main
 from ragraph.dsl import parse, to_rag
 from ragraph.errors import WorkflowError
-
-WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
-TOPICS = {
-    "Violin": "The violin is a wooden string instrument played with a bow.",
-    "Glacier": "A glacier is a persistent body of dense ice that moves under its own weight.",
-    "Chess": "Chess is a board game for two players on a checkered board of 64 squares.",
-}
+from tests.cli.test_run import WORKFLOWS, corpus_index
 
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory) -> Path:
-    pytest.importorskip("faiss")
     from tests.retrieval.tiny_models import tiny_model
 
     root = tmp_path_factory.mktemp("run-search")
-    corpus = root / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"title": t, "text": f"{x} ({n})"}) + "\n"
-                              for n in range(3) for t, x in TOPICS.items()), encoding="utf-8")
-    out = root / "index"
-    assert main(["index", "build", "--corpus", str(corpus), "--out", str(out), "--nlist", "2",
-                 "--embedder", str(tiny_model(root / "model"))]) == 0
-    return out
+    return corpus_index(root, 3, "--nlist", "2", "--embedder", str(tiny_model(root / "model")))
 
 
 def run(index: Path, *flags: str, question: str = "Which game has 64 squares?") -> list[str]:
