@@ -119,6 +119,9 @@ class SearchService:
         with the keyword index's top-k for `query` (options.py)."""
         if spec.mode == "dense":
             return self.passages(dense)
+        if not hasattr(self.store, "keyword_ids"):
+            raise ConfigError("mode", f"hybrid search needs a passage store with a keyword "
+                              f"index; this one ({type(self.store).__name__}) has none")
         words = self.store.keyword_ids(query, spec.k, spec.where)
         ids, scores = fuse([[int(i) for i in dense.valid_ids], words], spec.k)
         return self.store.lookup(ids, scores)
@@ -131,7 +134,14 @@ class SearchService:
         if search_filtered is None:
             raise ConfigError("filter", f"the {type(self.engine).__name__} search engine "
                               "cannot filter")
-        return search_filtered(vector, probe, spec.k, self.store.allowed_ids(spec.where))
+        if not hasattr(self.store, "allowed_ids"):
+            raise ConfigError("filter", f"this passage store ({type(self.store).__name__}) "
+                              "cannot filter")
+        allowed = self.store.allowed_ids(spec.where)
+        if allowed.size == 0:  # a mistyped glob or value: said, not an empty answer
+            raise ConfigError("filter", f"no passage of the index matches "
+                              f"{spec.where.to_json()}")
+        return search_filtered(vector, probe, spec.k, allowed)
 
     def search(self, text: str, k: int | SearchSpec, nprobe: int | None) -> Passages:
         """One-shot exact search for one query (what the baseline executors call)."""

@@ -118,3 +118,16 @@ def test_filtered_results_are_exact_among_the_allowed(search):
     d, ids = search.engine.search(vector.reshape(1, -1), 400, len(probe))
     keep = np.isin(ids[0], allowed)
     assert np.array_equal(got.ids, ids[0][keep][:6])
+
+
+def test_a_filter_matching_nothing_or_a_store_without_keywords_is_said(search):
+    from ragraph.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^filter: no passage of the index matches "
+                       r"\{'source': 'nowhere/\*'\}"):
+        search.search("comet", SearchSpec(3, where=Where(source="nowhere/*")), None)
+    plain = fakes.random_search()  # an in-memory store: no keyword index, no filters
+    with pytest.raises(ConfigError, match="^mode: hybrid search needs a passage store"):
+        plain.search("comet", SearchSpec(3, "hybrid"), None)
+    with pytest.raises(ConfigError, match="^filter: this passage store"):
+        plain.search("comet", SearchSpec(3, where=Where(source="*")), None)
