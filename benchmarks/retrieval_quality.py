@@ -6,7 +6,8 @@ The corpus: the NQ oracle's gold passages (2,600), HotpotQA's 994 passages (gold
 distractors) and 2WikiMultihopQA's 6,119 Wikipedia passages as distractors, built once with
 the default embedder (MiniLM) into `--index`. Recall@k: the share of a question's gold
 passages among the top k (NQ: its gold passage, by text; HotpotQA: its supporting articles, by
-title), and answer recall@k (a golden answer in the top k, FlashRAG's). Latency: each
+title), and answer recall@k (a golden answer in the top k, FlashRAG's); and recall@5 when each
+retriever's top 10, 20 or 50 are fused instead of its top 5. Latency: each
 question searched dense, hybrid and keywords alone, the order rotating per question so a
 busy machine slows each alike.
 
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from ragraph.eval import load_corpus, load_dataset
 from ragraph.eval.metrics import answer_recall_at_k, passage_recall_at_k
-from ragraph.runtime.retrieval.options import SearchSpec
+from ragraph.runtime.retrieval.options import SearchSpec, fuse
 
 MODES = ("dense", "hybrid", "keywords")
 
@@ -96,6 +97,20 @@ def measure(search, sets: Sets, k_values: tuple[int, ...], nprobe: int | None) -
         "mean_ms": statistics.fmean(seconds[m]) * 1e3} for m in MODES}}
 
 
+def depth_sweep(search, sets: Sets, depths: tuple[int, ...], k: int,
+                nprobe: int | None) -> dict[int, float]:
+    """Recall@k of the fusion of each retriever's top `depth` (hybrid fuses their top k):
+    whether deeper candidate lists would rank better."""
+    out: dict[int, list[float]] = {d: [] for d in depths}
+    for ex in sets.questions:
+        dense = [p.id for p in search.search(ex.question, max(depths), nprobe)]
+        words = search.store.keyword_ids(ex.question, max(depths))
+        for d in depths:
+            top = list(search.store.lookup(fuse([dense[:d], words[:d]], k)[0]))
+            out[d].append(passage_recall_at_k(top, ex.gold_passages, by=sets.by))
+    return {d: statistics.fmean(v) for d, v in out.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, required=True)
@@ -112,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     config = RuntimeConfig.of(engine="sim", index=str(args.index), nprobe=args.nprobe,
                               search_threads=args.threads)
     search = open_search(config, embed_threads=args.threads)
-    results = {s.name: measure(search, s, (1, 5, 10), args.nprobe)
+    results = {s.name: {**measure(search, s, (1, 5, 10), args.nprobe),
+                        "fusion_depth_recall@5": depth_sweep(search, s, (5, 10, 20, 50), 5,
+                                                             args.nprobe)}
                for s in question_sets(args.data, args.nq)}
     text = json.dumps({"passages": len(search.store), "nprobe": args.nprobe, **results}, indent=1)
     print(text)
