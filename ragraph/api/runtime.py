@@ -31,6 +31,7 @@ from ragraph.runtime.app import RunResult
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.llm.protocol import EngineCounters
 from ragraph.runtime.request import Request, check_text, initial_variables
+from ragraph.runtime.retrieval.options import SearchOptions
 from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.trace import Tracer
 
@@ -112,47 +113,64 @@ class Runtime:
     # -- answering -------------------------------------------------------------------------------
 
     def run(self, workflow: Workflow, question: Question, *,
-            inputs: Mapping[str, Value] | None = None, id: str | None = None) -> Answer:  # noqa: A002
+            inputs: Mapping[str, Value] | None = None, id: str | None = None,  # noqa: A002
+            k: int | None = None, mode: str | None = None,
+            filter: Mapping[str, Any] | None = None) -> Answer:  # noqa: A002
         """The answer to one question; raises `RequestFailed` (its kind and answer) when the
-        request fails, and a `ConfigError` naming the field for a bad question or input."""
-        compiled, requests = self._one(workflow, question, inputs, id)
+        request fails, and a `ConfigError` naming the field for a bad question or input.
+        `k`, `mode` ("dense" or "hybrid") and `filter` (`{"source": "guides/*.md", "title":
+        ...}`) override the workflow's retrieve nodes for this request."""
+        compiled, requests = self._one(workflow, question, inputs, id,
+                                       SearchOptions.of(k, mode, filter))
         return self._wait(self._session.answers(compiled, requests))[0].raise_for_error()
 
     def batch(self, workflow: Workflow, questions: Iterable[Question], *,
-              on_answer: OnAnswer | None = None) -> list[Answer]:
+              on_answer: OnAnswer | None = None, k: int | None = None, mode: str | None = None,
+              filter: Mapping[str, Any] | None = None) -> list[Answer]:  # noqa: A002
         """Answers in the order of `questions` (a failed one has its `error`; the others are
         not affected). `on_answer` is called as each finishes, on the runtime's thread: it
-        must not block, nor call the runtime."""
-        compiled, requests = self._many(workflow, questions)
+        must not block, nor call the runtime. `k`, `mode`, `filter`: as `run`'s, for every
+        question (a question given as a mapping may carry its own)."""
+        compiled, requests = self._many(workflow, questions, SearchOptions.of(k, mode, filter))
         return self._wait(self._session.answers(compiled, requests, on_answer))
 
     def stream(self, workflow: Workflow, question: Question, *,
-               inputs: Mapping[str, Value] | None = None,
-               id: str | None = None) -> Iterator[Event]:  # noqa: A002
+               inputs: Mapping[str, Value] | None = None, id: str | None = None,  # noqa: A002
+               k: int | None = None, mode: str | None = None,
+               filter: Mapping[str, Any] | None = None) -> Iterator[Event]:  # noqa: A002
         """Events as the request runs (`Token`, `NodeCompleted`, `Speculation`), then
         `Finished` with its answer (failed or not: a stream does not raise for it). Leaving
         the loop early cancels the request."""
-        compiled, requests = self._one(workflow, question, inputs, id)
+        compiled, requests = self._one(workflow, question, inputs, id,
+                                       SearchOptions.of(k, mode, filter))
         items: queue.SimpleQueue[Event | BaseException] = queue.SimpleQueue()
         future = self._on_loop(self._session.follow(compiled, requests[0], items.put))
         return _events(items.get, future)
 
     async def arun(self, workflow: Workflow, question: Question, *,
-                   inputs: Mapping[str, Value] | None = None,
-                   id: str | None = None) -> Answer:  # noqa: A002
-        compiled, requests = self._one(workflow, question, inputs, id)
+                   inputs: Mapping[str, Value] | None = None, id: str | None = None,  # noqa: A002
+                   k: int | None = None, mode: str | None = None,
+                   filter: Mapping[str, Any] | None = None) -> Answer:  # noqa: A002
+        compiled, requests = self._one(workflow, question, inputs, id,
+                                       SearchOptions.of(k, mode, filter))
         answers = await self._await(self._session.answers(compiled, requests))
         return answers[0].raise_for_error()
 
     async def abatch(self, workflow: Workflow, questions: Iterable[Question], *,
-                     on_answer: OnAnswer | None = None) -> list[Answer]:
-        compiled, requests = self._many(workflow, questions)
+                     on_answer: OnAnswer | None = None, k: int | None = None,
+                     mode: str | None = None,
+                     filter: Mapping[str, Any] | None = None) -> list[Answer]:  # noqa: A002
+        compiled, requests = self._many(workflow, questions, SearchOptions.of(k, mode, filter))
         return await self._await(self._session.answers(compiled, requests, on_answer))
 
     async def astream(self, workflow: Workflow, question: Question, *,
                       inputs: Mapping[str, Value] | None = None,
-                      id: str | None = None) -> AsyncIterator[Event]:  # noqa: A002
-        compiled, requests = self._one(workflow, question, inputs, id)
+                      id: str | None = None,  # noqa: A002
+                      k: int | None = None, mode: str | None = None,
+                      filter: Mapping[str, Any] | None = None  # noqa: A002
+                      ) -> AsyncIterator[Event]:
+        compiled, requests = self._one(workflow, question, inputs, id,
+                                       SearchOptions.of(k, mode, filter))
         caller = asyncio.get_running_loop()
         items: asyncio.Queue[Event | BaseException] = asyncio.Queue()
         sink: Sink = lambda item: caller.call_soon_threadsafe(items.put_nowait, item)  # noqa: E731
@@ -257,22 +275,23 @@ class Runtime:
             return held[1]
 
     def _one(self, workflow: Workflow, question: Question, inputs: Mapping[str, Value] | None,
-             rid: str | None) -> tuple[CompiledWorkflow, list[Request]]:
-        return self._requests(workflow, [question], "question", inputs, rid)
+             rid: str | None, search: SearchOptions) -> tuple[CompiledWorkflow, list[Request]]:
+        return self._requests(workflow, [question], "question", inputs, rid, search)
 
-    def _many(self, workflow: Workflow,
-              questions: Iterable[Question]) -> tuple[CompiledWorkflow, list[Request]]:
+    def _many(self, workflow: Workflow, questions: Iterable[Question],
+              search: SearchOptions) -> tuple[CompiledWorkflow, list[Request]]:
         if isinstance(questions, str | Mapping | Request):
             raise ConfigError("questions", "must be a list of questions (for one: run)")
-        return self._requests(workflow, questions, "questions[{}]", None, None)
+        return self._requests(workflow, questions, "questions[{}]", None, None, search)
 
     def _requests(self, workflow: Workflow, questions: Iterable[Question], where: str,
-                  inputs: Mapping[str, Value] | None,
-                  rid: str | None) -> tuple[CompiledWorkflow, list[Request]]:
+                  inputs: Mapping[str, Value] | None, rid: str | None,
+                  search: SearchOptions) -> tuple[CompiledWorkflow, list[Request]]:
         """The workflow compiled and the questions checked, before anything is submitted: a
         bad one is a ConfigError naming its field."""
         compiled = self._compile(workflow)
-        requests = [_request(q, where.format(i), inputs, rid) for i, q in enumerate(questions)]
+        requests = [_searching(_request(q, where.format(i), inputs, rid), search)
+                    for i, q in enumerate(questions)]
         for request in requests:
             initial_variables(compiled.source, request)  # ConfigError("inputs.NAME", ...)
         return compiled, requests
@@ -294,6 +313,11 @@ def _request(question: Question, where: str, inputs: Mapping[str, Value] | None,
         raise ConfigError(where, "must be a non-empty string")
     check_text(question, where)
     return Request(id=rid or "", question=question, inputs=dict(inputs or {}))
+
+
+def _searching(request: Request, search: SearchOptions) -> Request:
+    """The request with the call's search options over its own (a mapping's `k`, ...)."""
+    return request if search.empty else replace(request, search=search.over(request.search))
 
 
 def _events(get, future: Future) -> Iterator[Event]:  # noqa: ANN001 - a queue's get

@@ -71,7 +71,8 @@ class Session:
         # A FlashRAG line may name its workflow: one this runtime has not run is that
         # request's error, as in `ragraph run --input`.
         return self.hub.submit(request.question, request.inputs, request.workflow or name, watch,
-                               request.golden_answers, caller_id=request.id or None)
+                               request.golden_answers, caller_id=request.id or None,
+                               search=request.search)
 
     async def answers(self, workflow: CompiledWorkflow, requests: Sequence[Request],
                       on_answer: OnAnswer | None = None) -> list[Answer]:

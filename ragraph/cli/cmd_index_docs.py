@@ -53,6 +53,11 @@ def register_changes(sub: argparse._SubParsersAction) -> None:
     which.add_argument("--ids", type=int, nargs="+", metavar="ID", help="passages by id")
     delete.set_defaults(func=_delete)
 
+    keywords = sub.add_parser("keywords", help="give an index built before hybrid search its "
+                              "keyword index (indexes built now have one)")
+    keywords.add_argument("directory", type=Path, help="an index directory")
+    keywords.set_defaults(func=_keywords)
+
 
 def build_docs(args: argparse.Namespace, config, console: Console) -> int:
     """`index build --docs`: read, cut, embed, build."""
@@ -111,6 +116,19 @@ def _hook(args: argparse.Namespace):
     from ragraph.runtime.retrieval.build.preprocess import command_hook
 
     return command_hook(args.preprocess) if args.preprocess else None
+
+
+def _keywords(args: argparse.Namespace) -> int:
+    from ragraph.runtime.retrieval.build.update import add_keywords
+
+    console = new_console(stderr=True)
+    committed = add_keywords(args.directory)
+    if committed is None:
+        console.print(f"{args.directory} has a keyword index already", highlight=False)
+    else:
+        console.print(f"added the keyword index: {committed.manifest.passages} passages, "
+                      f"version {committed.manifest.version}", highlight=False)
+    return 0
 
 
 def _left_out(report, console: Console) -> None:

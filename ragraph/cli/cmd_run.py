@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from ragraph.cli.options import add_runtime_flags, runtime_config
+from ragraph.cli.run_input import add_search_flags, search_options
 from ragraph.console import new_console
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import RuntimeConfig
@@ -32,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "lines and those a kill cut off run again)")
     p.add_argument("--limit", type=int, help="only the first N questions of --input")
     add_runtime_flags(p)
+    add_search_flags(p)
     p.add_argument("--trace", type=Path, help="write a Chrome trace (open in Perfetto)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="also print passages, the path through the graph and the timeline")
@@ -61,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from ragraph.dsl import load
 
     _check_files(args)
+    search_options(args)  # a bad --k, --mode or --filter fails before any model loads
     if args.limit is not None and args.limit < 1:
         raise ConfigError("--limit", f"must be positive, got {args.limit}")
     config = config_from(args)

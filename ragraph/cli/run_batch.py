@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragraph.cli.run_input import BadLine, read_requests
+from ragraph.cli.run_input import BadLine, read_requests, search_options
 from ragraph.cli.run_output import Journal, Row, answered, replace_with
 from ragraph.cli.run_single import engine_label, open_run
 from ragraph.runtime.app import RunResult
@@ -24,7 +24,8 @@ from ragraph.runtime.trace import Tracer
 
 async def run_file(catalog: Catalog, config: RuntimeConfig, args: argparse.Namespace,
                    console: Console, err: Console) -> int:
-    items = read_requests(args.input, args.limit)  # refuses duplicate ids before any model
+    # Refuses duplicate ids before any model; --k, --mode, --filter over each line's own.
+    items = read_requests(args.input, args.limit, search_options(args))
     kept = _resumed(args.output, items, err) if args.resume else _fresh(args.output, err)
     todo = [r for r in items if isinstance(r, Request) and r.id not in kept]
     bad = [r for r in items if isinstance(r, BadLine)]

@@ -7,13 +7,15 @@ named `line-N` after its line number, which is stable when the file moves (a res
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragraph.errors import ConfigError, RagraphError
 from ragraph.runtime.request import Request
+from ragraph.runtime.retrieval.options import MODES, NO_OPTIONS, SearchOptions
 
 
 @dataclass(frozen=True)
@@ -47,17 +49,44 @@ class IdUse:
         return f"line {self.line}"
 
 
-def read_requests(path: Path, limit: int | None = None) -> list[Request | BadLine]:
+def add_search_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--k", type=int, help="passages each retrieval returns (over the workflow's "
+                   "topk)")
+    p.add_argument("--mode", choices=MODES, help="dense: the vector index alone; hybrid: fused "
+                   "with the keyword index (BM25) by reciprocal rank fusion")
+    p.add_argument("--filter", action="append", metavar="FIELD=VALUE",
+                   help="only passages whose FIELD equals VALUE; source=GLOB matches the "
+                   "document's path (`*` crosses folders: source='guides/*', source='*.md'); "
+                   "repeat for several")
+
+
+def search_options(args: argparse.Namespace) -> SearchOptions:
+    """`ragraph run --k N --mode hybrid --filter source=guides/*.md --filter title=X`."""
+    where: dict[str, str | int] = {}
+    for item in args.filter or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError("--filter", f"must be FIELD=VALUE (source=GLOB for the document "
+                              f"path), got {item!r}")
+        where[name] = int(value) if value.isdigit() and name != "source" else value
+    return SearchOptions.of(args.k, args.mode, where or None)
+
+
+def read_requests(path: Path, limit: int | None = None,
+                  search: SearchOptions = NO_OPTIONS) -> list[Request | BadLine]:
     if not path.is_file():
         raise ConfigError("--input", f"{path}: no such file")
     if path.suffix == ".jsonl" and not path.name.endswith(".gz"):
-        return _jsonl(path, limit)
-    from ragraph.eval.datasets import load_dataset  # refuses duplicate ids itself
+        items = _jsonl(path, limit)
+    else:
+        from ragraph.eval.datasets import load_dataset  # refuses duplicate ids itself
 
-    return [
-        Request(id=ex.id, question=ex.question, golden_answers=tuple(ex.golden_answers))
-        for ex in load_dataset(path, limit=limit)
-    ]
+        items = [Request(id=ex.id, question=ex.question, golden_answers=tuple(ex.golden_answers))
+                 for ex in load_dataset(path, limit=limit)]
+    if search.empty:
+        return items
+    return [replace(r, search=search.over(r.search)) if isinstance(r, Request) else r
+            for r in items]
 
 
 def _jsonl(path: Path, limit: int | None) -> list[Request | BadLine]:

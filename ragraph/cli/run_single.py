@@ -9,6 +9,7 @@ from typing import TypeVar
 from rich.console import Console
 from rich.table import Table
 
+from ragraph.cli.run_input import search_options
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.outcome import Outcome
@@ -79,7 +80,8 @@ async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
         if note:
             err.print(f"[dim]{note}[/dim]")
         answers = await rt.abatch(catalog.workflows[catalog.default],
-                                  [Request(id="q1", question=question)])
+                                  [Request(id="q1", question=question,
+                                           search=search_options(args))])
     outcome = answers[0].outcome
     if args.trace:
         tracer.write(args.trace)

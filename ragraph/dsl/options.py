@@ -1,7 +1,7 @@
 """Node options `(name = value, ...)`: known names, and values checked where they are written.
 
-Generation options are the fields of `Sampling` and `chat`; retrieval options are `topk` and
-`nprobe`; merge options `k` and `topk`. Each
+Generation options are the fields of `Sampling` and `chat`; retrieval options are `topk`,
+`nprobe` and `mode` (`"dense"` or `"hybrid"`); merge options `k` and `topk`. Each
 value is validated on its own by the IR's own constructors, so the error points at that value and
 the rules live in one place (ragraph.ir.nodes).
 """
@@ -17,7 +17,7 @@ from ragraph.errors import WorkflowError
 from ragraph.ir import Merge, Retrieve, Sampling, Template
 
 GENERATE_OPTIONS = (*(f.name for f in dataclasses.fields(Sampling)), "chat")
-RETRIEVE_OPTIONS = ("topk", "nprobe")
+RETRIEVE_OPTIONS = ("topk", "nprobe", "mode")
 MERGE_OPTIONS = ("k", "topk")
 
 
@@ -53,7 +53,7 @@ def _chat_option(value: Any, opt: ast.Option, chat_form: ast.ChatBody | None) ->
 
 
 def retrieve_options(options: tuple[ast.Option, ...]) -> dict[str, Any]:
-    """`topk` / `nprobe` keyword arguments for `RAGraph.add_retrieval`."""
+    """`topk` / `nprobe` / `mode` keyword arguments for `RAGraph.add_retrieval`."""
     values = _by_name(options, RETRIEVE_OPTIONS, "retrieve")
     probe = Template.parse("")
     for name, (value, opt) in values.items():

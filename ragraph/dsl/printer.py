@@ -66,7 +66,8 @@ def _node(graph: RAGraph, nid: str) -> str:
         return (f"merge {_ref(nid)} -> {_name(node.output, 'variable')}{_options(opts, nid)}: "
                 f"{node.method}({_name(node.input, 'variable')})\n")
     if isinstance(node, Retrieve):
-        opts = [("topk", node.topk)] + ([("nprobe", node.nprobe)] if node.nprobe else [])
+        opts = ([("topk", node.topk)] + ([("nprobe", node.nprobe)] if node.nprobe else [])
+                + ([("mode", node.mode)] if node.mode != "dense" else []))
         head = (f"retrieve {_ref(nid)}{_each(node.each)} -> {_name(node.output, 'variable')}"
                 f"{_options(opts, nid)}:")
         var = node.query.single_variable

@@ -19,6 +19,7 @@ from ragraph.ir.template import Template
 START = "START"
 END = "END"
 RESERVED_IDS = frozenset({START, END})
+RETRIEVE_MODES = ("dense", "hybrid")
 
 NODE_TYPES: dict[str, type[Node]] = {}
 
@@ -175,10 +176,16 @@ class Retrieve(Node):
     topk: int = 5
     nprobe: int | None = None
     each: tuple[Binding, ...] = ()
+    # "dense": the vector index alone; "hybrid": fused with the keyword index (BM25) by
+    # reciprocal rank fusion (runtime/retrieval/options.py).
+    mode: str = "dense"
 
     def __post_init__(self) -> None:
         if not isinstance(self.topk, int) or isinstance(self.topk, bool) or not 1 <= self.topk <= 1000:
             raise WorkflowError(f"topk must be an integer in 1..1000, got {self.topk!r}", node=self.id)
+        if self.mode not in RETRIEVE_MODES:
+            raise WorkflowError(f"mode must be one of {', '.join(RETRIEVE_MODES)}, got "
+                                f"{self.mode!r}", node=self.id)
         if self.nprobe is not None and (
             not isinstance(self.nprobe, int) or isinstance(self.nprobe, bool) or self.nprobe < 1
         ):

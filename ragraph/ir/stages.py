@@ -179,6 +179,7 @@ class RetrieveCommit(SubStage):
     topk: int = 5
     cache: int = 0
     mapped: bool = False
+    mode: str = "dense"  # the original retrieval's (hybrid: fused with the keyword index)
 
     def reads(self) -> frozenset[str]:
         return frozenset({slot(self.origin, "topk")})

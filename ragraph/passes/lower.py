@@ -58,6 +58,7 @@ class RetrievalChain:
     # A generation can follow it in its request: finishing it early lets that generation
     # overlap the search (else its request has only searches, or nothing, left).
     feeds_generation: bool = True
+    mode: str = "dense"  # the retrieve node's ranking: dense, or hybrid with keywords
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def _lead_to_generation(graph: RAGraph) -> frozenset[str]:
 def _retrieval_of_node(r: Retrieve, feeders: frozenset[str]) -> RetrievalChain:
     return RetrievalChain(r.id, r.query, r.output, r.topk, r.nprobe, stepwise=False,
                           order="probe", keep=0, speculate_into=None, each=r.each,
-                          feeds_generation=r.id in feeders)
+                          feeds_generation=r.id in feeders, mode=r.mode)
 
 
 def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node],
@@ -187,7 +188,7 @@ def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node],
                           stepwise=True, order=order, keep=commit.cache,
                           speculate_into=_speculative_target(graph, search.id),
                           each=embed.each, via=_merge_after(graph, commit),
-                          feeds_generation=commit.id in feeders)
+                          feeds_generation=commit.id in feeders, mode=commit.mode)
 
 
 def _merge_after(graph: RAGraph, commit: RetrieveCommit) -> Merge | None:

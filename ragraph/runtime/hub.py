@@ -30,6 +30,7 @@ from ragraph.runtime.events import GenerationUsage, RunEvent
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.outcome import Outcome, RunStats
 from ragraph.runtime.request import Request
+from ragraph.runtime.retrieval.options import NO_OPTIONS, SearchOptions
 
 log = logging.getLogger("ragraph.serve")
 
@@ -162,12 +163,12 @@ class Hub:
 
     def submit(self, question: str, inputs: Mapping[str, Value], workflow: str,
                watch: tuple[type, ...] = (), golden_answers: tuple[str, ...] = (),
-               caller_id: str | None = None) -> Ticket:
+               caller_id: str | None = None, search: SearchOptions = NO_OPTIONS) -> Ticket:
         """Queue a question under an id of the hub's own (callers' ids need not be unique);
         `caller_id`, the caller's name for it, is what its traces show."""
         request = Request(id=f"req-{self._prefix}-{next(self._numbers)}", question=question,
                           inputs=dict(inputs), workflow=workflow, golden_answers=golden_answers,
-                          caller_id=caller_id)
+                          caller_id=caller_id, search=search)
         ticket = Ticket(request, workflow, time.perf_counter(), watch, self.served_by)
         self.tickets[ticket.rid] = ticket
         for listener in self.listeners:

@@ -12,6 +12,7 @@ from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import START
 from ragraph.ir.values import Passages, Value
 from ragraph.runtime.checks import MAX_TEXT_CHARS
+from ragraph.runtime.retrieval.options import NO_OPTIONS, SearchOptions
 
 ANSWER = "answer"
 
@@ -28,6 +29,8 @@ class Request:
     # The caller's id where a hub gave the request one of its own (`id`, unique in the run):
     # `ragraph run --input`'s line id, `Runtime.run(id=...)`. Traces show it (`name`).
     caller_id: str | None = None
+    # This request's search options (`k`, `mode`, `filter`) over its retrieve nodes' own.
+    search: SearchOptions = NO_OPTIONS
 
     @property
     def name(self) -> str:
@@ -56,7 +59,7 @@ class Request:
         if workflow is not None and not isinstance(workflow, str):
             raise ConfigError(f"{where}: workflow", "must be a workflow name")
         return cls(id=str(rid), question=question, golden_answers=tuple(golden), inputs=extra,
-                   workflow=workflow)
+                   workflow=workflow, search=SearchOptions.from_json(raw, f"{where}: "))
 
 
 def check_text(text: str, field: str) -> None:

@@ -17,8 +17,9 @@ from typing import Protocol
 
 import numpy as np
 
-from ragraph.errors import SearchIndexError
+from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.ir.values import Passages
+from ragraph.runtime.retrieval.options import SearchSpec, Where, fuse
 from ragraph.runtime.retrieval.protocol import (
     ScanOrder,
     SearchEngine,
@@ -38,6 +39,10 @@ class Embedder(Protocol):
 class PassageLookup(Protocol):
     def lookup(self, ids: Sequence[int] | np.ndarray,
                scores: Sequence[float] | np.ndarray | None = None) -> Passages: ...
+
+    def keyword_ids(self, text: str, k: int, where: Where | None = None) -> list[int]: ...
+
+    def allowed_ids(self, where: Where) -> np.ndarray: ...
 
 
 @dataclass
@@ -109,14 +114,46 @@ class SearchService:
     def passages(self, topk: TopK) -> Passages:
         return self.store.lookup(topk.ids, topk.distances)
 
-    def search(self, text: str, k: int, nprobe: int | None) -> Passages:
+    def ranked(self, dense: TopK, query: str, spec: SearchSpec) -> Passages:
+        """The passages of a retrieval from its dense top-k: those alone, or (hybrid) fused
+        with the keyword index's top-k for `query` (options.py)."""
+        if spec.mode == "dense":
+            return self.passages(dense)
+        if not hasattr(self.store, "keyword_ids"):
+            raise ConfigError("mode", f"hybrid search needs a passage store with a keyword "
+                              f"index; this one ({type(self.store).__name__}) has none")
+        words = self.store.keyword_ids(query, spec.k, spec.where)
+        ids, scores = fuse([[int(i) for i in dense.valid_ids], words], spec.k)
+        return self.store.lookup(ids, scores)
+
+    def filtered(self, vector: np.ndarray, probe: np.ndarray, spec: SearchSpec) -> TopK:
+        """The exact dense top-k among the passages `spec.where` allows, in one call over the
+        whole probe list (the engine's `search_filtered`)."""
+        assert spec.where is not None
+        search_filtered = getattr(self.engine, "search_filtered", None)
+        if search_filtered is None:
+            raise ConfigError("filter", f"the {type(self.engine).__name__} search engine "
+                              "cannot filter")
+        if not hasattr(self.store, "allowed_ids"):
+            raise ConfigError("filter", f"this passage store ({type(self.store).__name__}) "
+                              "cannot filter")
+        allowed = self.store.allowed_ids(spec.where)
+        if allowed.size == 0:  # a mistyped glob or value: said, not an empty answer
+            raise ConfigError("filter", f"no passage of the index matches "
+                              f"{spec.where.to_json()}")
+        return search_filtered(vector, probe, spec.k, allowed)
+
+    def search(self, text: str, k: int | SearchSpec, nprobe: int | None) -> Passages:
         """One-shot exact search for one query (what the baseline executors call)."""
+        spec = k if isinstance(k, SearchSpec) else SearchSpec(k)
         vector = self.embed(text)
         probe = self.probe(vector, nprobe)
+        if spec.where is not None:
+            return self.ranked(self.filtered(vector, probe, spec), text, spec)
         # One query on one thread, as faiss's own `search` runs it: a thread pool's concurrency
         # comes from its threads.
-        result = self.step([SearchTask.of(vector, probe)], k, ScanOrder.QUERY)
-        return self.passages(self.finish(vector, probe, result.partials, k))
+        result = self.step([SearchTask.of(vector, probe)], spec.k, ScanOrder.QUERY)
+        return self.ranked(self.finish(vector, probe, result.partials, spec.k), text, spec)
 
 
 def attempt(fn, *args):

@@ -13,6 +13,7 @@ from ragraph.ir.values import Value
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.request import Request as RunRequest
 from ragraph.runtime.request import initial_variables
+from ragraph.runtime.retrieval.options import NO_OPTIONS, SearchOptions
 from ragraph.serve.http_error import HttpError
 from ragraph.serve.openai_fields import check_fields
 from ragraph.serve.run_fields import check_run_fields
@@ -35,6 +36,7 @@ class Ask:
     stream_modes: tuple[str, ...] = ("updates",)  # /runs/stream: which events besides the rest
     question_field: str = "input.question"  # where the body put it (errors name it)
     ignored: tuple[str, ...] = ()  # fields accepted but not applied (openai_fields.py)
+    search: SearchOptions = NO_OPTIONS  # the body's `search`: {k, mode, filter}
 
 
 def parse_chat(body: dict[str, Any], catalog: Catalog) -> Ask:
@@ -68,7 +70,8 @@ def parse_completion(body: dict[str, Any], catalog: Catalog) -> Ask:
 def _openai(body: dict[str, Any], catalog: Catalog, question: str, where: str) -> Ask:
     name = _workflow(body, catalog, "model")
     stream, usage, ignored = check_fields(body)
-    return Ask(name, question, {}, stream, usage, question_field=where, ignored=ignored)
+    return Ask(name, question, {}, stream, usage, question_field=where, ignored=ignored,
+               search=_search(body))
 
 
 def parse_run(body: dict[str, Any], catalog: Catalog) -> Ask:
@@ -91,7 +94,25 @@ def parse_run(body: dict[str, Any], catalog: Catalog) -> Ask:
     check_run_fields(body)
     name = _workflow(body, catalog, key)
     _check_inputs(catalog, name, question, inputs)
-    return Ask(name, question, inputs, stream_modes=tuple(modes))
+    return Ask(name, question, inputs, stream_modes=tuple(modes), search=_search(body))
+
+
+def _search(body: dict[str, Any]) -> SearchOptions:
+    """The body's `search` object (`{"k": 3, "mode": "hybrid", "filter": {"source": ...}}`):
+    this request's search options over the workflow's retrieve nodes'."""
+    raw = body.get("search")
+    if raw is None:
+        return NO_OPTIONS
+    if not isinstance(raw, dict):
+        raise HttpError(400, "search: must be an object of k, mode and filter", "search")
+    unknown = sorted(set(raw) - {"k", "mode", "filter"})
+    if unknown:
+        raise HttpError(400, f"search.{unknown[0]}: not a search option (k, mode, filter)",
+                        f"search.{unknown[0]}")
+    try:
+        return SearchOptions.from_json(raw, "search.")
+    except ConfigError as err:
+        raise HttpError(400, str(err), err.field) from err
 
 
 def _workflow(body: dict[str, Any], catalog: Catalog, key: str) -> str:

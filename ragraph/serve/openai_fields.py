@@ -83,7 +83,8 @@ _BOOL, _TEXT, _OBJECT = _typed(bool, "true or false"), _typed(str, "a string"), 
 _LIST = _typed(list, "a list")
 HONOURED: dict[str, Check] = {"stream": _BOOL, "stream_options": _OBJECT, "user": _TEXT,
                               "metadata": _OBJECT, "store": _BOOL, "service_tier": _TEXT,
-                              "parallel_tool_calls": _BOOL}
+                              "parallel_tool_calls": _BOOL,
+                              "search": _OBJECT}  # ragraph's own: k, mode, filter
 HINTS: dict[str, Check] = {
     "temperature": _number(0, 2), "top_p": _number(0, 1), "max_tokens": _integer(1),
     "max_completion_tokens": _integer(1), "seed": _integer(),

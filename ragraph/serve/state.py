@@ -98,7 +98,7 @@ class ServerState:
             raise HttpError(503, why or "the server is starting", headers={"Retry-After": "1"})
         self.admission.check(self.hub.in_flight, self.metrics.mean_latency_s)
         workflow = ask.workflow if self.adapter is None else self.adapter.route(ask.workflow)
-        return self.hub.submit(ask.question, ask.inputs, workflow, watch)
+        return self.hub.submit(ask.question, ask.inputs, workflow, watch, search=ask.search)
 
     def shut_down(self) -> None:
         """The server stopped accepting: refuse new requests, and cut those still running

@@ -19,17 +19,21 @@ TOPICS = {
 }
 
 
-@pytest.fixture(scope="module")
-def index(tmp_path_factory) -> Path:
+def corpus_index(root: Path, copies: int, *flags: str) -> Path:
+    """An index of TOPICS, each `copies` times, built by `ragraph index build --corpus`."""
     pytest.importorskip("faiss")
-    root = tmp_path_factory.mktemp("run")
     corpus = root / "corpus.jsonl"
     corpus.write_text("".join(
         json.dumps({"title": t, "text": f"{x} ({n})"}) + "\n"
-        for n in range(4) for t, x in TOPICS.items()), encoding="utf-8")
+        for n in range(copies) for t, x in TOPICS.items()), encoding="utf-8")
     out = root / "index"
-    assert main(["index", "build", "--corpus", str(corpus), "--out", str(out), "--nlist", "4"]) == 0
+    assert main(["index", "build", "--corpus", str(corpus), "--out", str(out), *flags]) == 0
     return out
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory) -> Path:
+    return corpus_index(tmp_path_factory.mktemp("run"), 4, "--nlist", "4")
 
 
 @pytest.mark.slow  # the index is built with the real embedder

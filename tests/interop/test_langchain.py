@@ -194,3 +194,38 @@ def test_the_extra_stays_optional():
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[2]).stdout
     assert "pip install 'ragraph[langchain]'" in out
+
+
+def test_the_retriever_takes_k_mode_and_filter_per_call(tmp_path):
+    """On an index of documents (built with its keyword index): `invoke(q, k=1)` returns one,
+    a filter keeps only the documents it names, hybrid mode ranks by both."""
+    from ragraph.cli.main import main
+    from tests.retrieval.tiny_models import tiny_model
+
+    docs = tmp_path / "docs"
+    (docs / "notes").mkdir(parents=True)
+    (docs / "violin.txt").write_text("The violin is a wooden string instrument played with a "
+                                     "bow.\n", encoding="utf-8")
+    (docs / "lava.md").write_text("# Lava\n\nLava is molten rock from a volcano.\n",
+                                  encoding="utf-8")
+    (docs / "notes" / "cello.md").write_text("The cello is a larger string instrument, also "
+                                             "played with a bow.\n", encoding="utf-8")
+    index = tmp_path / "index"
+    assert main(["index", "build", "--docs", str(docs), "--out", str(index), "--nlist", "1",
+                 "--embedder", str(tiny_model(tmp_path / "model"))]) == 0
+    with ragraph.Runtime(engine="sim", index=index, nprobe=1) as mine:
+        retriever = RagraphRetriever(runtime=mine, k=3)
+        assert len(retriever.invoke("violin bow")) == 3
+        assert len(retriever.invoke("violin bow", k=1)) == 1
+        md = retriever.invoke("violin bow", filter={"source": "*.md"})
+        assert sorted(Path(d.metadata["source"]).name for d in md) == ["cello.md", "lava.md"]
+        folder = retriever.invoke("violin bow", filter={"source": f"{docs / 'notes'}/*"})
+        assert [Path(d.metadata["source"]).name for d in folder] == ["cello.md"]
+        hybrid = RagraphRetriever(runtime=mine, k=1, mode="hybrid").invoke("molten volcano")
+        assert Path(hybrid[0].metadata["source"]).name == "lava.md"
+        # A field the store lacks fails that request alone, as the input's fault.
+        with pytest.raises(RequestFailed, match="^filter.colour: the passage store has no such"
+                           ) as failed:
+            retriever.invoke("violin", filter={"colour": "red"})
+        assert failed.value.kind == "input"
+    assert main(["index", "keywords", str(index)]) == 0  # it has one already: nothing to do

@@ -194,3 +194,45 @@ def test_retrain_advice():
     assert "uneven" in Balance(10, 400, 100.0, 1.9, trained).retrain
     moved = Training(passages=1000, imbalance=1.2, changed=500)
     assert "500 passages added or deleted" in Balance(10, 150, 100.0, 1.3, moved).retrain
+
+
+def _keyword_index(loaded) -> set[int]:
+    import sqlite3
+
+    conn = sqlite3.connect(loaded.manifest.store_path(loaded.directory))
+    try:
+        return {r[0] for r in conn.execute("SELECT rowid FROM passages_fts")}
+    finally:
+        conn.close()
+
+
+def test_keywords_stay_in_step_and_an_old_index_gets_them(library, tmp_path, capsys):
+    """The keyword index holds exactly the index's passages after every add and delete; an
+    index built before it gets it from `ragraph index keywords` (a new version)."""
+    import sqlite3
+
+    out, start, later = library
+    add_documents(out, later)
+    delete_documents(out, sources=[start[1]])
+    loaded = load_index(out)
+    assert _keyword_index(loaded) == _all_ids(loaded)
+    loaded.store.close()
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    conn = sqlite3.connect(Manifest.read(old).store_path(old))
+    for name in ("passages_fts_insert", "passages_fts_delete"):
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("DROP TABLE passages_fts")
+    conn.commit()
+    conn.close()
+    before = load_index(old)
+    with pytest.raises(SearchIndexError, match="ragraph index keywords"):
+        before.store.keyword_ids("document", 3)
+    before.store.close()
+    assert main(["index", "keywords", str(old)]) == 0
+    assert "added the keyword index" in capsys.readouterr().err
+    after = load_index(old)
+    first = min(_all_ids(after))
+    word = after.store.lookup([first]).items[0].text.split()[-1].strip(".,;:!?")
+    assert _keyword_index(after) == _all_ids(after) and after.store.keyword_ids(word, 3)
+    after.store.close()

@@ -125,3 +125,29 @@ def test_a_body_not_declared_json_is_415(server, path, headers):
     assert "Content-Type: application/json" in response.json()["error"]["message"]
     charset = post(server, path, raw, headers={"Content-Type": "application/json; charset=utf-8"})
     assert charset.status_code == 200
+
+
+@pytest.mark.parametrize("search, param", [
+    (3, "search"), ({"k": 0}, "search.k"), ({"k": True}, "search.k"),
+    ({"mode": "bm25"}, "search.mode"), ({"filter": []}, "search.filter"),
+    ({"filter": {"title": [1]}}, "search.filter.title"), ({"top": 2}, "search.top")])
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/runs/wait"])
+def test_search_options_are_checked(server, path, search, param):
+    body = ({"model": "hyde", "messages": USER} if path.startswith("/v1")
+            else {"workflow": "hyde", "input": {"question": "x"}})
+    response = post(server, path, json.dumps({**body, "search": search}).encode())
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error.get("param") if isinstance(error, dict) else None) in (param, None)
+    assert param in response.text
+
+
+def test_a_request_asks_its_own_k(server):
+    body = {"model": "hyde", "messages": [{"role": "user", "content": question(3)}]}
+    plain = post(server, "/v1/chat/completions", json.dumps(body).encode()).json()
+    one = post(server, "/v1/chat/completions",
+               json.dumps({**body, "search": {"k": 1}}).encode())
+    assert one.status_code == 200 and "X-Ragraph-Ignored" not in one.headers
+    passages = one.json()["ragraph"]["passages"]
+    assert len(passages) == 1 and len(plain["ragraph"]["passages"]) == 5  # hyde.rag: topk 5
+    assert passages[0] == plain["ragraph"]["passages"][0]

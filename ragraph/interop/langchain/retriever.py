@@ -2,10 +2,13 @@
 
 A search is a one-node workflow (retrieve `k` passages for the query at `nprobe`) run by the
 runtime's shared scheduler: searches from many threads, tasks and workflows share its search
-steps, and the results are exactly what `index.search` returns at that nprobe. Each passage
-becomes a `Document`: its text as `page_content`; `id`, `title`, `score` (the search distance:
-smaller is nearer) and, for passages of ingested documents, `source`, `start` and `end` (the
-document's path and the passage's character span in it) as metadata."""
+steps, and the results are exactly what `index.search` returns at that nprobe. `mode="hybrid"`
+fuses them with the index's keyword search; `filter` keeps the passages of some sources or
+fields. `invoke(query, k=..., mode=..., filter=...)` overrides them for one call (LangChain's
+per-call `k`). Each passage becomes a `Document`: its text as `page_content`; `id`, `title`,
+`score` (dense: the cosine similarity, larger is nearer; hybrid: the fused score) and, for
+passages of ingested documents, `source`, `start` and `end` (the document's path and the
+passage's character span in it) as metadata."""
 
 from __future__ import annotations
 
@@ -25,24 +28,27 @@ from ragraph.errors import ConfigError
 from ragraph.ir import END, START, RAGraph
 from ragraph.ir.values import Passage
 from ragraph.passes.compiled import CompiledWorkflow
+from ragraph.runtime.retrieval.options import SearchOptions
 
 
 class RagraphRetriever(BaseRetriever):
-    """`RagraphRetriever(runtime=rt, k=5, nprobe=None)`: `nprobe` None searches as many
-    clusters as the runtime's `nprobe` option says."""
+    """`RagraphRetriever(runtime=rt, k=5, nprobe=None, mode="dense", filter=None)`: `nprobe`
+    None searches as many clusters as the runtime's `nprobe` option says; `filter` is
+    `{"source": GLOB, FIELD: VALUE, ...}`."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     runtime: Runtime
     k: int = 5
     nprobe: int | None = None
+    mode: str = "dense"
+    filter: dict[str, Any] | None = None
     _workflow: CompiledWorkflow = PrivateAttr()
 
     def __init__(self, **fields: Any) -> None:
         # Checked before pydantic's validation, which would wrap a ConfigError in its own.
-        k, nprobe = fields.get("k", 5), fields.get("nprobe")
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
-            raise ConfigError("k", f"must be an integer from 1 to 1000, got {k!r}")
+        nprobe = fields.get("nprobe")
+        SearchOptions.of(fields.get("k", 5), fields.get("mode", "dense"), fields.get("filter"))
         if nprobe is not None and (not isinstance(nprobe, int) or isinstance(nprobe, bool)
                                    or nprobe < 1):
             raise ConfigError("nprobe", f"must be a positive integer, got {nprobe!r}")
@@ -50,24 +56,37 @@ class RagraphRetriever(BaseRetriever):
             raise ConfigError("runtime", "must be a ragraph.Runtime")
         super().__init__(**fields)
         passes = self.runtime.config.scheduler.passes
-        self._workflow = search_workflow(self.k, self.nprobe, passes)
+        self._workflow = search_workflow(self.k, self.nprobe, passes, self.mode)
 
     def _get_relevant_documents(self, query: str, *,
-                                run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        answer = self.runtime.run(self._workflow, query)
+                                run_manager: CallbackManagerForRetrieverRun,
+                                k: int | None = None, mode: str | None = None,
+                                filter: dict[str, Any] | None = None,  # noqa: A002
+                                ) -> list[Document]:
+        answer = self.runtime.run(self._workflow, query, k=k, mode=mode,
+                                  filter=self._filter(filter))
         return [document_of(p) for p in answer.passages]
 
     async def _aget_relevant_documents(
             self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+            k: int | None = None, mode: str | None = None,
+            filter: dict[str, Any] | None = None,  # noqa: A002
     ) -> list[Document]:
-        answer = await self.runtime.arun(self._workflow, query)
+        answer = await self.runtime.arun(self._workflow, query, k=k, mode=mode,
+                                         filter=self._filter(filter))
         return [document_of(p) for p in answer.passages]
 
+    def _filter(self, given: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A call's filter replaces the retriever's (as LangChain vector stores' do)."""
+        return given if given is not None else self.filter
 
-def search_workflow(k: int, nprobe: int | None, passes: str) -> CompiledWorkflow:
+
+def search_workflow(k: int, nprobe: int | None, passes: str,
+                    mode: str = "dense") -> CompiledWorkflow:
     graph = RAGraph("retriever")
     graph.add_input("question")
-    graph.add_retrieval("search", topk=k, query="question", output="docs", nprobe=nprobe)
+    graph.add_retrieval("search", topk=k, query="question", output="docs", nprobe=nprobe,
+                        mode=mode)
     graph.add_edge(START, "search")
     graph.add_edge("search", END)
     return load(graph, passes)

@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+
 from ragraph.errors import EngineError, PromptTooLong
 from ragraph.ir import Sampling
 from ragraph.ir.values import GeneratedText, Passages
@@ -21,6 +23,8 @@ from ragraph.runtime.llm.chat import ChatMessage, Prompt, as_dicts
 from ragraph.runtime.llm.failure import overflow
 from ragraph.runtime.llm.protocol import EngineCounters, LLMEngine, positions
 from ragraph.runtime.llm.settings import LlmConfig
+from ragraph.runtime.retrieval.options import SearchSpec
+from ragraph.runtime.retrieval.protocol import TopK
 from ragraph.runtime.scheduler.config import SchedulerConfig
 from ragraph.runtime.search_service import SearchService
 
@@ -285,14 +289,14 @@ class AppRetriever:
 
     search: SearchService
 
-    def retrieve(self, query: str, k: int, nprobe: int | None) -> Passages:
+    def retrieve(self, query: str, spec: SearchSpec, nprobe: int | None) -> Passages:
         import faiss  # noqa: PLC0415
 
         vector = self.search.embed(query).reshape(1, -1)
         params = faiss.SearchParametersIVF(nprobe=self.probes(nprobe))
-        distances, ids = self.search.engine.index.search(vector, k, params=params)
-        keep = ids[0] >= 0
-        return self.search.store.lookup(ids[0][keep], distances[0][keep])
+        distances, ids = self.search.engine.index.search(vector, spec.k, params=params)
+        dense = TopK(distances[0], ids[0], np.empty(0, np.int64))
+        return self.search.ranked(dense, query, spec)
 
     def probes(self, nprobe: int | None) -> int:
         """The clusters a search at `nprobe` (None: the index's default) scans."""

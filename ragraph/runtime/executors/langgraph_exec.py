@@ -67,6 +67,10 @@ class LangGraphExecutor:
 
     async def _one(self, catalog: Catalog, app_for, reports: NodeReports, state: RequestState,
                    pool: ThreadPoolExecutor, on_done: OnDone) -> None:
+        if state.error is None and not state.request.search.empty:
+            fail(state, ConfigError("search", "the langgraph executor takes no per-request "
+                                    "k, mode or filter (the ragraph, sequential and "
+                                    "stage-batched executors do)"))
         if state.error is None:
             app = app_for(state.request)
             start = initial_state(catalog.workflow_for(state.request).source_program, state.rid,

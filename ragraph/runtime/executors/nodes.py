@@ -21,6 +21,7 @@ from ragraph.runtime.generate import generated_text, generation_request
 from ragraph.runtime.llm.chat import Prompt
 from ragraph.runtime.llm.failure import error_of
 from ragraph.runtime.request import RequestState
+from ragraph.runtime.retrieval.options import SearchSpec
 
 
 async def all_at_once(thunks: Sequence[Thunk]) -> list:
@@ -85,8 +86,9 @@ class Baseline(Interpreter[RequestState, Prompt]):
     async def search(self, chain: RetrievalChain, req: RequestState, query: str,
                      branch: int | None) -> Passages:
         loop = asyncio.get_running_loop()
+        spec = req.request.search.spec(chain.topk, chain.mode)
         return await loop.run_in_executor(self.pool, search_blocking, self.services, chain,
-                                          query)
+                                          query, spec)
 
     def assign_passages(self, chain: RetrievalChain, req: RequestState, passages: Passages,
                         query: str) -> None:
@@ -95,9 +97,10 @@ class Baseline(Interpreter[RequestState, Prompt]):
                                       lambda: whole_search(self.services, chain, query, passages))
 
 
-def search_blocking(services: Services, chain: RetrievalChain, query: str) -> Passages:
+def search_blocking(services: Services, chain: RetrievalChain, query: str,
+                    spec: SearchSpec) -> Passages:
     start = clock()
-    passages = services.search.search(query, chain.topk, chain.nprobe)
+    passages = services.search.search(query, spec, chain.nprobe)
     services.tracer.add_span("search", f"retrieve {chain.origin}", start, clock())
     return passages
 

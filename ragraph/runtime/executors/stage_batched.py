@@ -22,6 +22,7 @@ from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail,
 from ragraph.runtime.executors.nodes import Baseline, all_at_once
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
+from ragraph.runtime.retrieval.options import SearchSpec
 from ragraph.runtime.retrieval.protocol import SearchTask
 from ragraph.runtime.search_service import attempt
 from ragraph.runtime.threads import search_pool
@@ -143,7 +144,9 @@ def search_batch(services: Services, ready: list[_Active]) -> list[BaseException
     chains = [r.program.retrievals[s.node] for s, r in ready]
     queries: list = [attempt(_queries_of, r, c, s) for (s, r), c in zip(ready, chains, strict=True)]
     asks = [(i, q) for i, qs in enumerate(queries) if isinstance(qs, list) for q in qs]
-    found = _search_all(services, [q for _, q in asks], [chains[i] for i, _ in asks])
+    specs = [s.request.search.spec(c.topk, c.mode) for (s, _), c in zip(ready, chains, strict=True)]
+    found = _search_all(services, [q for _, q in asks], [chains[i] for i, _ in asks],
+                        [specs[i] for i, _ in asks])
     for i, (_, runner) in enumerate(ready):
         runner.found = [f for (j, _), f in zip(asks, found, strict=True) if j == i]
         runner.batch_start = start
@@ -156,8 +159,10 @@ def _queries_of(runner: _Batched, chain: RetrievalChain, state: RequestState) ->
     return [queries] if isinstance(queries, str) else queries
 
 
-def _search_all(services: Services, queries: list[str], chains: list[RetrievalChain]) -> list:
-    """Passages (or the error) for each query, searched as one batch per top-k."""
+def _search_all(services: Services, queries: list[str], chains: list[RetrievalChain],
+                specs: list[SearchSpec]) -> list:
+    """Passages (or the error) for each query, searched as one batch per top-k (a filtered
+    search in a call of its own: its selector is its own)."""
     search = services.search
     out: list = [None] * len(queries)
     # The search stage has the search cores to itself: its embedding uses them all.
@@ -167,24 +172,33 @@ def _search_all(services: Services, queries: list[str], chains: list[RetrievalCh
     for i, got in enumerate(probed):
         if isinstance(got, BaseException):  # this query failed; the batch goes on
             out[i] = got
+        elif specs[i].where is not None:
+            out[i] = attempt(_filtered, search, got, queries[i], specs[i])
         else:
             tasks.append(SearchTask.of(*got))
             owners.append(i)
-    for k, group in _by_k(chains, owners).items():
+    for k, group in _by_k(specs, owners).items():
         step = search.step([tasks[j] for j in group], k)
         for j, partial in zip(group, step.partials, strict=True):
-            out[owners[j]] = attempt(_passages, search, tasks[j], partial, k)
+            i = owners[j]
+            out[i] = attempt(_passages, search, tasks[j], partial, queries[i], specs[i])
     return out
 
 
-def _passages(search, task: SearchTask, partial, k: int) -> Passages:  # noqa: ANN001
-    return search.passages(search.finish(task.query, task.clusters, [partial], k))
+def _passages(search, task: SearchTask, partial, query: str,  # noqa: ANN001
+              spec: SearchSpec) -> Passages:
+    return search.ranked(search.finish(task.query, task.clusters, [partial], spec.k), query, spec)
 
 
-def _by_k(chains: list[RetrievalChain], owners: list[int]) -> dict[int, list[int]]:
+def _filtered(search, probed, query: str, spec: SearchSpec) -> Passages:  # noqa: ANN001
+    vector, probe = probed
+    return search.ranked(search.filtered(vector, probe, spec), query, spec)
+
+
+def _by_k(specs: list[SearchSpec], owners: list[int]) -> dict[int, list[int]]:
     groups: dict[int, list[int]] = {}
     for j, i in enumerate(owners):
-        groups.setdefault(chains[i].topk, []).append(j)
+        groups.setdefault(specs[i].k, []).append(j)
     return groups
 
 

@@ -23,6 +23,14 @@ import numpy as np
 
 from ragraph.errors import SearchIndexError
 from ragraph.ir.values import Origin, Passage, Passages
+from ragraph.runtime.retrieval.keywords import (
+    allowed_ids,
+    create_keyword_index,
+    has_keyword_index,
+    keyword_ids,
+    missing_keyword_index,
+)
+from ragraph.runtime.retrieval.options import Where
 
 _SCHEMA = """
 CREATE TABLE passages (
@@ -40,6 +48,8 @@ CREATE TABLE passages (
 _ORIGIN_COLUMNS = ("source", "start", '"end"', "headings")
 # SQLite's default limit on bound parameters is 999 in old builds; stay under it per query.
 _CHUNK = 900
+# Filters a store remembers the allowed ids of (a store is never changed while open).
+_WHERE_CACHE = 32
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,7 @@ def write_store(path: Path, rows: Iterable[StoredPassage]) -> int:
     conn = sqlite3.connect(path)
     try:
         conn.execute(_SCHEMA)
+        create_keyword_index(conn)
         count = insert_rows(conn, rows)
         conn.commit()
         return count
@@ -112,6 +123,9 @@ class PassageStore:
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(passages)")}
         origin = ", ".join(c if c.strip('"') in columns else "NULL" for c in _ORIGIN_COLUMNS)
         self._select = f"SELECT id, title, text, synthetic, {origin} FROM passages WHERE id IN "
+        self._columns = frozenset(columns)
+        self._keywords = has_keyword_index(self._conn)
+        self._allowed: dict[Where, np.ndarray] = {}
 
     def __len__(self) -> int:
         return int(self._count)
@@ -134,6 +148,24 @@ class PassageStore:
                 source, start, end, tuple(json.loads(headings)) if headings else ())
             out.append(Passage(i, title, text, score=s, synthetic=bool(synthetic), origin=origin))
         return Passages(tuple(out))
+
+    def keyword_ids(self, text: str, k: int, where: Where | None = None) -> list[int]:
+        """The `k` passages best for `text` by BM25 (keywords.py), best first."""
+        if not self._keywords:
+            raise missing_keyword_index(self._path)
+        with self._lock:
+            return keyword_ids(self._conn, text, k, where, self._columns)
+
+    def allowed_ids(self, where: Where) -> np.ndarray:
+        """The ids of the passages `where` allows, ascending (int64)."""
+        with self._lock:
+            ids = self._allowed.get(where)
+            if ids is None:
+                ids = np.asarray(allowed_ids(self._conn, where, self._columns), dtype=np.int64)
+                if len(self._allowed) >= _WHERE_CACHE:
+                    self._allowed.pop(next(iter(self._allowed)))
+                self._allowed[where] = ids
+            return ids
 
     def close(self) -> None:
         with self._lock:

@@ -165,7 +165,9 @@ class RetJob(Job):
 
     def scan_item(self, want_partial: bool) -> ScanItem:
         assert self.chain is not None and self.vector is not None and self.probe is not None
-        return ScanItem(key=self.key, k=self.chain.topk,
+        spec = self.state.request.search.spec(self.chain.topk, self.chain.mode)
+        return ScanItem(key=self.key, k=spec.k, query=self.query, mode=spec.mode,
+                        where=spec.where,
                         stepwise=self.chain.stepwise, vector=self.vector, probe=self.probe,
                         remaining=self.remaining, partials=tuple(self.partials),
                         want_partial=want_partial, waited=self.waited)

@@ -22,6 +22,7 @@ from ragraph.ir.values import Passages
 from ragraph.runtime.retrieval.ivf.cost import CostModel, Pending, plan_step
 from ragraph.runtime.retrieval.ivf.locality import History, reorder
 from ragraph.runtime.retrieval.merge import merge_partials
+from ragraph.runtime.retrieval.options import SearchSpec, Where
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask, TopK
 from ragraph.runtime.scheduler.policies import split_pays
 from ragraph.runtime.search_service import SearchService
@@ -74,6 +75,13 @@ class ScanItem:
     partials: tuple[TopK, ...] = ()
     want_partial: bool = False
     waited: int = 0  # steps in a row without a cluster (starvation guard of plan_step)
+    query: str = ""  # the query text (a hybrid search's keywords)
+    mode: str = "dense"
+    where: Where | None = None  # a filtered search: its whole probe list in one call
+
+    @property
+    def spec(self) -> SearchSpec:
+        return SearchSpec(self.k, self.mode, self.where)
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,7 @@ def run_cycle(
     """One step within `budget_ms`; with `split`, a step of every retrieval whole instead
     when the budget's split does not pay (else the budget is taken as given)."""
     start = time.perf_counter()
-    take = _plan(items, budget_ms, cost, split)
+    take = _plan([i for i in items if i.where is None], budget_ms, cost, split)
     scanned, on_acc, scan_s = 0, 0, 0.0
     by_k: dict[int, list[ScanItem]] = {}
     for item in items:
@@ -128,7 +136,8 @@ def run_cycle(
         on_acc += step.stats.vectors_on_accelerator
         scan_s += step.stats.seconds
         partial_of.update({item.key: p for item, p in zip(group, step.partials, strict=True)})
-    results = tuple(_advance(service, item, take.get(item.key, ()), partial_of.get(item.key))
+    results = tuple(_filtered(service, item) if item.where is not None
+                    else _advance(service, item, take.get(item.key, ()), partial_of.get(item.key))
                     for item in items)
     predicted = predicted_ms([[take[item.key] for item in group] for group in by_k.values()], cost)
     return CycleResult(results, predicted, scan_s, time.perf_counter() - start, scanned, on_acc)
@@ -194,13 +203,25 @@ def _advance(service: SearchService, item: ScanItem, searched: tuple[int, ...],
     try:
         if not remaining:
             final = service.finish(item.vector, item.probe, partials, item.k)
-            return ScanResult(item.key, searched, partial, (), final, service.passages(final))
+            return ScanResult(item.key, searched, partial, (), final,
+                              service.ranked(final, item.query, item.spec))
         partial_passages = None
         # Only a step that searched this retrieval can change its partial top-k.
         if item.want_partial and partial is not None:
             merged = merge_partials(partials, item.k, service.engine.metric).topk
-            partial_passages = service.passages(merged)
+            partial_passages = service.ranked(merged, item.query, item.spec)
         return ScanResult(item.key, searched, partial, remaining,
                           partial_passages=partial_passages)
+    except Exception as err:  # attributed to this retrieval's request
+        return ScanResult(item.key, error=err)
+
+
+def _filtered(service: SearchService, item: ScanItem) -> ScanResult:
+    """A filtered retrieval, finished in one call over its whole probe list: the selector is
+    its own, so it shares no step with others (`SearchService.filtered`)."""
+    try:
+        final = service.filtered(item.vector, item.probe, item.spec)
+        return ScanResult(item.key, item.remaining, None, (), final,
+                          service.ranked(final, item.query, item.spec))
     except Exception as err:  # attributed to this retrieval's request
         return ScanResult(item.key, error=err)

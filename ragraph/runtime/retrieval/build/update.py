@@ -29,6 +29,7 @@ import numpy as np
 from ragraph.errors import SearchIndexError
 from ragraph.runtime.durable import fsync_path
 from ragraph.runtime.retrieval.build.builder import CorpusRecord
+from ragraph.runtime.retrieval.keywords import add_keyword_index, has_keyword_index
 from ragraph.runtime.retrieval.manifest import (
     Manifest,
     Training,
@@ -130,6 +131,19 @@ def commit_change(directory: Path, records: Sequence[CorpusRecord], vectors: np.
         return Committed(final, added, deleted, balance_of(index, training))
 
 
+def add_keywords(directory: Path) -> Committed | None:
+    """Give the index in `directory` its keyword index, as its next version (None: it has one
+    already)."""
+    current = Manifest.read(Path(directory))
+    conn = sqlite3.connect(f"file:{current.store_path(Path(directory))}?mode=ro", uri=True)
+    try:
+        if has_keyword_index(conn):
+            return None
+    finally:
+        conn.close()
+    return commit_change(directory, (), np.empty((0, current.dim), np.float32), lambda _: ())
+
+
 def _change_files(current: Manifest, following: Manifest, directory: Path, index,
                   records: Sequence[CorpusRecord], vectors: np.ndarray,
                   doomed: Callable[[sqlite3.Connection], Sequence[int]]
@@ -142,6 +156,7 @@ def _change_files(current: Manifest, following: Manifest, directory: Path, index
     conn = sqlite3.connect(store_path)
     try:
         add_origin_columns(conn)
+        add_keyword_index(conn)  # a store from before hybrid search gets it with any change
         deleted = tuple(sorted(set(doomed(conn))))
         if deleted:
             index.remove_ids(np.asarray(deleted, dtype=np.int64))

@@ -197,6 +197,20 @@ class FaissIVFEngine:
         dist, ids = self._scan(self._queries(query), probe.reshape(1, -1), k)
         return TopK(dist[0], ids[0], np.sort(probe))
 
+    def search_filtered(self, query: np.ndarray, probe: np.ndarray, k: int,
+                        allowed: np.ndarray) -> TopK:
+        """The top-k of one query over its whole probe list among the `allowed` ids, in one
+        call on one thread: faiss's `index.search` with `SearchParametersIVF(sel=
+        IDSelectorBatch(allowed))` at that nprobe. A filter applied after an unfiltered top-k
+        would return fewer than k; the selector skips the others inside the scan."""
+        import faiss
+
+        _check_k(k)
+        allowed = np.ascontiguousarray(allowed, dtype=np.int64)
+        selector = faiss.IDSelectorBatch(allowed.size, faiss.swig_ptr(allowed))
+        dist, ids = self._scan(self._queries(query), probe.reshape(1, -1), k, selector)
+        return TopK(dist[0], ids[0], np.sort(probe))
+
     def search(self, queries: np.ndarray, k: int, nprobe: int) -> tuple[np.ndarray, np.ndarray]:
         _check_k(k)
         x = self._queries(queries)
@@ -239,11 +253,13 @@ class FaissIVFEngine:
             self._cluster_of = table
         return self._cluster_of
 
-    def _scan(self, x: np.ndarray, assign: np.ndarray, k: int):
+    def _scan(self, x: np.ndarray, assign: np.ndarray, k: int, selector=None):
         import faiss
 
         n, width = assign.shape
         params = faiss.SearchParametersIVF()
+        if selector is not None:
+            params.sel = selector
         # nprobe = row width: the padded assignment, not the index's own nprobe, defines the scan.
         params.nprobe = max(width, 1)
         coarse = np.zeros(assign.shape, dtype=np.float32)
@@ -309,6 +325,10 @@ class OverIVF:
 
     def probe(self, queries: np.ndarray, nprobe: int) -> np.ndarray:
         return self._base.probe(queries, nprobe)
+
+    def search_filtered(self, query: np.ndarray, probe: np.ndarray, k: int,
+                        allowed: np.ndarray) -> TopK:
+        return self._base.search_filtered(query, probe, k, allowed)
 
 
 def _flatten(clusters: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
