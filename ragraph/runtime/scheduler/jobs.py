@@ -137,6 +137,7 @@ class RetJob(Job):
     partial_passages: Passages | None = None
     passages: Passages | None = None
     drift: float = 1.0
+    views: int = 0  # partial top-k results looked up so far (`partial_passages`)
     steps: int = 0
     clusters: int = 0  # clusters searched so far
     hot_hits: int | None = None  # ... of them held by the accelerator tier (None: no tier)
@@ -182,5 +183,6 @@ class RetJob(Job):
             before = self.partial_passages.ids if self.partial_passages else ()
             self.drift = topk_drift(before, result.partial_passages.ids)
             self.partial_passages = result.partial_passages
+            self.views += 1
         if result.passages is not None:
             self.passages = result.passages
