@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -156,4 +157,19 @@ def test_speculative_retrieval_warms_the_search_while_the_passage_is_written(pas
     if warmed:
         assert spans["warm search"].start < spans["retrieve search"].start
         assert spans["warm search"].start < spans["generate hypo"].end  # on a partial passage
+    assert answers(spec) == answers(plain)
+
+
+def test_speculative_retrieval_warms_a_search_its_generation_branches_to():
+    """multistep asks a follow-up question and searches it unless it says "none": the partial
+    question is searched before the branch is decided (a warm search), and the answer is
+    -O0's."""
+    from ragraph.dsl import load
+
+    graph = load(Path(__file__).resolve().parents[2] / "workflows" / "multistep.rag")
+    search, sim = fakes.random_search(), replace(FAST, mean_output_tokens=64)
+    spec, trace = run(graph, search, "-O2", budget_ms=None, sim=sim)
+    plain, _ = run(graph, search, "-O0", budget_ms=None, sim=sim)
+    assert spec.stats.warm_searches >= 1
+    assert any(s.name == "warm search" for s in trace.spans() if s.track == "q1")
     assert answers(spec) == answers(plain)
