@@ -103,26 +103,29 @@ def answers(result: RunResult) -> dict[str, tuple]:
     return {o.rid: (o.answer, o.path, o.passages.ids) for o in result.outcomes}
 
 
-def test_speculation_adopt_when_the_partial_top_k_is_the_final_one():
-    search = two_lists(FAR)
+def speculated(second: list[list[float]]) -> tuple[RunResult, tuple[int, int, int], list]:
+    """The -O2 run over lists (NEAR_LIST, `second`), checked against -O0's answer; its
+    speculations (started, adopted, rolled back) and the trace's speculate spans."""
+    search = two_lists(second)
     spec, trace = run(retrieve_then_answer(), search, "-O2")
     plain, _ = run(retrieve_then_answer(), search, "-O0")
-    st = spec.stats
-    assert (st.speculations, st.speculation_hits, st.rollbacks) == (1, 1, 0)
-    assert speculation_spans(trace) == [("speculate answer", "adopted")]
     assert answers(spec) == answers(plain)
+    st = spec.stats
+    return spec, (st.speculations, st.speculation_hits, st.rollbacks), speculation_spans(trace)
+
+
+def test_speculation_adopt_when_the_partial_top_k_is_the_final_one():
+    _, counts, spans = speculated(FAR)
+    assert counts == (1, 1, 0)
+    assert spans == [("speculate answer", "adopted")]
 
 
 def test_speculation_rollback_when_the_final_top_k_changes():
-    search = two_lists(CLOSER)
-    spec, trace = run(retrieve_then_answer(), search, "-O2")
-    plain, _ = run(retrieve_then_answer(), search, "-O0")
-    st = spec.stats
-    assert (st.speculations, st.speculation_hits, st.rollbacks) == (1, 0, 1)
-    assert speculation_spans(trace) == [("speculate answer", "rolled back")]
+    spec, counts, spans = speculated(CLOSER)
+    assert counts == (1, 0, 1)
+    assert spans == [("speculate answer", "rolled back")]
     # The real generation ran on the final passages (the vector across the boundary first).
     assert spec.outcomes[0].passages.ids[0] == len(NEAR_LIST)
-    assert answers(spec) == answers(plain)
 
 
 def test_speculation_rollback_answers_differ_from_the_speculated_prompt():
