@@ -155,6 +155,17 @@ class RetJob(Job):
         return (self.vector is not None and not self.in_flight
                 and Stage.SEARCHED not in self.reached)
 
+    @property
+    def may_speculate(self) -> bool:
+        """Whether a partial top-k of this retrieval could start its next generation now: a
+        real retrieval with a speculative edge whose generation is not running on an earlier
+        partial yet. Once one runs, the rest of the search goes on in whole steps to its
+        verify point: splitting it further for partial results cost more than it saved
+        (docs/benchmarks/ablation.md#online-latency-against-the-arrival-rate)."""
+        chain = self.chain
+        return (not self.warm_only and chain is not None and chain.speculate_into is not None
+                and chain.speculate_into not in self.req.speculative)
+
     def searched(self) -> Searched:
         """What the search did for this retrieval, once it finished (spans report it)."""
         assert self.probe is not None and self.passages is not None  # it finished

@@ -218,9 +218,7 @@ class RetrievalSide:
             # retrievals: whole searches in the first step held 64 retrievals for 0.8 s.
             self.t_r.add(sum(self.cost.clusters_ms(j.remaining) for j in jobs) / len(jobs))
         spare = self.may_speculate()
-        items = [j.scan_item(spare and not j.warm_only
-                             and j.chain.speculate_into is not None)  # type: ignore[union-attr]
-                 for j in jobs]
+        items = [j.scan_item(spare and j.may_speculate) for j in jobs]
         for j in jobs:
             j.in_flight = True
         self._cycle_started = clock()
