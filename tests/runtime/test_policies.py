@@ -166,3 +166,11 @@ def test_the_first_partial_top_k_may_be_speculated_on_later_ones_only_when_settl
     assert not p.speculate_on(views=2, drift=0.4, max_drift=0.0)  # it changed: wait
     assert p.speculate_on(views=3, drift=0.0, max_drift=0.0)  # unchanged over the last step
     assert p.speculate_on(views=2, drift=0.4, max_drift=0.5)
+
+
+def test_a_partial_top_k_counts_for_speculation_past_a_share_of_the_probe_list():
+    share = p.SPECULATE_AFTER_SHARE
+    assert not p.counts_for_speculation(searched=int(share * 256) - 1, probed=256)
+    assert p.counts_for_speculation(searched=int(share * 256), probed=256)
+    assert not p.counts_for_speculation(searched=0, probed=0)
+    assert not p.speculate_on(views=0, drift=0.0, max_drift=0.0)  # none past the share yet

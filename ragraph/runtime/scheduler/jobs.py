@@ -21,7 +21,7 @@ from ragraph.runtime.llm.protocol import GenerationResult, PromptSegments
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.protocol import TopK
-from ragraph.runtime.scheduler.policies import topk_drift
+from ragraph.runtime.scheduler.policies import counts_for_speculation, topk_drift
 from ragraph.runtime.scheduler.search_worker import Prepared, ScanItem, ScanResult
 
 if TYPE_CHECKING:  # a request holds its jobs and each job its request
@@ -137,7 +137,9 @@ class RetJob(Job):
     partial_passages: Passages | None = None
     passages: Passages | None = None
     drift: float = 1.0
-    views: int = 0  # partial top-k results looked up so far (`partial_passages`)
+    # Partial top-k results looked up past the share that may be speculated on
+    # (`policies.counts_for_speculation`).
+    views: int = 0
     steps: int = 0
     clusters: int = 0  # clusters searched so far
     hot_hits: int | None = None  # ... of them held by the accelerator tier (None: no tier)
@@ -194,6 +196,7 @@ class RetJob(Job):
             before = self.partial_passages.ids if self.partial_passages else ()
             self.drift = topk_drift(before, result.partial_passages.ids)
             self.partial_passages = result.partial_passages
-            self.views += 1
+            if counts_for_speculation(self.clusters, len(self.probe)):  # type: ignore[arg-type]
+                self.views += 1
         if result.passages is not None:
             self.passages = result.passages

@@ -200,12 +200,25 @@ def engine_is_bottleneck(busy_share: float | None, tau: float) -> bool:
     return busy_share is not None and busy_share >= tau
 
 
+# The share of its probe list a retrieval has searched before its partial top-k may start a
+# speculative generation: under load a step shared by many retrievals gives each a few of its
+# clusters, and a first partial top-k from 5% of them was the final one 40-60% of the time on IRG
+# (docs/benchmarks/ablation.md#online-latency-against-the-arrival-rate).
+SPECULATE_AFTER_SHARE = 0.25
+
+
+def counts_for_speculation(searched: int, probed: int) -> bool:
+    """Whether a partial top-k over `searched` of `probed` clusters may be speculated on."""
+    return probed > 0 and searched >= SPECULATE_AFTER_SHARE * probed
+
+
 def speculate_on(views: int, drift: float, max_drift: float) -> bool:
-    """Whether a partial top-k may start a speculative generation: the first one a retrieval
-    shows (after reorder its first clusters hold most of its final top-k: HedraRAG, RAGCache),
-    or a later one that changed at most `max_drift` since the one before (an unsettled partial
-    result is usually rolled back, wasting engine time)."""
-    return views == 1 or drift <= max_drift
+    """Whether a partial top-k may start a speculative generation; `views`: the partial
+    results the retrieval showed past `SPECULATE_AFTER_SHARE` of its probe list, this one
+    included. The first of them (after reorder its first clusters hold most of its final top-k:
+    HedraRAG, RAGCache), or a later one that changed at most `max_drift` since the one before
+    (an unsettled partial result is usually rolled back, wasting engine time)."""
+    return views == 1 or (views > 1 and drift <= max_drift)
 
 
 def topk_drift(previous: Sequence[int], current: Sequence[int]) -> float:
