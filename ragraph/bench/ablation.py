@@ -1,5 +1,7 @@
 """What each pass is worth: the same workload under -O0, each pass alone, -O2 without each pass,
-and -O2, in one run (HedraRAG's ablation figures are the anchor).
+and -O2, in one run (HedraRAG's ablation figures are the anchor), the baselines beside them.
+Offline (everything at t=0) and online (Poisson arrivals at each of --rates: where speculation
+and sub-stages act, as HedraRAG measures them; `bench.online_ablation`).
 
 A pass that needs another (reorder, speculate and prefix-layout need split-stages) runs "alone"
 with what it needs; -O2 without split-stages also drops the passes that need it (said in the
@@ -10,8 +12,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragraph.bench.cells import CellResult, Variant
+from ragraph.bench.cells import CellResult, Variant, plain
+from ragraph.errors import ConfigError
 from ragraph.passes import CANONICAL_ORDER, PASSES
+
+
+def ablation_variants(baselines: Sequence[str] = (), passes: str = "-O2",
+                      chosen: Sequence[str] | None = None) -> list[Variant]:
+    """The ablation's runs, then the `baselines` (executors) beside them; `chosen`: only the
+    variants of these labels (`--variants`), in the ablation's order."""
+    out = ablation() + plain([b for b in baselines if b != "ragraph"], passes)
+    if chosen is None:
+        return out
+    known = [v.label for v in out]
+    unknown = [c for c in chosen if c not in known]
+    if unknown:
+        raise ConfigError("--variants", f"no variant {', '.join(map(repr, unknown))}; the "
+                          f"variants are: {', '.join(known)}")
+    return [v for v in out if v.label in chosen]
 
 
 def ablation() -> list[Variant]:

@@ -89,6 +89,12 @@ class CellResult:
     speculations: int
     speculation_hit_rate: float | None
     synthetic_share: float  # of the final passages handed to generations
+    # Speculation's settlement (ragraph): speculative generations adopted and rolled back, the
+    # tokens the rolled-back ones decoded (what rollbacks cost), speculative retrievals run.
+    speculation_adopted: int = 0
+    rollbacks: int = 0
+    rollback_tokens: int = 0
+    warm_searches: int = 0
     cpu_busy: float = 0.0  # process CPU time / (wall time x cores): 1.0 = every core saturated
     embed_busy: float = 0.0  # share of the wall time the (one-at-a-time) query embedder ran
     # The LLM engine's work, by its own counters: tokens computed and reused, seconds in
@@ -270,6 +276,9 @@ def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: l
         speculations=speculations,
         speculation_hit_rate=hits / speculations if speculations else None,
         synthetic_share=synthetic_share(outcomes),
+        speculation_adopted=hits, rollbacks=sum(s.rollbacks for s in stats),
+        rollback_tokens=sum(s.rollback_tokens for s in stats),
+        warm_searches=sum(s.warm_searches for s in stats),
         top_docs_share=document_popularity(outcomes),
         search_steps=sum(s.search_steps for s in stats),
         vectors_scanned=sum(s.vectors_scanned for s in stats),

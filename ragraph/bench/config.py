@@ -67,8 +67,10 @@ class BenchConfig:
     passes: str = "-O2"
     plots: bool = True
     quick: bool = False
-    # Each pass's worth instead of the executors side by side (`bench.ablation`).
+    # Each pass's worth instead of the executors side by side (`bench.ablation`); `variants`:
+    # only those of the ablation's runs, by label (None: all).
     ablation: bool = False
+    variants_chosen: tuple[str, ...] | None = None
     # Every cell run this many times in turn; the tables read each executor's median run
     # (`bench.repeats`).
     repeat: int = 1
@@ -105,6 +107,9 @@ class BenchConfig:
             raise ConfigError("--scale", f"must be >= 0, got {self.scale}")
         if not self.slo_s > 0 or not self.window_s > 0:
             raise ConfigError("--slo", "the SLO and the online window must be > 0 seconds")
+        if self.variants_chosen is not None and not self.ablation:
+            raise ConfigError("--variants", "chooses among the ablation's runs: give --ablation")
+        self.variants()  # an unknown --variants label fails here, before any index is built
         try:  # the run's own knobs are checked where the run's configuration is
             self.runtime()
         except ConfigError as err:  # named as the bench's flag
@@ -129,10 +134,10 @@ class BenchConfig:
         ragraph also runs without its prefix store: what document-prefix reuse is worth. On a
         server, after the LangGraph app, the server alone on the app's generation calls: the
         most any client of it could serve (`bench.server_alone`)."""
-        from ragraph.bench.ablation import ablation
+        from ragraph.bench.ablation import ablation_variants
 
         if self.ablation:
-            return ablation()
+            return ablation_variants(self.executors, self.passes, self.variants_chosen)
         out = plain(self.executors, self.passes)
         if self.engine == "llamacpp" and "ragraph" in self.executors:
             out.insert(1, Variant(NO_REUSE, "ragraph", self.passes, (("prefix_reuse", False),)))

@@ -225,7 +225,8 @@ def _write(config: BenchConfig, rows, caption: str) -> tuple[Path, list[Path]]:
     context = {"traffic": str(config.traffic), "caption": caption}
     write_csv(csv_path, rows, context)
     write_json(config.out / "bench.json", rows, context)
-    written = (plots.latency_vs_rate(repeats.medians(rows), config.out, caption, config.slo_s)
+    written = (plots.latency_vs_rate(repeats.medians(rows), config.out, caption, config.slo_s,
+                                     ablation=config.ablation)
                if config.plots else [])
     return csv_path, written
 

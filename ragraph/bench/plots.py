@@ -1,5 +1,6 @@
-"""Latency vs request rate per workflow and executor (as HedraRAG's Figures 12-14), one PNG per
-nprobe, one panel per workload; the engine and the machine are in every figure's title."""
+"""Latency vs request rate per workflow and executor (as HedraRAG's Figures 12-14), or per pass
+variant in the ablation (its Fig. 12 with the passes apart), one PNG per nprobe, one panel per
+workload; the engine and the machine are in every figure's title."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ STYLE = {"ragraph": ("tab:red", "o"), "sequential": ("tab:blue", "s"),
 
 
 def latency_vs_rate(rows: Sequence[CellResult], out_dir: Path, title: str,
-                    slo_s: float) -> list[Path]:
+                    slo_s: float, ablation: bool = False) -> list[Path]:
+    """`ablation`: one line per variant (mean latency; the baselines dashed), as HedraRAG's
+    Fig. 12 draws it, in `ablation_vs_rate_nprobeN.png`; else p95 and p50 per executor."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on servers and CI
@@ -27,13 +30,15 @@ def latency_vs_rate(rows: Sequence[CellResult], out_dir: Path, title: str,
         workloads = sorted({r.cell.workload for r in at})
         fig, axes = plt.subplots(1, len(workloads), figsize=(4.2 * len(workloads), 3.6),
                                  squeeze=False)
+        panel = _variants_panel if ablation else _panel
         for ax, workload in zip(axes[0], workloads, strict=True):
-            _panel(ax, [r for r in at if r.cell.workload == workload], workload, slo_s)
+            panel(ax, [r for r in at if r.cell.workload == workload], workload, slo_s)
         # Wrapped to the figure's width: the engine and machine must stay readable in full.
         width = max(60, int(len(workloads) * 4.2 * 16))
         fig.suptitle(textwrap.fill(f"{title} | nprobe {nprobe}", width), fontsize=8)
         fig.tight_layout()
-        path = out_dir / f"latency_vs_rate_nprobe{nprobe}.png"
+        name = "ablation_vs_rate" if ablation else "latency_vs_rate"
+        path = out_dir / f"{name}_nprobe{nprobe}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110)
         plt.close(fig)
@@ -51,6 +56,31 @@ def _panel(ax, rows: Sequence[CellResult], workload: str, slo_s: float) -> None:
                 label=f"{executor} p95")
         ax.plot([r.cell.rate for r in mine], [r.p50_s for r in mine], color=color, marker=marker,
                 linestyle=":", alpha=0.6, label=f"{executor} p50")
+    _axes(ax, workload, slo_s)
+
+
+def _variants_panel(ax, rows: Sequence[CellResult], workload: str, slo_s: float) -> None:
+    """Mean latency against rate, one line per variant; the baselines (executors, not pass
+    sets) dashed."""
+    labels = list(dict.fromkeys(r.executor for r in rows))
+    colors = _colors(len(labels))
+    for label, color in zip(labels, colors, strict=True):
+        mine = sorted((r for r in rows if r.executor == label), key=lambda r: r.cell.rate)
+        baseline = label in STYLE and label != "ragraph"
+        ax.plot([r.cell.rate for r in mine], [r.mean_s for r in mine], color=color,
+                marker="s" if baseline else "o", linestyle="--" if baseline else "-",
+                label=f"{label} mean")
+    _axes(ax, workload, slo_s)
+
+
+def _colors(n: int) -> list:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab20"] if n > 10 else matplotlib.colormaps["tab10"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def _axes(ax, workload: str, slo_s: float) -> None:
     ax.axhline(slo_s, color="grey", linestyle="--", linewidth=0.8, label=f"SLO {slo_s:g} s")
     ax.set_yscale("log")
     ax.set_title(workload)

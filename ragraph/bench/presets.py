@@ -31,13 +31,19 @@ def llamacpp_preset(config: BenchConfig) -> BenchConfig:
     questions offline at 8 and 16 in flight, ragraph against a real LangGraph app, on the real
     passages alone (no synthetic padding: retrieval is a small share of a request here)."""
     return replace(config, workflows=LLAMACPP_WORKFLOWS, executors=LLAMACPP_EXECUTORS,
-                   concurrencies=(8, 16), rates=(), offline_requests=32, scale=0, nprobes=(32,),
+                   concurrencies=(8, 16), rates=config.rates or (), offline_requests=32, scale=0, nprobes=(32,),
                    mix=False, plots=False)
 
 
+# HedraRAG's workflows, where each pass's worth is measured.
+ABLATION_WORKFLOWS = ("oneshot", "hyde", "multistep", "irg")
+
+
 def ablation_preset(config: BenchConfig) -> BenchConfig:
-    """One workload's offline runs under every pass combination of `bench.ablation`."""
-    return replace(config, ablation=True, rates=(), mix=False, plots=False)
+    """Every pass combination of `bench.ablation`, the baselines beside them, on HedraRAG's
+    workflows: offline, and online at --rates (or a preset's rates) when given."""
+    return replace(config, ablation=True, workflows=ABLATION_WORKFLOWS,
+                   rates=config.rates or (), mix=False)
 
 
 # HedraRAG's evaluation (SOSP 2025, section 7): 38M passages, IVF4096, nprobe 128-512;

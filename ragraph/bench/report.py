@@ -316,7 +316,7 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
     if any(r.bound is not None for r in rows):
         console.print(bounds_table(rows, caption))
     if ablation:
-        console.print(ablation_table(rows, caption))
+        _ablation_tables(console, rows, slo_s, caption)
         found: list[R.Target] = []
     else:
         found = _executor_tables(console, rows, slo_s, engine, caption, repeats)
@@ -325,6 +325,18 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
     for note in [*notes, bound_legend(rows)]:
         console.print(f"note: {note}", highlight=False)
     return found
+
+
+def _ablation_tables(console: Console, rows: Sequence[CellResult], slo_s: float,
+                     caption: str) -> None:
+    from ragraph.bench import online_ablation
+
+    offline = [r for r in rows if r.cell.rate is None]
+    if offline:
+        console.print(ablation_table(offline, caption))
+    if len(offline) < len(rows):
+        console.print(online_ablation.latency_table(rows, slo_s, caption))
+        console.print(online_ablation.slo_table(rows, slo_s, caption))
 
 
 def _executor_tables(console: Console, rows: Sequence[CellResult], slo_s: float, engine: str,

@@ -5,6 +5,7 @@
     ragraph bench --engine llamacpp                 # HyDE, IRG, oneshot, multistep vs LangGraph
     ragraph bench --engine openai --url http://127.0.0.1:8080   # the same on a llama-server
     ragraph bench --ablation --engine sim --workflows irg --quick       # what each pass is worth
+    ragraph bench --ablation --rates 2,4,8 --no-offline      # ... online, latency against rate
     ragraph bench --preset seeds [--quick]            # HedraRAG's retrieval-heavy regime
     ragraph bench --target http://127.0.0.1:8000 --rates 2,4 --requests 200   # a running server
 """
@@ -55,7 +56,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "oneshot, HyDE, multistep, IRG, RECOMP); with --quick about 15 minutes")
     p.add_argument("--ablation", action="store_true",
                    help="what each pass is worth: -O0, each pass alone, -O2 without each pass "
-                   "and -O2, offline, on one workload (--workflows)")
+                   "and -O2, the baselines of --executors beside them, on oneshot, HyDE, "
+                   "multistep and IRG (--workflows): offline, and online at --rates (Poisson "
+                   "arrivals; --no-offline for those alone) with latency per rate, the highest "
+                   "rate within the SLO and speculation's accuracy")
+    p.add_argument("--variants", metavar="LABELS",
+                   help="--ablation: only these runs, by their labels, comma-separated; give it "
+                   "with '=' as the labels start with '-': --variants=-O0,-O2,'-O2 -speculate'")
     p.add_argument("--quick", action="store_true",
                    help="small index and few requests (under 10 minutes on 2 cores)")
     p.add_argument("--scale", type=int, help="synthetic padding vectors (2,000,000; quick 400,000)")
@@ -133,6 +140,8 @@ def config_from(args: argparse.Namespace):
         workflow_dir=REPO / "workflows", data=args.data if args.data.is_dir() else None,
         out=args.out, slo_s=args.slo, seed=args.seed,
         offline=not args.no_offline, mix=not args.no_mix, plots=not args.no_plots,
+        # Given up front too: an online-only run is checked for its rates as it is built.
+        rates=numbers(args.rates, "--rates", float),
         traffic=Traffic.parse(args.traffic), **knobs,
     )
     if config.engine in ("llamacpp", "openai"):
@@ -148,6 +157,7 @@ def config_from(args: argparse.Namespace):
         "scale": args.scale, "nlist": args.nlist,
         "rates": numbers(args.rates, "--rates", float), "rate_points": args.rate_points,
         "window_s": args.window, "offline_requests": args.requests, "repeat": args.repeat,
+        "variants_chosen": _names(args.variants),
         "plots": False if args.no_plots else None,  # a preset may turn plots on
     }
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})

@@ -120,8 +120,7 @@ def summary_table(result: RunResult, config: RuntimeConfig, bad_lines: int = 0) 
         ("throughput", f"{s.throughput_rps:.2f} req/s over {s.wall_s:.1f} s"),
         ("latency p50 / p95 / p99", f"{s.p50_s:.2f} / {s.p95_s:.2f} / {s.p99_s:.2f} s"),
         ("time to first token p50", "–" if s.ttft_p50_s is None else f"{s.ttft_p50_s:.2f} s"),
-        ("speculation hit rate", _rate(st.speculation_hit_rate) + f" ({st.speculations} started, "
-         f"{st.rollbacks} rolled back)"),
+        ("speculation", st.describe_speculation()),
         ("accelerator cache hit rate", _rate(st.cache_hit_rate) if config.gpu.hot_cache
          else f"off ({config.gpu.hot_cache_why})"),
         ("clusters searched", f"{st.clusters_searched} in {st.search_steps} steps"),

@@ -83,6 +83,7 @@ async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
                                   [Request(id="q1", question=question,
                                            search=search_options(args))])
     outcome = answers[0].outcome
+    stats = rt.report(answers, outcome.latency).stats  # closed: the scheduler's counters are in
     if args.trace:
         tracer.write(args.trace)
         err.print(f"trace written to {args.trace} (open it in https://ui.perfetto.dev)")
@@ -92,6 +93,7 @@ async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
     console.print(outcome.answer, markup=False)
     if args.verbose:
         _explain(outcome, tracer, console)
+        console.print(f"speculation: {stats.describe_speculation()}")
     return 0
 
 

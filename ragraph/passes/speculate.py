@@ -3,7 +3,10 @@
 - generation: a retrieval followed directly by a generation that reads its passages gets a
   SPECULATIVE edge search-steps -> prefill (start the generation on the partial top-k);
 - retrieval: a generation followed directly by a retrieval whose query reads its output gets a
-  SPECULATIVE edge decode -> embed-query (embed and search the partial text, warming the cache).
+  SPECULATIVE edge decode -> embed-query (embed and search the partial text, warming the cache);
+  so does one that goes there on a condition (multistep's follow-up question, searched unless
+  it says "none") when nothing else leads to that retrieval: a warm search whose branch is not
+  taken costs search time, never an answer.
 
 Fan-out: a map's retrieval followed by a merge and a generation reading the merged passages (RAG-
 Fusion's fused top-k) gets the same edge, the runtime rendering the prompt from the merge of every
@@ -59,6 +62,8 @@ class Speculate(Pass):
         value, when that chain starts with `head_kind` and reads the source's output."""
         source, var = last.origin, last.output  # type: ignore[attr-defined]
         nxt = next_original(graph, last.id, _TRANSPARENT)
+        if nxt is None and partial_kind == "decode":
+            nxt = _branch_into(graph, last.id, head_kind)
         if nxt is not None and partial_kind == "search-steps" and _merges(graph.node(nxt), var):
             var = graph.node(nxt).output  # type: ignore[attr-defined]
             nxt = next_original(graph, nxt, _TRANSPARENT)
@@ -82,6 +87,15 @@ class Speculate(Pass):
         graph.insert_edge(Edge(src=last.id, dst=verify.id, kind=EdgeKind.COMMIT))
         graph.insert_edge(Edge(src=verify.id, dst=head.id, kind=EdgeKind.ROLLBACK))
         return True
+
+
+def _branch_into(graph: RAGraph, nid: str, kind: str) -> str | None:
+    """The node of `kind` that a conditional edge of `nid` leads to, when no other edge does."""
+    for edge in graph.out_edges(nid, control_only=True):
+        if edge.kind == EdgeKind.COND and graph.node(edge.dst).kind == kind \
+                and len(graph.in_edges(edge.dst, control_only=True)) == 1:
+            return edge.dst
+    return None
 
 
 def _merges(node: Node, var: str) -> bool:

@@ -1,8 +1,8 @@
 """What a run reports while its requests are in flight, and how a caller cancels one request.
 
 Executors call `RunHooks` at a few points (a unit completed, a generation produced text, a
-speculative generation was adopted or rolled back, a generation ended); a caller that wants to
-watch (the HTTP server) passes a `RunObserver`. Without one every call returns at once, so a
+speculative generation started, was adopted or rolled back, a generation ended); a caller that
+wants to watch (the HTTP server) passes a `RunObserver`. Without one every call returns at once, so a
 batch run pays nothing for it. Events are frozen and carry plain values: the observer runs on the
 scheduler's loop thread and must not block it.
 
@@ -53,6 +53,15 @@ class TextProduced:
 
 
 @dataclass(frozen=True)
+class SpeculationStarted:
+    """A speculative generation started on a partial value (it settles later: adopted, or
+    rolled back)."""
+
+    rid: str
+    origin: str
+
+
+@dataclass(frozen=True)
 class SpeculationSettled:
     """A speculative generation met its commit point: adopted, or rolled back and restarted."""
 
@@ -80,7 +89,8 @@ class CancelRequest:
     reason: str
 
 
-RunEvent = UnitCompleted | TextProduced | SpeculationSettled | GenerationUsage
+RunEvent = (UnitCompleted | TextProduced | SpeculationStarted | SpeculationSettled
+            | GenerationUsage)
 
 
 class RunObserver(Protocol):
@@ -158,6 +168,8 @@ class RunHooks:
         """A speculative generation of `origin` started."""
         if self.recorder is not None:
             self.recorder.speculated(rid, origin)
+        if self.observer is not None:
+            self.observer.emit(SpeculationStarted(rid, origin))
 
     def speculation(self, rid: str, origin: str, adopted: bool) -> None:
         if self.recorder is not None:

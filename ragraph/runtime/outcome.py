@@ -72,9 +72,11 @@ class RunStats:
     scheduler counts into one in place while it runs and hands it over when the run has
     drained; the other executors report an empty one."""
 
-    speculations: int = 0
-    speculation_hits: int = 0
-    rollbacks: int = 0
+    speculations: int = 0  # speculative generations started
+    speculation_hits: int = 0  # ... adopted at their commit point
+    rollbacks: int = 0  # ... discarded (a changed partial top-k, or a different prompt)
+    rollback_tokens: int = 0  # tokens the discarded ones had decoded: what rollbacks cost
+    warm_searches: int = 0  # speculative retrievals (searches on a partial generation)
     clusters_searched: int = 0
     search_steps: int = 0
     vectors_scanned: int = 0
@@ -93,6 +95,16 @@ class RunStats:
     @property
     def speculation_hit_rate(self) -> float | None:
         return self.speculation_hits / self.speculations if self.speculations else None
+
+    def describe_speculation(self) -> str:
+        """The line run summaries print: `started S, adopted A, rolled back R`."""
+        line = (f"started {self.speculations}, adopted {self.speculation_hits}, "
+                f"rolled back {self.rollbacks}")
+        if self.rollback_tokens:
+            line += f" ({self.rollback_tokens} tokens discarded)"
+        if self.warm_searches:
+            line += f"; {self.warm_searches} speculative searches"
+        return line
 
     @property
     def cache_hit_rate(self) -> float | None:

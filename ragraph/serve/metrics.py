@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ragraph.runtime.events import RunEvent, SpeculationSettled
+from ragraph.runtime.events import RunEvent, SpeculationSettled, SpeculationStarted
 from ragraph.runtime.hub import Hub, Ticket
 from ragraph.runtime.outcome import Outcome
 
@@ -51,6 +51,10 @@ class ServerMetrics:
         self.speculation = Counter("ragraph_speculations", "Speculative generations at their "
                                    "commit point, by result (adopted, rolled_back)", ("result",),
                                    registry=self.registry)
+        self.speculation_started = Counter("ragraph_speculations_started", "Speculative "
+                                           "generations started on a partial top-k (each "
+                                           "settles once: adopted or rolled_back)",
+                                           registry=self.registry)
         self.registry.register(_EngineCollector(hub))
         self.mean_latency_s: float | None = None
 
@@ -58,7 +62,9 @@ class ServerMetrics:
         pass
 
     def event(self, ticket: Ticket, event: RunEvent) -> None:
-        if isinstance(event, SpeculationSettled):
+        if isinstance(event, SpeculationStarted):
+            self.speculation_started.inc()
+        elif isinstance(event, SpeculationSettled):
             self.speculation.labels("adopted" if event.adopted else "rolled_back").inc()
 
     def finished(self, ticket: Ticket, outcome: Outcome) -> None:

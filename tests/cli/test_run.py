@@ -68,6 +68,8 @@ def test_single_question_verbose_shows_path_and_passages(index, capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert "passages" in out and "Chess" in out and "path" in out and "END" in out
+    # The scheduler's speculation counters (a thread pool speculates on nothing).
+    assert "speculation: started 0, adopted 0, rolled back 0" in out
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -49,3 +49,17 @@ def test_retiring_aborts_every_stream_and_leaves_nothing_queued():
     assert all(j.stream.aborted for j in held if j.stream is not None)  # type: ignore[attr-defined]
     assert req.closed and not req.jobs and not req.speculative
     assert gen.jobs == {} and gen.ready == [theirs] and list(gen.waited) == [theirs.key]
+
+
+def test_a_retrieval_asks_for_partial_results_only_while_its_generation_may_start_on_them():
+    from ragraph.runtime.scheduler.jobs import RetJob
+
+    req = live()
+    chain = SimpleNamespace(speculate_into="answer")
+    job = RetJob(1, req, 0.0, chain=chain)  # type: ignore[arg-type]
+    assert job.may_speculate
+    req.speculative["answer"] = GenJob(2, req, 0.0, speculative=True)
+    assert not job.may_speculate  # running already: the rest of the search goes whole
+    assert not RetJob(3, live(), 0.0, chain=chain, warm_only=True).may_speculate  # type: ignore[arg-type]
+    assert not RetJob(4, live(), 0.0,  # type: ignore[arg-type]
+                      chain=SimpleNamespace(speculate_into=None)).may_speculate

@@ -139,3 +139,38 @@ def test_a_split_pays_when_its_early_finishers_gain_more_than_the_others_lose():
     assert not p.split_pays(finishing=0, waiting=4, rest_ms=30.0, lost_ms=0.0)  # ends nothing
     with pytest.raises(ValueError):
         p.split_pays(-1, 4, 1.0, 1.0)
+
+
+def test_a_split_pays_for_one_retrieval_whose_partial_top_k_may_start_its_generation():
+    # One retrieval alone on the search thread: a split ends nothing sooner, and costs β.
+    assert not p.split_pays(finishing=0, waiting=1, rest_ms=60.0, lost_ms=0.5)
+    # Its partial top-k may start its generation on an idle engine: adopted half the time,
+    # that generation starts 60 ms sooner.
+    assert p.split_pays(finishing=0, waiting=1, rest_ms=60.0, lost_ms=0.5, speculating=0.5)
+    # Not when the rest is shorter than what the split costs.
+    assert not p.split_pays(finishing=0, waiting=1, rest_ms=0.8, lost_ms=0.5, speculating=0.5)
+    with pytest.raises(ValueError):
+        p.split_pays(0, 1, 1.0, 1.0, speculating=-1.0)
+
+
+def test_adoption_rate_starts_at_the_prior_and_follows_the_settlements():
+    assert p.adoption_rate(0, 0) == p.PRIOR_ADOPTION
+    assert 0 < p.adoption_rate(0, 1) < p.PRIOR_ADOPTION  # one rollback does not stop speculation
+    assert p.adoption_rate(90, 100) == pytest.approx(0.885, abs=0.01)
+    with pytest.raises(ValueError):
+        p.adoption_rate(3, 2)
+
+
+def test_the_first_partial_top_k_may_be_speculated_on_later_ones_only_when_settled():
+    assert p.speculate_on(views=1, drift=1.0, max_drift=0.0)  # nothing before it to drift from
+    assert not p.speculate_on(views=2, drift=0.4, max_drift=0.0)  # it changed: wait
+    assert p.speculate_on(views=3, drift=0.0, max_drift=0.0)  # unchanged over the last step
+    assert p.speculate_on(views=2, drift=0.4, max_drift=0.5)
+
+
+def test_a_partial_top_k_counts_for_speculation_past_a_share_of_the_probe_list():
+    share = p.SPECULATE_AFTER_SHARE
+    assert not p.counts_for_speculation(searched=int(share * 256) - 1, probed=256)
+    assert p.counts_for_speculation(searched=int(share * 256), probed=256)
+    assert not p.counts_for_speculation(searched=0, probed=0)
+    assert not p.speculate_on(views=0, drift=0.0, max_drift=0.0)  # none past the share yet

@@ -26,8 +26,9 @@ class SchedulerConfig:
     # Host-to-accelerator bandwidth (PCIe 4.0 x16): prefetch budget = it x expected generation.
     link_gb_per_s: float = 25.0
     initial_beta_ms: float = 0.3  # per-sub-stage overhead before it is measured
-    # Speculate on a partial top-k only once it changed at most this much over the last step
-    # (1 - Jaccard): an unsettled partial result is usually rolled back, wasting engine time.
+    # Speculate on a retrieval's first partial top-k, and on a later one only once it changed
+    # at most this much over the last step (1 - Jaccard): an unsettled partial result is usually
+    # rolled back, wasting engine time (`policies.speculate_on`).
     spec_max_drift: float = 0.0
 
     def __post_init__(self) -> None:

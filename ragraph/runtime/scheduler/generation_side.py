@@ -67,13 +67,11 @@ class GenerationSide:
         if spec is None:
             return None
         if spec.prompt != prompt or spec.failed:
-            self._abort(spec)
-            self.n.rollbacks += 1
-            self.s.hooks.speculation(rid, chain.origin, adopted=False)
+            self._roll_back(spec)
             return None
         self.n.speculation_hits += 1
         spec.speculative = False
-        self.s.hooks.speculation(rid, chain.origin, adopted=True)
+        self._settled(spec, adopted=True)
         self.s.hooks.text(rid, chain.origin, chain.output, spec.text)  # its text so far
         if spec.tokens and req.state.first_token_at is None:
             req.state.first_token_at = clock()
@@ -95,8 +93,7 @@ class GenerationSide:
             return
         old = req.speculative.pop(chain.origin, None)
         if old is not None:
-            self._abort(old)
-            self.n.rollbacks += 1
+            self._roll_back(old)
         job = GenJob(next(self._keys), req, clock(), chain=chain, prompt=prompt, layout=layout,
                      speculative=True)
         self._submit(job)
@@ -107,9 +104,7 @@ class GenerationSide:
     def drop_speculation(self, req: LiveRequest, origin: str) -> None:
         spec = req.speculative.pop(origin, None)
         if spec is not None:
-            self._abort(spec)
-            self.n.rollbacks += 1
-            self.s.hooks.speculation(req.rid, origin, adopted=False)
+            self._roll_back(spec)
 
     def start_ready(self) -> list[GenJob]:
         """Submit waiting generations in cache-aware order while the engine has room; the jobs
@@ -201,8 +196,23 @@ class GenerationSide:
         """A speculative instance that ended unusable leaves `speculative` (if it still is)."""
         if spec.req.speculative.get(spec.origin) is spec:
             del spec.req.speculative[spec.origin]
-            self.n.rollbacks += 1
-            self.s.hooks.speculation(spec.req.rid, spec.origin, adopted=False)
+            self._roll_back(spec)
+
+    def _roll_back(self, spec: GenJob) -> None:
+        """A speculative instance is discarded (its partial top-k changed, or the committed
+        prompt differs): what it decoded is the rollback's cost."""
+        self._abort(spec)
+        self.n.rollbacks += 1
+        self.n.rollback_tokens += spec.tokens
+        self._settled(spec, adopted=False)
+
+    def _settled(self, spec: GenJob, adopted: bool) -> None:
+        """Report a speculation's end, and trace it on its request's track from its start."""
+        rid, origin = spec.req.rid, spec.origin
+        self.s.hooks.speculation(rid, origin, adopted=adopted)
+        self.s.tracer.add_span(spec.req.name, f"speculate {origin}", spec.started, clock(),
+                               engine=False, outcome="adopted" if adopted else "rolled back",
+                               tokens=spec.tokens)
 
     def _trace(self, job: GenJob) -> None:
         end, name = clock(), job.req.name  # the caller's id, where it gave one

@@ -21,7 +21,7 @@ from ragraph.runtime.llm.protocol import GenerationResult, PromptSegments
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.protocol import TopK
-from ragraph.runtime.scheduler.policies import topk_drift
+from ragraph.runtime.scheduler.policies import counts_for_speculation, topk_drift
 from ragraph.runtime.scheduler.search_worker import Prepared, ScanItem, ScanResult
 
 if TYPE_CHECKING:  # a request holds its jobs and each job its request
@@ -137,6 +137,9 @@ class RetJob(Job):
     partial_passages: Passages | None = None
     passages: Passages | None = None
     drift: float = 1.0
+    # Partial top-k results looked up past the share that may be speculated on
+    # (`policies.counts_for_speculation`).
+    views: int = 0
     steps: int = 0
     clusters: int = 0  # clusters searched so far
     hot_hits: int | None = None  # ... of them held by the accelerator tier (None: no tier)
@@ -153,6 +156,17 @@ class RetJob(Job):
         """Embedded and probed, not finished, and not in the running search cycle."""
         return (self.vector is not None and not self.in_flight
                 and Stage.SEARCHED not in self.reached)
+
+    @property
+    def may_speculate(self) -> bool:
+        """Whether a partial top-k of this retrieval could start its next generation now: a
+        real retrieval with a speculative edge whose generation is not running on an earlier
+        partial yet. Once one runs, the rest of the search goes on in whole steps to its
+        verify point: splitting it further for partial results cost more than it saved
+        (docs/benchmarks/ablation.md#online-latency-against-the-arrival-rate)."""
+        chain = self.chain
+        return (not self.warm_only and chain is not None and chain.speculate_into is not None
+                and chain.speculate_into not in self.req.speculative)
 
     def searched(self) -> Searched:
         """What the search did for this retrieval, once it finished (spans report it)."""
@@ -184,5 +198,7 @@ class RetJob(Job):
             before = self.partial_passages.ids if self.partial_passages else ()
             self.drift = topk_drift(before, result.partial_passages.ids)
             self.partial_passages = result.partial_passages
+            if counts_for_speculation(self.clusters, len(self.probe)):  # type: ignore[arg-type]
+                self.views += 1
         if result.passages is not None:
             self.passages = result.passages

@@ -40,7 +40,8 @@ class Lookahead:
         if target.origin in req.speculative and job.drift == 0.0:
             return  # the partial top-k did not change: keep the running speculation
         self.gen.drop_speculation(req, target.origin)
-        if job.drift > self.cfg.spec_max_drift or not self.gen.has_room():
+        if not policies.speculate_on(job.views, job.drift, self.cfg.spec_max_drift) \
+                or not self.gen.has_room():
             return
         try:
             partial = fanout.speculative_values(program, job, state.variables)
@@ -74,6 +75,7 @@ class Lookahead:
             return  # the warm query needs values not known yet: nothing to warm
         if query:
             self.ret.start(req, target, query, warm_only=True)
+            self.gen.n.warm_searches += 1
 
     def prefetch(self, req: LiveRequest, chain: GenerationChain) -> None:
         """TeleRAG lookahead: while a generation that produces a retrieval query runs, load the

@@ -72,7 +72,8 @@ def step_budget_ms(beta_ms: float, mean_retrieval_ms: float | None, backlog_ms: 
     return loaded_budget_ms(retrieval_budget_ms(beta_ms, mean_retrieval_ms), beta_ms, backlog_ms)
 
 
-def split_pays(finishing: int, waiting: int, rest_ms: float, lost_ms: float) -> bool:
+def split_pays(finishing: int, waiting: int, rest_ms: float, lost_ms: float,
+               speculating: float = 0.0) -> bool:
     """Whether a budgeted sub-stage beats one step that takes every ready retrieval whole.
 
     HedraRAG prices a sub-stage by its fixed overhead β alone. On CPU IVF-Flat scans a split also
@@ -83,10 +84,30 @@ def split_pays(finishing: int, waiting: int, rest_ms: float, lost_ms: float) -> 
     the whole step's. Summed latency is lower with the split exactly when
     finishing x rest_ms > waiting x lost_ms. On the seeds' regime, steps decided by this rule
     carry more retrievals, and the generations they release together prefill in one engine step
-    (measured: docs/benchmarks/code-figures.md#search-step-policies)."""
-    if finishing < 0 or waiting < 0:
-        raise ValueError("finishing and waiting must be non-negative")
-    return finishing * rest_ms > waiting * max(lost_ms, 0.0)
+    (measured: docs/benchmarks/code-figures.md#search-step-policies).
+
+    `speculating`: the retrievals of the step that stop short of their end with a partial top-k
+    that may start their next generation on an idle LLM engine (HedraRAG's speculative
+    generation), weighted by the share of speculations adopted: each adopted one starts its
+    generation `rest_ms` earlier, as if its retrieval had finished."""
+    if finishing < 0 or waiting < 0 or speculating < 0:
+        raise ValueError("finishing, waiting and speculating must be non-negative")
+    return (finishing + speculating) * rest_ms > waiting * max(lost_ms, 0.0)
+
+
+# The share of speculations adopted assumed before any has settled: after reorder the first
+# clusters hold most of the final top-k (RAGCache: 95% of requests had theirs after 13% of the
+# search), so a partial top-k is as likely as not to be the final one.
+PRIOR_ADOPTION = 0.5
+
+
+def adoption_rate(adopted: int, settled: int, prior: float = PRIOR_ADOPTION,
+                  weight: int = 4) -> float:
+    """The share of speculations adopted so far, starting from `prior` worth `weight`
+    settlements (so one early rollback does not stop speculation for the run)."""
+    if adopted < 0 or settled < adopted:
+        raise ValueError("adopted must be within 0..settled")
+    return (adopted + prior * weight) / (settled + weight)
 
 
 def embed_batch_size(per_query_ms: float | None, mean_retrieval_ms: float | None,
@@ -177,6 +198,27 @@ def engine_is_bottleneck(busy_share: float | None, tau: float) -> bool:
     time is the bottleneck: speculative generations and warm-up searches would take time from
     the real work on the same cores (llama.cpp with a few requests in flight keeps them busy)."""
     return busy_share is not None and busy_share >= tau
+
+
+# The share of its probe list a retrieval has searched before its partial top-k may start a
+# speculative generation: under load a step shared by many retrievals gives each a few of its
+# clusters, and a first partial top-k from 5% of them was the final one 40-60% of the time on IRG
+# (docs/benchmarks/ablation.md#online-latency-against-the-arrival-rate).
+SPECULATE_AFTER_SHARE = 0.25
+
+
+def counts_for_speculation(searched: int, probed: int) -> bool:
+    """Whether a partial top-k over `searched` of `probed` clusters may be speculated on."""
+    return probed > 0 and searched >= SPECULATE_AFTER_SHARE * probed
+
+
+def speculate_on(views: int, drift: float, max_drift: float) -> bool:
+    """Whether a partial top-k may start a speculative generation; `views`: the partial
+    results the retrieval showed past `SPECULATE_AFTER_SHARE` of its probe list, this one
+    included. The first of them (after reorder its first clusters hold most of its final top-k:
+    HedraRAG, RAGCache), or a later one that changed at most `max_drift` since the one before
+    (an unsettled partial result is usually rolled back, wasting engine time)."""
+    return views == 1 or (views > 1 and drift <= max_drift)
 
 
 def topk_drift(previous: Sequence[int], current: Sequence[int]) -> float:

@@ -218,9 +218,7 @@ class RetrievalSide:
             # retrievals: whole searches in the first step held 64 retrievals for 0.8 s.
             self.t_r.add(sum(self.cost.clusters_ms(j.remaining) for j in jobs) / len(jobs))
         spare = self.may_speculate()
-        items = [j.scan_item(spare and not j.warm_only
-                             and j.chain.speculate_into is not None)  # type: ignore[union-attr]
-                 for j in jobs]
+        items = [j.scan_item(spare and j.may_speculate) for j in jobs]
         for j in jobs:
             j.in_flight = True
         self._cycle_started = clock()
@@ -273,16 +271,20 @@ class RetrievalSide:
         job.req.history = job.req.history.record(result.final.ids, job.probe,
                                                  self.s.search.engine.cluster_of)
         self.t_r.add(self.cost.clusters_ms(job.probe.tolist()))
-        if not job.warm_only:
-            self.s.tracer.add_span(job.req.name, f"retrieve {job.origin}", job.started, clock(),
-                                   engine=False)
+        # A speculative retrieval's span says what it warmed: the real one's cluster order.
+        what = "warm" if job.warm_only else "retrieve"
+        self.s.tracer.add_span(job.req.name, f"{what} {job.origin}", job.started, clock(),
+                               engine=False)
 
     def _split_check(self) -> SplitCheck | None:
         """A given --budget-ms is taken as it is; the adaptive one yields to a whole step where
         its split does not pay (`policies.split_pays`)."""
         if self.fixed_budget_ms is not None:
             return None
-        return SplitCheck(waiting=len(self.to_prepare), beta_ms=self.beta.value or 0.0)
+        n = self.n
+        adoption = policies.adoption_rate(n.speculation_hits, n.speculation_hits + n.rollbacks)
+        return SplitCheck(waiting=len(self.to_prepare), beta_ms=self.beta.value or 0.0,
+                          adoption=adoption)
 
     def _budget_ms(self, backlog_ms: float) -> float:
         if self.fixed_budget_ms is not None:

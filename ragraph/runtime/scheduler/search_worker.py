@@ -91,6 +91,9 @@ class SplitCheck:
 
     waiting: int = 0
     beta_ms: float = 0.0
+    # The share of speculations adopted (`policies.adoption_rate`): what a partial top-k that
+    # may start a speculative generation is worth to a split.
+    adoption: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,7 @@ def _split_pays(ready: Sequence[ScanItem], unsplit: dict[int, tuple[int, ...]],
         return True  # the budget already finishes every retrieval: nothing is split
     whole = {i.key: i.remaining for i in ready if i.remaining}
     finishing = len(unsplit) + len(staged) - len(rest.keys() & staged.keys())
+    partial = sum(1 for i in ready if i.want_partial and i.key in staged and i.key in rest)
     k_of = {i.key: i.k for i in ready}
 
     def ms(take: dict[int, tuple[int, ...]]) -> float:
@@ -191,7 +195,8 @@ def _split_pays(ready: Sequence[ScanItem], unsplit: dict[int, tuple[int, ...]],
 
     rest_ms = ms(rest)
     lost_ms = ms({**unsplit, **staged}) + rest_ms + split.beta_ms - ms(whole)
-    return split_pays(finishing, len(whole) + split.waiting, rest_ms, lost_ms)
+    return split_pays(finishing, len(whole) + split.waiting, rest_ms, lost_ms,
+                      speculating=partial * split.adoption)
 
 
 def _advance(service: SearchService, item: ScanItem, searched: tuple[int, ...],
