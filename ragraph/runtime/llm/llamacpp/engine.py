@@ -41,6 +41,9 @@ from ragraph.runtime.llm.llamacpp.worker import (
 from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.llm.stream import GenerationStream
 
+# How often closing looks whether the decode thread has ended (it ends after its current step).
+STOP_POLL_S = 0.005
+
 
 def default_model_path() -> str:
     """The packaged Gemma-3-270M GGUF (assembled once into ~/.cache, then verified)."""
@@ -117,7 +120,10 @@ class LlamaCppEngine(EngineBase):
     async def _shut(self) -> None:
         if self._thread is not None and self._worker is not None:
             self._worker.inbox.put(Stop())
-            await asyncio.to_thread(self._thread.join)
+            # Polled rather than joined on an executor's thread: a runtime closed from an
+            # `atexit` handler runs after the interpreter's executors stopped taking work.
+            while self._thread.is_alive():
+                await asyncio.sleep(STOP_POLL_S)
             self._thread = None
             # Deliveries posted by the stopping thread run before we free the model.
             await asyncio.sleep(0)
