@@ -29,6 +29,7 @@ from ragraph.runtime.llm.base import EngineBase
 from ragraph.runtime.llm.llamacpp.chat import ChatTemplate, chat_template_for, no_template
 from ragraph.runtime.llm.llamacpp.config import LlamaCppConfig
 from ragraph.runtime.llm.llamacpp.model import ContextShape, LlamaModel
+from ragraph.runtime.llm.llamacpp.omp import SpinBound
 from ragraph.runtime.llm.llamacpp.slots import SeqSlots
 from ragraph.runtime.llm.llamacpp.worker import (
     Abort,
@@ -70,6 +71,7 @@ class LlamaCppEngine(EngineBase):
         self._slots: SeqSlots | None = None
         self._crash: str | None = None  # why the decode thread died, once it has
         self._chat: ChatTemplate | None = None
+        self._spin = SpinBound(self.config.n_threads)
 
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -86,6 +88,7 @@ class LlamaCppEngine(EngineBase):
                                self._model.n_swa)
         limits = WorkerLimits(self.context_length, self.config.max_running)
         self._worker = DecodeWorker(self._model, self._slots, limits, self._tally, self._post)
+        self._spin.start()  # omp.py: short OpenMP waits, whatever the host imported first
         self._thread = threading.Thread(target=self._decode, name=f"{self.name}-decode",
                                         daemon=True)
         self._thread.start()
@@ -125,6 +128,7 @@ class LlamaCppEngine(EngineBase):
             while self._thread.is_alive():
                 await asyncio.sleep(STOP_POLL_S)
             self._thread = None
+            self._spin.close()
             # Deliveries posted by the stopping thread run before we free the model.
             await asyncio.sleep(0)
         if self._model is not None:
