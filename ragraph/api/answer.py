@@ -13,10 +13,10 @@ from ragraph.runtime.outcome import Outcome
 
 @dataclass(frozen=True)
 class Timings:
-    """Seconds, from `time.perf_counter`: waiting for the scheduler to take the request
-    (`queued_s`), from then to its end (`latency_s`, what `ragraph run` reports) and to its
-    first generated token (`first_token_s`, None when it generated none), and all of it
-    (`total_s`)."""
+    """Seconds, from `time.perf_counter`: waiting for a slot among the requests in flight
+    (`queued_s`, with `concurrency` of them running), from reaching the scheduler to the end
+    (`latency_s`, what `ragraph run` reports) and to the first generated token
+    (`first_token_s`, None when it generated none), and all of it (`total_s`)."""
 
     queued_s: float
     latency_s: float
@@ -27,9 +27,10 @@ class Timings:
 @dataclass(frozen=True)
 class Answer:
     """One request's result: the answer text, the passages of its last retrieval (each with
-    its store id, title, text, search distance and, for ingested documents, its origin), the
-    path it took through the workflow graph, token usage and timings. A failed request has
-    `answer` None, `error` its message and `error_kind` whose fault it was."""
+    its store id, title, text, search score, cosine similarity on the default inner-product
+    index, largest first, and, for ingested documents, its origin), the path it took through
+    the workflow graph, token usage and timings. A failed request has `answer` None, `error`
+    its message and `error_kind` whose fault it was."""
 
     id: str
     question: str
@@ -64,7 +65,8 @@ def answer_of(outcome: Outcome, ticket: Ticket, rid: str | None) -> Answer:
     """The answer to `ticket`'s request, named `rid` (the caller's id) when it has one."""
     outcome = replace(outcome, rid=rid or outcome.rid)
     first = outcome.first_token_at
-    timings = Timings(queued_s=max(outcome.admitted_at - ticket.submitted, 0.0),
+    started = outcome.admitted_at if outcome.started_at is None else outcome.started_at
+    timings = Timings(queued_s=max(started - ticket.submitted, 0.0),
                       latency_s=outcome.latency,
                       first_token_s=None if first is None else first - outcome.admitted_at,
                       total_s=outcome.finished_at - ticket.submitted)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ragraph import workflows
 from ragraph.cli.options import (
     add_config_flag,
     add_gpu_flags,
@@ -137,7 +138,7 @@ def config_from(args: argparse.Namespace):
 
     knobs, swept = bench_knobs(args)
     config = BenchConfig(
-        workflow_dir=REPO / "workflows", data=args.data if args.data.is_dir() else None,
+        workflow_dir=workflows.HERE, data=args.data if args.data.is_dir() else None,
         out=args.out, slo_s=args.slo, seed=args.seed,
         offline=not args.no_offline, mix=not args.no_mix, plots=not args.no_plots,
         # Given up front too: an online-only run is checked for its rates as it is built.
@@ -200,7 +201,7 @@ def run_scale(args: argparse.Namespace) -> int:
 
 def _workflow(args: argparse.Namespace) -> Path:
     name = (_names(args.workflows) or ("oneshot",))[0]
-    return Path(name) if name.endswith(".rag") else REPO / "workflows" / f"{name}.rag"
+    return Path(name) if name.endswith(".rag") else workflows.HERE / f"{name}.rag"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "{id, question, golden_answers?} (--input/--output). Defaults: the embedded Gemma-3-270M "
         "on llama.cpp and the embedded Wikipedia index.",
     )
-    p.add_argument("file", type=Path, help="workflow file (.rag)")
+    p.add_argument("file", type=Path,
+                   help="workflow file (.rag), or a shipped workflow by name (hyde)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--question", "-q", help="one question; prints its answer")
     what.add_argument("--input", "-i", type=Path, help="questions: JSONL or a dataset file")

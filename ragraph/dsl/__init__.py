@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lark.exceptions import UnexpectedInput, VisitError
 
+from ragraph import workflows
 from ragraph.dsl import ast
 from ragraph.dsl.lower import lower
 from ragraph.dsl.printer import to_rag
@@ -36,11 +37,17 @@ def parse(text: str, file: str | None = None) -> RAGraph:
 
 
 def load(path: str | Path) -> RAGraph:
-    """Read and parse a `.rag` file; errors name the file."""
+    """Read and parse a `.rag` file, or a shipped workflow by name (`hyde`) where no such file
+    is; errors name the file."""
+    path = Path(path)
+    if not path.exists():
+        path = workflows.shipped(str(path)) or path
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # editors on Windows add a BOM
+        text = path.read_text(encoding="utf-8-sig")  # editors on Windows add a BOM
     except (OSError, UnicodeDecodeError) as err:
-        raise WorkflowError(f"cannot read workflow {str(path)!r}: {err}") from err
+        hint = ("" if path.exists() else
+                f" (the shipped workflows, by name: {', '.join(workflows.names())})")
+        raise WorkflowError(f"cannot read workflow {str(path)!r}: {err}{hint}") from err
     return parse(text, file=str(path))
 
 

@@ -27,6 +27,7 @@ class Outcome:
     first_token_at: float | None = None
     workflow: str = ""
     error_kind: FailureKind | None = None  # with `error`: whose fault (ragraph.errors)
+    started_at: float | None = None  # taken to run (after waiting for a slot)
 
     @property
     def latency(self) -> float:
@@ -62,6 +63,7 @@ def outcome_of(state: RequestState, workflow: str, now: float) -> Outcome:
         first_token_at=state.first_token_at,
         workflow=workflow,
         error_kind=(state.error_kind or "internal") if state.error else None,
+        started_at=state.started_at,
     )
 
 

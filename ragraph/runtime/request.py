@@ -92,7 +92,8 @@ class RequestState:
     retrievals: list[Passages] = field(default_factory=list)
     error: str | None = None
     error_kind: FailureKind | None = None  # set with `error`: whose fault it is
-    admitted_at: float = 0.0
+    admitted_at: float = 0.0  # when it reached the executor (latency counts from here)
+    started_at: float | None = None  # when the executor took it to run (a slot under concurrency)
     first_token_at: float | None = None
     finished_at: float | None = None
 

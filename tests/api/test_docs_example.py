@@ -34,6 +34,11 @@ def test_the_example_runs_as_written(monkeypatch, capsys):
     lines = run_example(monkeypatch, capsys).splitlines()
     assert "'hypo', 'search', 'answer', 'END'" in lines[0]
     assert len(lines) >= 4 and lines[1].startswith("req-") and lines[3]  # batch, then tokens
+    # The streamed tokens are the answer's alone, not HyDE's hypothetical passage before it.
+    with ragraph.Runtime() as rt:
+        events = list(rt.stream(ragraph.load("hyde"), "Which river flows through Cairo?"))
+    assert lines[3].strip() == events[-1].answer.answer
+    assert any(isinstance(e, ragraph.Token) and e.output == "passage" for e in events)
 
 
 @pytest.mark.slow  # the embedded Gemma model and the default Wikipedia index

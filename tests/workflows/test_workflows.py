@@ -82,10 +82,12 @@ def test_loads_verifies_and_compiles(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_prompts_show_the_answer_on_the_cue_line(name):
     """A base model continues a prompt that ends in a bare cue ("Answer:") with a line break, and
-    a generation that stops at "\\n" is then empty; each such prompt carries a worked example
-    whose cue line holds its text, so the model writes on the cue line."""
+    a generation that stops at a line break ("\\n", or "\\n\\n" after a blank line) is then
+    empty or starts off its cue; each such prompt carries a worked example whose cue line holds
+    its text, so the model writes on the cue line."""
     for node in load(name).nodes():
-        if not isinstance(node, Generate) or "\n" not in node.sampling.stop:
+        if not isinstance(node, Generate) or not any(s.startswith("\n")
+                                                     for s in node.sampling.stop):
             continue
         if node.chat:
             continue  # a chat model answers in a turn of its own, not on a cue line

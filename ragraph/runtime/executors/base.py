@@ -64,13 +64,17 @@ def fail(state: RequestState, err: BaseException) -> None:
 
 
 def admit(catalog: Catalog, request: Request, arrived: float) -> RequestState:
-    """A request's initial state; a request that cannot start is a failed state (never raises)."""
+    """A request's initial state, started now (an executor admits a request when it takes it
+    to run: `arrived` to now is its wait for a slot); a request that cannot start is a failed
+    state (never raises)."""
     graph = catalog.graphs[catalog.default]
     try:
         graph = catalog.graph_for(request)
-        return new_state(graph, request, arrived)
+        state = new_state(graph, request, arrived)
     except Exception as err:  # a bad request is its own outcome
-        return failed_state(request, graph, describe_failure(err), arrived, failure_kind(err))
+        state = failed_state(request, graph, describe_failure(err), arrived, failure_kind(err))
+    state.started_at = clock()
+    return state
 
 
 def finish(state: RequestState, on_done: OnDone, now: float, hooks: RunHooks) -> None:

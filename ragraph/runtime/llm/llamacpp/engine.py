@@ -29,6 +29,7 @@ from ragraph.runtime.llm.base import EngineBase
 from ragraph.runtime.llm.llamacpp.chat import ChatTemplate, chat_template_for, no_template
 from ragraph.runtime.llm.llamacpp.config import LlamaCppConfig
 from ragraph.runtime.llm.llamacpp.model import ContextShape, LlamaModel
+from ragraph.runtime.llm.llamacpp.omp import SpinBound
 from ragraph.runtime.llm.llamacpp.slots import SeqSlots
 from ragraph.runtime.llm.llamacpp.worker import (
     Abort,
@@ -40,6 +41,9 @@ from ragraph.runtime.llm.llamacpp.worker import (
 )
 from ragraph.runtime.llm.protocol import GenerationRequest
 from ragraph.runtime.llm.stream import GenerationStream
+
+# How often closing looks whether the decode thread has ended (it ends after its current step).
+STOP_POLL_S = 0.005
 
 
 def default_model_path() -> str:
@@ -67,6 +71,7 @@ class LlamaCppEngine(EngineBase):
         self._slots: SeqSlots | None = None
         self._crash: str | None = None  # why the decode thread died, once it has
         self._chat: ChatTemplate | None = None
+        self._spin = SpinBound(self.config.n_threads)
 
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -83,6 +88,7 @@ class LlamaCppEngine(EngineBase):
                                self._model.n_swa)
         limits = WorkerLimits(self.context_length, self.config.max_running)
         self._worker = DecodeWorker(self._model, self._slots, limits, self._tally, self._post)
+        self._spin.start()  # omp.py: short OpenMP waits, whatever the host imported first
         self._thread = threading.Thread(target=self._decode, name=f"{self.name}-decode",
                                         daemon=True)
         self._thread.start()
@@ -117,8 +123,12 @@ class LlamaCppEngine(EngineBase):
     async def _shut(self) -> None:
         if self._thread is not None and self._worker is not None:
             self._worker.inbox.put(Stop())
-            await asyncio.to_thread(self._thread.join)
+            # Polled rather than joined on an executor's thread: a runtime closed from an
+            # `atexit` handler runs after the interpreter's executors stopped taking work.
+            while self._thread.is_alive():
+                await asyncio.sleep(STOP_POLL_S)
             self._thread = None
+            self._spin.close()
             # Deliveries posted by the stopping thread run before we free the model.
             await asyncio.sleep(0)
         if self._model is not None:

