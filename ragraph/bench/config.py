@@ -24,7 +24,7 @@ NO_REUSE = "ragraph, no prefix store"
 # sweeps concurrency and nprobe itself (`concurrencies`, `nprobes`) and builds its own index.
 RUN_KNOBS = ("engine", "model", "url", "ctx", "chat_template", "openai_endpoint", "api_key_env",
              "gen_threads", "search_threads", "passes", "hot_cache", "profile", "sim_batching",
-             "sim_budget")
+             "sim_budget", "release")
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,7 @@ class BenchConfig:
     # sim: the simulated GPU's step policy and budget (`LlmConfig.sim_batching`, `sim_budget`)
     sim_batching: str = "vllm"
     sim_budget: int = 8192
+    release: str = "auto"  # ragraph's prompt release (`SchedulerConfig.release`)
 
     def __post_init__(self) -> None:
         if not self.workflows:

@@ -11,6 +11,7 @@ from ragraph.errors import ConfigError
 from ragraph.runtime.config import ENGINES, EXECUTORS, RuntimeConfig
 from ragraph.runtime.config_file import read_config
 from ragraph.runtime.llm.settings import SIM_BATCHING
+from ragraph.runtime.scheduler.config import RELEASES
 
 
 def add_runtime_flags(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -104,7 +105,7 @@ def given_flags(args: argparse.Namespace) -> dict[str, object]:
         "concurrency": args.concurrency, "nprobe": args.nprobe, "gen_threads": args.gen_threads,
         "search_threads": args.search_threads, "hot_cache": args.hot_cache,
         "profile": args.profile, "sim_batching": args.sim_batching,
-        "sim_budget": args.sim_budget, "exact": args.exact, "ctx": args.ctx,
+        "sim_budget": args.sim_budget, "release": args.release, "exact": args.exact, "ctx": args.ctx,
         "chat_template": args.chat_template, "openai_endpoint": args.openai_endpoint,
         "api_key_env": args.api_key_env, "otlp": args.otlp, **scale_out.fields(args),
     }
@@ -125,6 +126,11 @@ def add_gpu_flags(p: argparse.ArgumentParser) -> None:
                    "vllm: vLLM V1's token budget, decode first; sglang: a prefill batch and a "
                    "decode batch alternate; sglang-mixed: SGLang's --enable-mixed-chunk); "
                    "docs/guides/engines.md#how-each-engine-batches")
+    p.add_argument("--release", choices=RELEASES,
+                   help="when the wavefront hands prompts to the LLM engine: auto (default: "
+                   "each as its retrieval finishes where the engine batches on its own and the "
+                   "search thread has time to spare, else a search step's together), step, or "
+                   "retrieval; docs/guides/engines.md#how-each-engine-batches")
     p.add_argument("--sim-budget", type=int, metavar="TOKENS",
                    help="--engine sim: tokens one step computes at most (default 8192, vLLM's "
                    "max_num_batched_tokens and SGLang's chunked_prefill_size on H100-class GPUs)")

@@ -139,3 +139,25 @@ def test_a_split_pays_when_its_early_finishers_gain_more_than_the_others_lose():
     assert not p.split_pays(finishing=0, waiting=4, rest_ms=30.0, lost_ms=0.0)  # ends nothing
     with pytest.raises(ValueError):
         p.split_pays(-1, 4, 1.0, 1.0)
+
+
+def test_engine_order_puts_the_critical_path_first_then_the_shortest_prefill_left():
+    def cand(rid: str, prompt: int, cached: int, arrival: int, critical: bool = False):
+        return p.PrefillCandidate(rid, cached_tokens=cached, prompt_tokens=prompt,
+                                  waited_cycles=0, arrival=arrival, critical=critical)
+
+    ready = [cand("answer-long", 900, 0, 1), cand("answer-short", 300, 0, 2),
+             cand("hypo", 800, 0, 3, critical=True), cand("answer-cached", 900, 700, 4),
+             cand("answer-tie", 300, 0, 5)]
+    assert p.order_for_engine(ready) == ["hypo", "answer-cached", "answer-short", "answer-tie",
+                                         "answer-long"]
+
+
+def test_prompts_stream_to_an_engine_that_is_the_bound_while_the_search_thread_has_time():
+    assert p.stream_prompts("auto", engine_share=0.95, search_share=0.2)
+    assert p.stream_prompts("auto", engine_share=0.95, search_share=None)
+    assert not p.stream_prompts("auto", engine_share=0.95, search_share=0.7)  # cores the bound
+    assert not p.stream_prompts("auto", engine_share=0.3, search_share=0.1)  # engine has room
+    assert not p.stream_prompts("auto", engine_share=None, search_share=0.1)  # on the cores
+    assert p.stream_prompts("retrieval", engine_share=None, search_share=0.9)
+    assert not p.stream_prompts("step", engine_share=1.0, search_share=0.0)

@@ -63,9 +63,10 @@ def test_prepare_embeds_a_batch_at_once_and_attributes_a_failure():
     assert (alone.vector == out[0].vector).all() and alone.order == out[0].order
 
 
-def run(search, requests, executor):
+def run(search, requests, executor, release="auto"):
     async def go():
-        config = RuntimeConfig.of(engine="sim", executor=executor, passes="-O2", concurrency=32)
+        config = RuntimeConfig.of(engine="sim", executor=executor, passes="-O2", concurrency=32,
+                                  release=release)
         async with SimEngine(FAST) as engine:
             return await execute(Catalog.compile(workflows.irg(), config.scheduler.passes),
                                  requests, config,
@@ -85,6 +86,18 @@ def test_concurrent_requests_share_embedding_batches_with_the_same_answers(execu
     alone, _ = service()
     reference = run(alone, requests, "sequential")
     assert {o.rid: o.answer for o in batched.outcomes} == {o.rid: o.answer for o in reference.outcomes}
+
+
+def test_released_per_retrieval_each_query_goes_alone_and_the_answers_stay():
+    """`release = "retrieval"`: each retrieval is embedded and searched on its own, so its
+    prompt reaches the engine when it finishes (`policies.stream_prompts`); same answers."""
+    requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(16)]
+    search, embedder = service()
+    streamed = run(search, requests, "ragraph", release="retrieval")
+    assert set(embedder.batches) == {1}
+    reference = run(service()[0], requests, "sequential")
+    assert {o.rid: o.answer for o in streamed.outcomes} == \
+        {o.rid: o.answer for o in reference.outcomes}
 
 
 @pytest.mark.parametrize("executor", ["sequential", "stage-batched", "ragraph"])

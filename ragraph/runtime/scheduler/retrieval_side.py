@@ -54,12 +54,19 @@ class RetrievalSide:
     def __init__(self, services: Services, cost: CostModel, counters: RunStats, inbox: Inbox,
                  initial_beta_ms: float, budget_ms: float | None,
                  may_speculate: Callable[[], bool],
-                 feed_cap: Callable[[int], int | None] = lambda _last: None) -> None:
+                 feed_cap: Callable[[int], int | None] = lambda _last: None,
+                 release: str = "auto",
+                 engine_share: Callable[[], float | None] = lambda: None) -> None:
         self.s, self.cost, self.n, self.inbox = services, cost, counters, inbox
         # Partial top-k passages are looked up only while a speculation could start on them.
         self.may_speculate = may_speculate
         # The cap on a batch that the LLM engine would wait on (`GenerationSide.feed_cap`).
         self.feed_cap = feed_cap
+        # When prompts go to the engine (`policies.stream_prompts`), from the search thread's
+        # measured busy share.
+        self.release_rule, self.engine_share = release, engine_share
+        self.busy_s = 0.0  # seconds the search thread spent embedding and searching
+        self.busy = policies.BusyMeter()
         self._last_batch = 0  # queries in the last embedding batch
         self.jobs: dict[int, RetJob] = {}
         # New queries wait here while a batch is being embedded, then go as the next batch.
@@ -121,10 +128,17 @@ class RetrievalSide:
         return True
 
     def _feed_cap(self) -> int | None:
-        """The engine's cap on the next batch where the waiting retrievals start generations."""
+        """The engine's cap on the next batch where the waiting retrievals start generations:
+        one query where each prompt goes to the engine as its retrieval finishes."""
         if not any(j.chain.feeds_generation for j in self.to_prepare):  # type: ignore[union-attr]
             return None
+        if self.streams():
+            return policies.STREAM_BATCH
         return self.feed_cap(self._last_batch)
+
+    def streams(self) -> bool:
+        share = self.busy.sample(self.busy_s, clock())
+        return policies.stream_prompts(self.release_rule, self.engine_share(), share)
 
     def _batch_size(self) -> int:
         return policies.embed_batch_size(self.embed_ms.value, self.t_r.value,
@@ -156,6 +170,7 @@ class RetrievalSide:
         error = event.future.exception()
         if error is None:
             outcomes, seconds = event.future.result()
+            self.busy_s += seconds
             self.embed_ms.add(seconds * 1e3 / max(len(event.keys), 1))
         else:
             outcomes = [error] * len(event.keys)
@@ -294,6 +309,7 @@ class RetrievalSide:
 
     def _account(self, cycle: CycleResult) -> None:
         self.n.search_steps += 1
+        self.busy_s += cycle.wall_s
         self.n.vectors_scanned += cycle.vectors_scanned
         self.n.vectors_on_accelerator += cycle.vectors_on_accelerator
         clusters = sum(len(r.searched) for r in cycle.results)
