@@ -88,13 +88,18 @@ def test_concurrent_requests_share_embedding_batches_with_the_same_answers(execu
     assert {o.rid: o.answer for o in batched.outcomes} == {o.rid: o.answer for o in reference.outcomes}
 
 
-def test_released_per_retrieval_each_query_goes_alone_and_the_answers_stay():
-    """`release = "retrieval"`: each retrieval is embedded and searched on its own, so its
-    prompt reaches the engine when it finishes (`policies.stream_prompts`); same answers."""
+def test_released_per_retrieval_no_query_waits_for_a_batch_and_each_is_searched_whole():
+    """`release = "retrieval"`: the queries waiting are embedded as soon as the search thread
+    is free and each retrieval is searched in one step, so its prompt reaches the engine when
+    it finishes (`policies.stream_prompts`); the answers stay."""
     requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(16)]
-    search, embedder = service()
+    search = Recording(service()[0])
     streamed = run(search, requests, "ragraph", release="retrieval")
-    assert set(embedder.batches) == {1}
+    steps = [n for kind, n in search.log if kind == "step"]
+    embedded = sum(n for kind, n in search.log if kind == "embed")
+    assert sum(steps) == embedded == 3 * len(requests)  # IRG: three retrievals a request
+    # The sixteen first queries at once: not the engine's first small batch (`feed_batch`).
+    assert search.log[:2] == [("embed", 16), ("step", 16)]
     reference = run(service()[0], requests, "sequential")
     assert {o.rid: o.answer for o in streamed.outcomes} == \
         {o.rid: o.answer for o in reference.outcomes}

@@ -146,9 +146,6 @@ def feed_batch(holding: int, timed: bool, last: int) -> int | None:
     return None
 
 
-# Queries in an embedding batch where prompts go to the engine as their retrievals finish
-# (`stream_prompts`): one, so each retrieval's prompt leaves the search thread on its own.
-STREAM_BATCH = 1
 # The engine's busy share from which it is the bound, and the search thread's under which it
 # has time for a batch a retrieval.
 ENGINE_BOUND_SHARE = 0.8

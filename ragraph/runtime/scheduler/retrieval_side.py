@@ -7,6 +7,7 @@ every search core in turn instead of fighting over them."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -110,6 +111,8 @@ class RetrievalSide:
         `size`: this many now, whatever has gathered (queries joining the next step)."""
         if not self.to_prepare:
             return False
+        if size is None and self.streams():  # every query waiting, none gathering
+            size = MAX_EMBED_BATCH
         if size is None:
             if len(self.to_prepare) < self._least_batch() and \
                     backlog_ms > self._budget_ms(backlog_ms):
@@ -128,15 +131,15 @@ class RetrievalSide:
         return True
 
     def _feed_cap(self) -> int | None:
-        """The engine's cap on the next batch where the waiting retrievals start generations:
-        one query where each prompt goes to the engine as its retrieval finishes."""
+        """The engine's cap on the next batch where the waiting retrievals start generations."""
         if not any(j.chain.feeds_generation for j in self.to_prepare):  # type: ignore[union-attr]
             return None
-        if self.streams():
-            return policies.STREAM_BATCH
         return self.feed_cap(self._last_batch)
 
     def streams(self) -> bool:
+        """Whether prompts go to the engine as their retrievals finish
+        (`policies.stream_prompts`): the queries waiting are embedded as soon as the search
+        thread is free, none gathering into a batch, and searched whole."""
         share = self.busy.sample(self.busy_s, clock())
         return policies.stream_prompts(self.release_rule, self.engine_share(), share)
 
@@ -302,6 +305,8 @@ class RetrievalSide:
     def _budget_ms(self, backlog_ms: float) -> float:
         if self.fixed_budget_ms is not None:
             return self.fixed_budget_ms
+        if self.streams():
+            return math.inf
         follows = any(j.chain.feeds_generation  # type: ignore[union-attr]
                       for j in self.jobs.values() if not j.warm_only)
         return policies.step_budget_ms(self.beta.value or 0.0, self.t_r.value, backlog_ms,
