@@ -37,8 +37,6 @@ class GenerationSide:
         self.waited: dict[int, int] = {}
         self.seconds = policies.RunningMean()
         self.busy = policies.BusyMeter()
-        # The engine batches on its own (a GPU or a server), off this machine's cores.
-        self.engine_alone = services.llm.simulated or not services.llm.schedules_batches
         # Prompts recently sent to the engine, for estimating prefix-cache hits (RAGCache).
         self.recent = RecentPrompts(RECENT_PROMPTS)
         self._keys = itertools.count()
@@ -54,6 +52,11 @@ class GenerationSide:
         if policies.engine_is_bottleneck(share, self.tau):
             return False
         return policies.has_spare_capacity(self.load, self.capacity, self.tau)
+
+    @property
+    def engine_alone(self) -> bool:
+        """The engine batches on its own (a GPU or a server), off this machine's cores."""
+        return self.s.llm.simulated or not self.s.llm.schedules_batches
 
     def engine_share(self) -> float | None:
         """The engine's recent busy share where it batches on its own (None elsewhere, or
