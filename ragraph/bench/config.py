@@ -77,7 +77,7 @@ class BenchConfig:
     # sim: the simulated GPU's step policy and budget (`LlmConfig.sim_batching`, `sim_budget`)
     sim_batching: str = "vllm"
     sim_budget: int = 8192
-    release: str = "auto"  # ragraph's prompt release (`SchedulerConfig.release`)
+    release: str = "step"  # ragraph's prompt release (`SchedulerConfig.release`)
 
     def __post_init__(self) -> None:
         if not self.workflows:

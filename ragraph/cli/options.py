@@ -127,10 +127,10 @@ def add_gpu_flags(p: argparse.ArgumentParser) -> None:
                    "decode batch alternate; sglang-mixed: SGLang's --enable-mixed-chunk); "
                    "docs/guides/engines.md#how-each-engine-batches")
     p.add_argument("--release", choices=RELEASES,
-                   help="when the wavefront hands prompts to the LLM engine: auto (default: "
-                   "each as its retrieval finishes where the engine batches on its own and the "
-                   "search thread has time to spare, else a search step's together), step, or "
-                   "retrieval; docs/guides/engines.md#how-each-engine-batches")
+                   help="when the wavefront hands prompts to the LLM engine: step (default: a "
+                   "search step's together), retrieval (each as its retrieval finishes), or auto "
+                   "(retrieval where the engine batches on its own, is the bound and the search "
+                   "thread has time to spare, else step; not measured ahead yet); docs/guides/engines.md#how-each-engine-batches")
     p.add_argument("--sim-budget", type=int, metavar="TOKENS",
                    help="--engine sim: tokens one step computes at most (default 8192, vLLM's "
                    "max_num_batched_tokens and SGLang's chunked_prefill_size on H100-class GPUs)")

@@ -63,7 +63,7 @@ def test_prepare_embeds_a_batch_at_once_and_attributes_a_failure():
     assert (alone.vector == out[0].vector).all() and alone.order == out[0].order
 
 
-def run(search, requests, executor, release="auto"):
+def run(search, requests, executor, release="step"):
     async def go():
         config = RuntimeConfig.of(engine="sim", executor=executor, passes="-O2", concurrency=32,
                                   release=release)

@@ -33,7 +33,8 @@ class SchedulerConfig:
     # Speculate on a partial top-k only once it changed at most this much over the last step
     # (1 - Jaccard): an unsettled partial result is usually rolled back, wasting engine time.
     spec_max_drift: float = 0.0
-    release: str = "auto"  # one of RELEASES
+    # One of RELEASES; "step" until "auto" is measured ahead (docs/benchmarks/seeds.md).
+    release: str = "step"
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:

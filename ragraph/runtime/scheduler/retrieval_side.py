@@ -56,7 +56,7 @@ class RetrievalSide:
                  initial_beta_ms: float, budget_ms: float | None,
                  may_speculate: Callable[[], bool],
                  feed_cap: Callable[[int], int | None] = lambda _last: None,
-                 release: str = "auto",
+                 release: str = "step",
                  engine_share: Callable[[], float | None] = lambda: None) -> None:
         self.s, self.cost, self.n, self.inbox = services, cost, counters, inbox
         # Partial top-k passages are looked up only while a speculation could start on them.
