@@ -24,7 +24,8 @@ NO_REUSE = "ragraph, no prefix store"
 # The run's knobs a bench takes as they are (`runtime()`), from flags or a --config file; it
 # sweeps concurrency and nprobe itself (`concurrencies`, `nprobes`) and builds its own index.
 RUN_KNOBS = ("engine", "model", "url", "ctx", "chat_template", "openai_endpoint", "api_key_env",
-             "gen_threads", "search_threads", "passes", "hot_cache", "profile")
+             "gen_threads", "search_threads", "passes", "hot_cache", "profile", "sim_batching",
+             "sim_budget", "release")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class BenchConfig:
     repeat: int = 1
     hot_cache: bool | None = None  # None: off (runtime/devices.py says why)
     profile: str | None = None  # sim: None = the shipped H100 profile (RuntimeConfig.profile)
+    # sim: the simulated GPU's step policy and budget (`LlmConfig.sim_batching`, `sim_budget`)
+    sim_batching: str = "vllm"
+    sim_budget: int = 8192
+    release: str = "step"  # ragraph's prompt release (`SchedulerConfig.release`)
 
     def __post_init__(self) -> None:
         if not self.workflows:

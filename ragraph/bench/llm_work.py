@@ -38,6 +38,13 @@ class LlmWork:
     # read once. All zero: not counted.
     prompt_passes: tuple[int, ...] = NO_PASSES
     prompt_pass_tokens: tuple[int, ...] = NO_PASSES
+    # What decides whether decode rides in prompt passes (`EngineCounters`): decode-only
+    # steps, mixed passes, the worst wait of a decoding sequence behind prompts, the engine's
+    # idle seconds. Not priced.
+    decode_only_steps: int = 0
+    mixed_steps: int = 0
+    worst_decode_wait_s: float = 0.0
+    idle_s: float = 0.0
 
     @classmethod
     def of(cls, used: EngineCounters) -> LlmWork:
@@ -49,6 +56,11 @@ class LlmWork:
     def prompt_tokens(self) -> int:
         """Prompt tokens computed (those served from reused KV excluded)."""
         return self.llm_tokens - self.completion_tokens
+
+    @property
+    def prompt_pass_count(self) -> int:
+        """Passes that computed prompt tokens (mixed ones included)."""
+        return sum(self.prompt_passes)
 
     @property
     def busy_s(self) -> float:

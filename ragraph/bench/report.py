@@ -13,6 +13,7 @@ from ragraph.bench import results as R
 from ragraph.bench.bounds import LlmRates, Rates
 from ragraph.bench.cells import CellResult
 from ragraph.bench.machine import detect
+from ragraph.bench.steps_table import STEPS_LEGEND, steps_table
 
 
 def _x(value: float | None) -> str:
@@ -346,6 +347,9 @@ def _executor_tables(console: Console, rows: Sequence[CellResult], slo_s: float,
         console.print(line, highlight=False)
     points = R.slo_points(rows, slo_s)
     found = R.targets(points, engine, rows, repeats)
+    if engine != "openai":
+        console.print(steps_table(rows, caption))
+        console.print(f"note: {STEPS_LEGEND}", highlight=False)
     if engine == "sim":
         console.print(slo_table(points, slo_s, caption))
         if found:

@@ -10,6 +10,8 @@ from ragraph.cli import scale_out
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import ENGINES, EXECUTORS, RuntimeConfig
 from ragraph.runtime.config_file import read_config
+from ragraph.runtime.llm.settings import SIM_BATCHING
+from ragraph.runtime.scheduler.config import RELEASES
 
 
 def add_runtime_flags(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -102,7 +104,8 @@ def given_flags(args: argparse.Namespace) -> dict[str, object]:
         "embedder_url": args.embedder_url, "executor": args.executor, "passes": passes,
         "concurrency": args.concurrency, "nprobe": args.nprobe, "gen_threads": args.gen_threads,
         "search_threads": args.search_threads, "hot_cache": args.hot_cache,
-        "profile": args.profile, "exact": args.exact, "ctx": args.ctx,
+        "profile": args.profile, "sim_batching": args.sim_batching,
+        "sim_budget": args.sim_budget, "release": args.release, "exact": args.exact, "ctx": args.ctx,
         "chat_template": args.chat_template, "openai_endpoint": args.openai_endpoint,
         "api_key_env": args.api_key_env, "otlp": args.otlp, **scale_out.fields(args),
     }
@@ -118,6 +121,19 @@ def add_gpu_flags(p: argparse.ArgumentParser) -> None:
                    help="--engine sim: step times from this GPU profile (`ragraph calibrate`); "
                    "default: the shipped H100 / Llama-3.1-8B profile; h200-llama-3.1-8b: the "
                    "shipped H200 one; 'roofline': the datasheet model alone")
+    p.add_argument("--sim-batching", choices=SIM_BATCHING,
+                   help="--engine sim: whose step policy the simulated GPU follows (default "
+                   "vllm: vLLM V1's token budget, decode first; sglang: a prefill batch and a "
+                   "decode batch alternate; sglang-mixed: SGLang's --enable-mixed-chunk); "
+                   "docs/guides/engines.md#how-each-engine-batches")
+    p.add_argument("--release", choices=RELEASES,
+                   help="when the wavefront hands prompts to the LLM engine: step (default: a "
+                   "search step's together), retrieval (each as its retrieval finishes), or auto "
+                   "(retrieval where the engine batches on its own, is the bound and the search "
+                   "thread has time to spare, else step; not measured ahead yet); docs/guides/engines.md#how-each-engine-batches")
+    p.add_argument("--sim-budget", type=int, metavar="TOKENS",
+                   help="--engine sim: tokens one step computes at most (default 8192, vLLM's "
+                   "max_num_batched_tokens and SGLang's chunked_prefill_size on H100-class GPUs)")
 
 
 def numbers(text: str | None, flag: str, cast: Callable[[str], object]) -> tuple | None:

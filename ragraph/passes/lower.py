@@ -76,6 +76,9 @@ class GenerationChain:
     items: int | None = None  # a list output: the text split into at most this many items
     chat: bool = False  # a chat turn: `prompt` the user message, `system` the system message
     system: Template | None = None
+    # A search can still run after it in its request (HyDE's passage, IRG's loop): on the
+    # workflow's critical path, its prompt goes to the engine first.
+    leads_to_search: bool = False
 
     @property
     def flat_prompt(self) -> Template:
@@ -123,16 +126,17 @@ def lower(graph: RAGraph) -> Program:
             by_origin.setdefault(origin, {})[type(node)] = node
     retrievals, generations = {}, {}
     feeders = _lead_to_generation(graph)
+    searchers = _lead_to_search(graph)
     for node in graph.nodes():
         if isinstance(node, Retrieve):
             retrievals[node.id] = _retrieval_of_node(node, feeders)
         elif isinstance(node, Generate):
-            generations[node.id] = _generation_of_node(graph, node)
+            generations[node.id] = _generation_of_node(graph, node, searchers)
     for origin, chain in by_origin.items():
         if EmbedQuery in chain:
             retrievals[origin] = _retrieval_of_chain(graph, origin, chain, feeders)
         elif Prefill in chain:
-            generations[origin] = _generation_of_chain(graph, origin, chain)
+            generations[origin] = _generation_of_chain(graph, origin, chain, searchers)
     regions = {n.id: _region(graph, n) for n in graph.nodes() if isinstance(n, Fork)}
     originals = [n for n in graph.nodes() if isinstance(n, Generate | Retrieve | Merge)]
     heads = frozenset(n.id for n in originals) | {_head(c).id for c in by_origin.values()}
@@ -171,6 +175,13 @@ def _lead_to_generation(graph: RAGraph) -> frozenset[str]:
                                if isinstance(n, Generate | Prefill)))
 
 
+def _lead_to_search(graph: RAGraph) -> frozenset[str]:
+    """The units after which a search can still run in the same request (loops included)."""
+    control = graph.control_graph()
+    return frozenset().union(*(nx.ancestors(control, n.id) for n in graph.nodes()
+                               if isinstance(n, Retrieve | EmbedQuery)))
+
+
 def _retrieval_of_node(r: Retrieve, feeders: frozenset[str]) -> RetrievalChain:
     return RetrievalChain(r.id, r.query, r.output, r.topk, r.nprobe, stepwise=False,
                           order="probe", keep=0, speculate_into=None, each=r.each,
@@ -199,13 +210,16 @@ def _merge_after(graph: RAGraph, commit: RetrieveCommit) -> Merge | None:
     return node if isinstance(node, Merge) and node.input == commit.output else None
 
 
-def _generation_of_node(graph: RAGraph, g: Generate) -> GenerationChain:
+def _generation_of_node(graph: RAGraph, g: Generate, searchers: frozenset[str]
+                        ) -> GenerationChain:
     return GenerationChain(g.id, g.prompt, g.sampling, g.output, g.append, NO_LAYOUT,
                            chunk=g.sampling.max_tokens, warm=None, prefetch=None, each=g.each,
-                           items=g.items, chat=g.chat, system=g.system)
+                           items=g.items, chat=g.chat, system=g.system,
+                           leads_to_search=g.id in searchers)
 
 
-def _generation_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) -> GenerationChain:
+def _generation_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node],
+                         searchers: frozenset[str]) -> GenerationChain:
     prefill, decode, finish = chain[Prefill], chain[DecodeChunk], chain[Finish]
     assert isinstance(prefill, Prefill) and isinstance(decode, DecodeChunk)  # typed by the key
     assert isinstance(finish, Finish)
@@ -213,7 +227,8 @@ def _generation_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node]) -
                            finish.append, prefill.layout, decode.chunk,
                            warm=_speculative_target(graph, decode.id),
                            prefetch=_prefetch_of(graph, prefill.id), each=prefill.each,
-                           items=finish.items, chat=prefill.chat, system=prefill.system)
+                           items=finish.items, chat=prefill.chat, system=prefill.system,
+                           leads_to_search=prefill.id in searchers)
 
 
 def _region(graph: RAGraph, fork: Fork) -> Region:

@@ -184,3 +184,13 @@ def test_kv_copies_are_counted_with_the_pass_that_applies_them(
     passes_after_copies = sum(1 for before, after in zip(
         [0, *model.copies_before_pass], model.copies_before_pass, strict=False) if after > before)
     assert tally.copy_passes == passes_after_copies == 1
+
+
+def test_decode_passes_with_prompt_tokens_riding_count_as_mixed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # B's last prompt token and D's 4 fills rode in 5 decode passes (run_worker); the others
+    # only decoded.
+    model = FakeModel()
+    tally = run_worker(model, monkeypatch)
+    assert tally.mixed_steps == 5
+    assert tally.mixed_steps + tally.decode_only_steps == tally.decode_steps

@@ -174,3 +174,25 @@ def test_a_partial_top_k_counts_for_speculation_past_a_share_of_the_probe_list()
     assert p.counts_for_speculation(searched=int(share * 256), probed=256)
     assert not p.counts_for_speculation(searched=0, probed=0)
     assert not p.speculate_on(views=0, drift=0.0, max_drift=0.0)  # none past the share yet
+
+
+def test_engine_order_puts_the_critical_path_first_then_the_shortest_prefill_left():
+    def cand(rid: str, prompt: int, cached: int, arrival: int, critical: bool = False):
+        return p.PrefillCandidate(rid, cached_tokens=cached, prompt_tokens=prompt,
+                                  waited_cycles=0, arrival=arrival, critical=critical)
+
+    ready = [cand("answer-long", 900, 0, 1), cand("answer-short", 300, 0, 2),
+             cand("hypo", 800, 0, 3, critical=True), cand("answer-cached", 900, 700, 4),
+             cand("answer-tie", 300, 0, 5)]
+    assert p.order_for_engine(ready) == ["hypo", "answer-cached", "answer-short", "answer-tie",
+                                         "answer-long"]
+
+
+def test_prompts_stream_to_an_engine_that_is_the_bound_while_the_search_thread_has_time():
+    assert p.stream_prompts("auto", engine_share=0.95, search_share=0.2)
+    assert p.stream_prompts("auto", engine_share=0.95, search_share=None)
+    assert not p.stream_prompts("auto", engine_share=0.95, search_share=0.7)  # cores the bound
+    assert not p.stream_prompts("auto", engine_share=0.3, search_share=0.1)  # engine has room
+    assert not p.stream_prompts("auto", engine_share=None, search_share=0.1)  # on the cores
+    assert p.stream_prompts("retrieval", engine_share=None, search_share=0.9)
+    assert not p.stream_prompts("step", engine_share=1.0, search_share=0.0)

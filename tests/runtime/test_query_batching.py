@@ -66,9 +66,10 @@ def test_prepare_embeds_a_batch_at_once_and_attributes_a_failure():
     assert (alone.vector == out[0].vector).all() and alone.order == out[0].order
 
 
-def run(search, requests, executor):
+def run(search, requests, executor, release="step"):
     async def go():
-        config = RuntimeConfig.of(engine="sim", executor=executor, passes="-O2", concurrency=32)
+        config = RuntimeConfig.of(engine="sim", executor=executor, passes="-O2", concurrency=32,
+                                  release=release)
         async with SimEngine(FAST) as engine:
             return await execute(Catalog.compile(workflows.irg(), config.scheduler.passes),
                                  requests, config,
@@ -88,6 +89,23 @@ def test_concurrent_requests_share_embedding_batches_with_the_same_answers(execu
     alone, _ = service()
     reference = run(alone, requests, "sequential")
     assert {o.rid: o.answer for o in batched.outcomes} == {o.rid: o.answer for o in reference.outcomes}
+
+
+def test_released_per_retrieval_no_query_waits_for_a_batch_and_each_is_searched_whole():
+    """`release = "retrieval"`: the queries waiting are embedded as soon as the search thread
+    is free and each retrieval is searched in one step, so its prompt reaches the engine when
+    it finishes (`policies.stream_prompts`); the answers stay."""
+    requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(16)]
+    search = Recording(service()[0])
+    streamed = run(search, requests, "ragraph", release="retrieval")
+    steps = [n for kind, n in search.log if kind == "step"]
+    embedded = sum(n for kind, n in search.log if kind == "embed")
+    assert sum(steps) == embedded == 3 * len(requests)  # IRG: three retrievals a request
+    # The sixteen first queries at once: not the engine's first small batch (`feed_batch`).
+    assert search.log[:2] == [("embed", 16), ("step", 16)]
+    reference = run(service()[0], requests, "sequential")
+    assert {o.rid: o.answer for o in streamed.outcomes} == \
+        {o.rid: o.answer for o in reference.outcomes}
 
 
 @pytest.mark.parametrize("executor", ["sequential", "stage-batched", "ragraph"])

@@ -22,3 +22,13 @@ def test_shared_prefix_matches_the_window_it_stands_for():
         key = rng.randrange(8)
         naive = max((len(os.path.commonprefix((waiting[key], p))) for p in sent[-5:]), default=0)
         assert recent.shared(key, waiting[key]) == naive
+
+
+def test_the_bisecting_prefix_length_equals_commonprefix():
+    from ragraph.runtime.scheduler.recent import shared_prefix
+
+    rng = random.Random(3)
+    for _ in range(500):
+        a = "".join(rng.choices("ab", k=rng.randrange(0, 40)))
+        b = a[:rng.randrange(0, len(a) + 1)] + "".join(rng.choices("ab", k=rng.randrange(0, 9)))
+        assert shared_prefix(a, b) == shared_prefix(b, a) == len(os.path.commonprefix((a, b)))

@@ -178,3 +178,16 @@ def test_the_wavefront_and_the_walkers_share_what_each_unit_kind_does():
     for method in set(HANDLERS.values()) - {"merge"}:
         assert getattr(Units, method) is getattr(UnitInterpreter, method), method
         assert getattr(Interpreter, method) is getattr(UnitInterpreter, method), method
+
+
+@pytest.mark.parametrize("passes", ["-O0", "-O2"])
+def test_a_generation_leads_to_a_search_where_its_request_searches_after_it(passes):
+    """What the engine order asks (`policies.order_for_engine`): HyDE's passage and IRG's
+    answers in its loop come before a search; an answer at the end does not."""
+    def leads(name: str) -> dict[str, bool]:
+        program = compile(dsl.load(ROOT / "workflows" / f"{name}.rag"), passes).program
+        return {o: c.leads_to_search for o, c in program.generations.items()}
+
+    assert leads("hyde") == {"hypo": True, "answer": False}
+    assert set(leads("oneshot").values()) == {False}
+    assert True in leads("irg").values()

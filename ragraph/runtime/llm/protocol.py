@@ -201,6 +201,16 @@ class EngineCounters:
     # where not observable (HTTP).
     prompt_passes: tuple[int, ...] = NO_PASSES
     prompt_pass_tokens: tuple[int, ...] = NO_PASSES
+    # How the engine's steps were made up, where it is observable (0 elsewhere): steps that
+    # only decoded, and passes that computed prompt tokens with decode tokens riding in them
+    # (stall-free batching); the longest a decoding sequence waited for its next token across
+    # prompt work (a mixed pass, or a prefill batch it sat out), the worst since the engine
+    # started; and the seconds the engine had nothing to compute, between its start and its
+    # last step.
+    decode_only_steps: int = 0
+    mixed_steps: int = 0
+    worst_decode_wait_s: float = 0.0
+    idle_s: float = 0.0
     simulated: bool = False
 
     @property
@@ -225,15 +235,21 @@ class EngineCounters:
         return replace(self, simulated=simulated)
 
     def since(self, before: EngineCounters) -> EngineCounters:
-        """What was counted after `before`, an earlier snapshot of the same engine."""
+        """What was counted after `before`, an earlier snapshot of the same engine (a worst
+        case stays the engine's worst since it started)."""
         return replace(self, **{f.name: _combined(getattr(self, f.name), getattr(before, f.name),
                                                   -1)
-                                for f in fields(self) if f.name != "simulated"})
+                                for f in fields(self) if f.name not in _NOT_SUMMED})
 
     def plus(self, other: EngineCounters) -> EngineCounters:
-        """Both engines' counts added up (replicas)."""
-        return replace(self, **{f.name: _combined(getattr(self, f.name), getattr(other, f.name), 1)
-                                for f in fields(self) if f.name != "simulated"})
+        """Both engines' counts added up (replicas); the worse of their worst cases."""
+        summed = {f.name: _combined(getattr(self, f.name), getattr(other, f.name), 1)
+                  for f in fields(self) if f.name not in _NOT_SUMMED}
+        return replace(self, **summed, worst_decode_wait_s=max(self.worst_decode_wait_s,
+                                                               other.worst_decode_wait_s))
+
+
+_NOT_SUMMED = frozenset({"simulated", "worst_decode_wait_s"})
 
 
 def positions(start: int, count: int) -> int:

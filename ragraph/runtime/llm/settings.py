@@ -7,9 +7,13 @@ from dataclasses import dataclass
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.checks import MAX_CONTEXT, MAX_THREADS, positive_int
+from ragraph.runtime.llm.sim.batching import Batching
 from ragraph.runtime.threads import default_split
 
 ENGINES = ("llamacpp", "sim", "openai", "sglang")
+# The simulated engine's step policies (sim/batching.py): vLLM V1's, SGLang's with its mixed
+# chunk off (its default) or on.
+SIM_BATCHING = ("vllm", "sglang", "sglang-mixed")
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,10 @@ class LlmConfig:
     # The simulated engine's timing: None = the shipped H100 / Llama-3.1-8B profile, "roofline"
     # = the datasheet model alone, else a shipped profile's name or a profile file (llm/profiled.py).
     profile: str | None = None
+    # The simulated engine's step policy (one of SIM_BATCHING) and its token budget per step
+    # (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size: 8,192 on H100-class GPUs).
+    sim_batching: str = "vllm"
+    sim_budget: int = 8192
     # llama.cpp: keep finished sequences' KV to reuse shared prompt prefixes (documents, the
     # instruction, an earlier round's prompt); off only to measure what it is worth.
     prefix_reuse: bool = True
@@ -59,6 +67,10 @@ class LlmConfig:
         self._check_model_options()
         if self.profile is not None and self.engine != "sim":
             raise ConfigError("profile", f"only the sim engine uses a GPU profile, not {self.engine}")
+        if self.sim_batching not in SIM_BATCHING:
+            raise ConfigError("sim_batching", f"must be one of {', '.join(SIM_BATCHING)}, got "
+                              f"{self.sim_batching!r}")
+        positive_int("sim_budget", self.sim_budget, MAX_CONTEXT)  # tokens a step
         if self.exact and self.engine != "llamacpp":
             raise ConfigError("exact", "the serial-exact engine is llama.cpp's (--engine "
                               f"llamacpp), not {self.engine}; the sim engine is exact already")
@@ -77,6 +89,11 @@ class LlmConfig:
         from ragraph.runtime.llm.llamacpp.config import LlamaCppConfig  # noqa: PLC0415
 
         return LlamaCppConfig.of(self, in_flight=1).batch_invariant  # any in_flight: the same
+
+    def batching(self) -> Batching:
+        """The simulated engine's step policy, as `sim_batching` and `sim_budget` name it."""
+        policy, _, mixed = self.sim_batching.partition("-")
+        return Batching(policy=policy, token_budget=self.sim_budget, mixed_chunk=bool(mixed))
 
     def _check_model_options(self) -> None:
         if self.ctx is not None and (isinstance(self.ctx, bool) or not isinstance(self.ctx, int)

@@ -10,6 +10,10 @@ from ragraph.errors import ConfigError
 from ragraph.runtime.checks import MAX_CONCURRENCY, positive_int
 
 EXECUTORS = ("ragraph", "sequential", "stage-batched", "langgraph")
+# When the wavefront hands prompts to the LLM engine (`policies.stream_prompts`): "auto" as
+# the measured rule decides, "step" a search step's together, "retrieval" each as its own
+# retrieval finishes.
+RELEASES = ("auto", "step", "retrieval")
 
 
 @dataclass(frozen=True)
@@ -30,12 +34,17 @@ class SchedulerConfig:
     # at most this much over the last step (1 - Jaccard): an unsettled partial result is usually
     # rolled back, wasting engine time (`policies.speculate_on`).
     spec_max_drift: float = 0.0
+    # One of RELEASES; "step" until "auto" is measured ahead (docs/benchmarks/seeds.md).
+    release: str = "step"
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
             raise ConfigError("executor",
                               f"must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
         positive_int("concurrency", self.concurrency, MAX_CONCURRENCY)
+        if self.release not in RELEASES:
+            raise ConfigError("release", f"must be one of {', '.join(RELEASES)}, got "
+                              f"{self.release!r}")
         if not 0 < self.tau <= 1:
             raise ConfigError("tau", f"must be in (0, 1], got {self.tau}")
         if self.link_gb_per_s <= 0:

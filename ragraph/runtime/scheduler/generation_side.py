@@ -53,6 +53,18 @@ class GenerationSide:
             return False
         return policies.has_spare_capacity(self.load, self.capacity, self.tau)
 
+    @property
+    def engine_alone(self) -> bool:
+        """The engine batches on its own (a GPU or a server), off this machine's cores."""
+        return self.s.llm.simulated or not self.s.llm.schedules_batches
+
+    def engine_share(self) -> float | None:
+        """The engine's recent busy share where it batches on its own (None elsewhere, or
+        until measured)."""
+        if not self.engine_alone:
+            return None
+        return self.busy.sample(self.s.llm.counters().busy_s, clock())
+
     def feed_cap(self, last: int) -> int | None:
         """The cap on the next embedding batch that keeps the engine from waiting on it
         (`policies.feed_batch`), from the real generations it holds or that wait for room."""
@@ -107,11 +119,14 @@ class GenerationSide:
             self._roll_back(spec)
 
     def start_ready(self) -> list[GenJob]:
-        """Submit waiting generations in cache-aware order while the engine has room; the jobs
+        """Submit waiting generations while the engine has room, in cache-aware order, or in
+        the critical path's where the engine batches on its own (`order_for_engine`); the jobs
         that started (a prefetch may start with them)."""
         if not self.ready:
             return []
-        order = policies.order_prefills([self._candidate(j) for j in self.ready])
+        candidates = [self._candidate(j) for j in self.ready]
+        order = (policies.order_for_engine(candidates) if self.engine_alone
+                 else policies.order_prefills(candidates))
         by_key = {str(j.key): j for j in self.ready}
         room = max(self.capacity - self.load, 0)
         chosen = [by_key[k] for k in order[:room]]
@@ -133,7 +148,8 @@ class GenerationSide:
         return policies.PrefillCandidate(str(job.key), cached_tokens=shared,
                                          prompt_tokens=max(len(text), 1),
                                          waited_cycles=self.waited.get(job.key, 0),
-                                         arrival=job.key, group=group)
+                                         arrival=job.key, group=group,
+                                         critical=job.chain.leads_to_search)
 
     def _submit(self, job: GenJob) -> None:
         chain = job.chain

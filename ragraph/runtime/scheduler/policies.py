@@ -167,6 +167,28 @@ def feed_batch(holding: int, timed: bool, last: int) -> int | None:
     return None
 
 
+# The engine's busy share from which it is the bound, and the search thread's under which it
+# has time for a batch a retrieval.
+ENGINE_BOUND_SHARE = 0.8
+STREAM_SEARCH_SHARE = 0.5
+
+
+def stream_prompts(release: str, engine_share: float | None, search_share: float | None) -> bool:
+    """Whether a retrieval's prompt goes to the LLM engine as soon as the retrieval finishes
+    (embedded and searched on its own) rather than with its search step's.
+    An engine that batches on its own (a simulated or real GPU server) runs decode tokens in
+    its prompt passes: prompts that reach it one by one keep its passes mixed, where a step's
+    prompts together prefill in one pass and leave decode-only steps behind. Worth it where
+    that engine is the bound (`engine_share`: its busy share, None where it computes on this
+    machine's cores or has not been measured), and affordable only while the search thread,
+    which then embeds and searches a query at a time, has time to spare; elsewhere steps stay
+    whole. `release` "step" or "retrieval" forces one (`SchedulerConfig.release`)."""
+    if release != "auto":
+        return release == "retrieval"
+    return (engine_share is not None and engine_share >= ENGINE_BOUND_SHARE
+            and (search_share is None or search_share < STREAM_SEARCH_SHARE))
+
+
 @dataclass
 class BusyMeter:
     """The share of recent wall time an engine spent computing, from its own timers (seconds
@@ -237,6 +259,7 @@ class PrefillCandidate:
     waited_cycles: int
     arrival: int  # admission order, for stable FIFO among equals
     group: str | None = None  # prompts with the same leading documents (prefix-layout)
+    critical: bool = False  # its request has another search after it (`leads_to_search`)
 
 
 def order_prefills(ready: Sequence[PrefillCandidate], starvation_window: int = 32) -> list[str]:
@@ -257,6 +280,18 @@ def order_prefills(ready: Sequence[PrefillCandidate], starvation_window: int = 3
             out.append(r)
             placed.add(r)
     return out
+
+
+def order_for_engine(ready: Sequence[PrefillCandidate]) -> list[str]:
+    """The order prompts reach an engine that batches on its own (it takes them first come
+    first served under its token budget): the workflow's critical path first (a prompt whose
+    request searches again after it: the search side waits on its output), then the
+    shortest prefill left (most prompts done soonest, Sarathi-Serve's and SRPT's rule), then
+    arrival."""
+    def key(c: PrefillCandidate) -> tuple[bool, int, int]:
+        return (not c.critical, max(c.prompt_tokens - c.cached_tokens, 0), c.arrival)
+
+    return [c.rid for c in sorted(ready, key=key)]
 
 
 def _by_ratio(ready: Sequence[PrefillCandidate], starvation_window: int) -> list[str]:

@@ -9,7 +9,6 @@ with each sent prompt once, and the result is still the maximum over exactly the
 
 from __future__ import annotations
 
-import os
 from collections import deque
 
 
@@ -30,9 +29,26 @@ class RecentPrompts:
         synced, lengths = self._lengths.get(key, (0, deque(maxlen=self.prompts.maxlen)))
         new = min(self.sent - synced, len(self.prompts))
         for sent in list(self.prompts)[len(self.prompts) - new:]:
-            lengths.append(len(os.path.commonprefix((prompt, sent))))
+            lengths.append(shared_prefix(prompt, sent))
         self._lengths[key] = (self.sent, lengths)
         return max(lengths, default=0)
 
     def forget(self, key: int) -> None:
         self._lengths.pop(key, None)
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of `a` and `b`, by bisecting on slice equality:
+    a few string comparisons in C where `os.path.commonprefix` steps through the shared prefix
+    a character at a time in Python (prompts share instructions and documents of thousands of
+    characters: it took a quarter of the scheduler loop's time on a simulated HyDE run)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while hi - lo > 1:  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo

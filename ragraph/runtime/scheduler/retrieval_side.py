@@ -7,6 +7,7 @@ every search core in turn instead of fighting over them."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -54,12 +55,19 @@ class RetrievalSide:
     def __init__(self, services: Services, cost: CostModel, counters: RunStats, inbox: Inbox,
                  initial_beta_ms: float, budget_ms: float | None,
                  may_speculate: Callable[[], bool],
-                 feed_cap: Callable[[int], int | None] = lambda _last: None) -> None:
+                 feed_cap: Callable[[int], int | None] = lambda _last: None,
+                 release: str = "step",
+                 engine_share: Callable[[], float | None] = lambda: None) -> None:
         self.s, self.cost, self.n, self.inbox = services, cost, counters, inbox
         # Partial top-k passages are looked up only while a speculation could start on them.
         self.may_speculate = may_speculate
         # The cap on a batch that the LLM engine would wait on (`GenerationSide.feed_cap`).
         self.feed_cap = feed_cap
+        # When prompts go to the engine (`policies.stream_prompts`), from the search thread's
+        # measured busy share.
+        self.release_rule, self.engine_share = release, engine_share
+        self.busy_s = 0.0  # seconds the search thread spent embedding and searching
+        self.busy = policies.BusyMeter()
         self._last_batch = 0  # queries in the last embedding batch
         self.jobs: dict[int, RetJob] = {}
         # New queries wait here while a batch is being embedded, then go as the next batch.
@@ -103,6 +111,8 @@ class RetrievalSide:
         `size`: this many now, whatever has gathered (queries joining the next step)."""
         if not self.to_prepare:
             return False
+        if size is None and self.streams():  # every query waiting, none gathering
+            size = MAX_EMBED_BATCH
         if size is None:
             if len(self.to_prepare) < self._least_batch() and \
                     backlog_ms > self._budget_ms(backlog_ms):
@@ -125,6 +135,13 @@ class RetrievalSide:
         if not any(j.chain.feeds_generation for j in self.to_prepare):  # type: ignore[union-attr]
             return None
         return self.feed_cap(self._last_batch)
+
+    def streams(self) -> bool:
+        """Whether prompts go to the engine as their retrievals finish
+        (`policies.stream_prompts`): the queries waiting are embedded as soon as the search
+        thread is free, none gathering into a batch, and searched whole."""
+        share = self.busy.sample(self.busy_s, clock())
+        return policies.stream_prompts(self.release_rule, self.engine_share(), share)
 
     def _batch_size(self) -> int:
         return policies.embed_batch_size(self.embed_ms.value, self.t_r.value,
@@ -156,6 +173,7 @@ class RetrievalSide:
         error = event.future.exception()
         if error is None:
             outcomes, seconds = event.future.result()
+            self.busy_s += seconds
             self.embed_ms.add(seconds * 1e3 / max(len(event.keys), 1))
         else:
             outcomes = [error] * len(event.keys)
@@ -289,6 +307,8 @@ class RetrievalSide:
     def _budget_ms(self, backlog_ms: float) -> float:
         if self.fixed_budget_ms is not None:
             return self.fixed_budget_ms
+        if self.streams():
+            return math.inf
         follows = any(j.chain.feeds_generation  # type: ignore[union-attr]
                       for j in self.jobs.values() if not j.warm_only)
         return policies.step_budget_ms(self.beta.value or 0.0, self.t_r.value, backlog_ms,
@@ -296,6 +316,7 @@ class RetrievalSide:
 
     def _account(self, cycle: CycleResult) -> None:
         self.n.search_steps += 1
+        self.busy_s += cycle.wall_s
         self.n.vectors_scanned += cycle.vectors_scanned
         self.n.vectors_on_accelerator += cycle.vectors_on_accelerator
         clusters = sum(len(r.searched) for r in cycle.results)

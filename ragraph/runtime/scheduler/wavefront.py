@@ -75,7 +75,7 @@ class _Run:
         self.gen = GenerationSide(services, config.concurrency, config.tau, self.n, self.inbox)
         self.ret = RetrievalSide(services, cost, self.n, self.inbox, config.initial_beta_ms,
                                  config.budget_ms, self.gen.has_room,
-                                 self.gen.feed_cap)
+                                 self.gen.feed_cap, config.release, self.gen.engine_share)
         self.units = Units(services, config, self.gen, self.ret, self.inbox)
         services.hooks.accept_cancel(self.inbox.put)  # a CancelRequest, in the loop's own turn
 

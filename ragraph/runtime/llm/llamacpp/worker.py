@@ -173,6 +173,11 @@ class DecodeWorker:
                 return  # a sequence was ended with the error; plan again
             self._tally.decode_s += self._last_pass_s
             self._tally.decode_steps += 1
+            # Fillers' and prompts' last tokens ride in it: a mixed pass (`StepPlan`).
+            if generating < len(plan.decode) + len(plan.fill):
+                self._tally.mixed_steps += 1
+            else:
+                self._tally.decode_only_steps += 1
             self._tally.decode_tokens += generating
             self._tally.decode_context += context
             self._tally.prefill_context += prompt_context

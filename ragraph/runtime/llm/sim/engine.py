@@ -1,7 +1,8 @@
 """The simulated LLM engine: deterministic text, GPU-calibrated timing, no GPU.
 
-It continuous-batches like a serving engine: one step clock; each step prefills the newly admitted
-sequences and advances every running sequence by one token, and lasts what the cost model's
+It continuous-batches like a serving engine, with that engine's own step policy (batching.py:
+vLLM V1's token budget by default, SGLang's as an option): one step clock; each step computes
+the prompt tokens and decode tokens its policy picks, and lasts what the cost model's
 `step_s` says: by default interpolated from the H100 / Llama-3.1-8B profile measured on a GPU, the
 roofline outside it (profiled.py). Its name says which. It waits with the clock's `sleep` (asyncio.sleep by default), so it burns no CPU and overlaps
 with real CPU retrieval exactly as a GPU would. Steps follow each other on the simulated GPU's own
@@ -15,6 +16,7 @@ starts after it was submitted. Everything it reports is labelled simulated.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -29,6 +31,7 @@ from ragraph.runtime.llm.protocol import (
     TokenEvent,
     positions,
 )
+from ragraph.runtime.llm.sim.batching import Batching, StepPlan, plan_step
 from ragraph.runtime.llm.sim.clock import Clock, RealClock
 from ragraph.runtime.llm.sim.costmodel import CostModel
 from ragraph.runtime.llm.sim.profile import default_profile
@@ -50,10 +53,10 @@ class SimConfig:
     mean_output_tokens: float = 64.0
     # Replay output lengths from a trace instead of the exponential distribution.
     output_lengths: tuple[int, ...] | None = None
-    # Running-request cap (SGLang/vLLM default around 256).
-    max_running: int = 256
-    # Prompt tokens prefilled per step at most (chunked-prefill budget, SGLang's default 8,192).
-    max_prefill_tokens: int = 8192
+    # Which serving engine's step policy, its token budget, its running-request cap
+    # (vLLM's max_num_seqs and SGLang's max_running_requests: 256 here) and SGLang's
+    # --enable-mixed-chunk (batching.py).
+    batching: Batching = field(default_factory=Batching)
     # KV capacity for the prefix cache: (80 GB HBM - 16 GB weights - ~4 GB activations) /
     # 128 KiB per token = ~458k tokens; 0 disables prefix caching.
     prefix_cache_tokens: int = 458_000
@@ -63,8 +66,7 @@ class SimConfig:
     def __post_init__(self) -> None:
         if isinstance(self.output_lengths, list):
             object.__setattr__(self, "output_lengths", tuple(self.output_lengths))
-        for name in ("vocab_size", "context_length", "max_running", "max_prefill_tokens",
-                     "prefix_block_tokens"):
+        for name in ("vocab_size", "context_length", "prefix_block_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
         if self.mean_output_tokens <= 0:
@@ -78,14 +80,14 @@ class SimConfig:
 
     @classmethod
     def of(cls, llm: LlmConfig, in_flight: int = 0) -> SimConfig:
-        """The simulated engine on the LLM part's profile (a bad file fails here); it holds
-        up to `max_running` requests whatever the run's `in_flight`."""
+        """The simulated engine on the LLM part's profile (a bad file fails here) and step
+        policy; it holds up to `batching.max_running` requests whatever the run's `in_flight`."""
         from ragraph.runtime.llm.sim.profiled import cost_model_for  # noqa: PLC0415
 
-        return cls(cost=cost_model_for(llm.profile))
+        return cls(cost=cost_model_for(llm.profile), batching=llm.batching())
 
 
-@dataclass
+@dataclass(eq=False)  # a sequence is itself: `in` and `remove` go by identity
 class _Seq:
     stream: GenerationStream
     request: GenerationRequest
@@ -94,8 +96,15 @@ class _Seq:
     out: OutputText
     submitted: float = 0.0
     cached: int = 0
+    admitted: bool = False
+    computed: int = 0  # prompt tokens in the KV cache (reused ones included)
     produced: int = 0
-    prefilled: bool = False
+    last_token_at: float = 0.0
+    behind_prompts: bool = False  # a step with prompt work ran since its last token
+
+    @property
+    def prompt_left(self) -> int:
+        return len(self.prompt_ids) - self.computed
 
 
 class SimEngine(EngineBase):
@@ -178,8 +187,10 @@ class SimEngine(EngineBase):
 
     async def _steps(self) -> None:
         end: float | None = None  # when the last step ended on the GPU's timeline (None: idle)
+        idle_from = self._clock.now()
         while True:
             if not self._pending and not self._running:
+                idle_from = idle_from if end is None else end
                 self._wake.clear()
                 await self._wake.wait()
                 end = None
@@ -187,71 +198,93 @@ class SimEngine(EngineBase):
             start = self._clock.now() if end is None else end
             if not self._running:  # idle since `end`: the GPU starts with the first request
                 start = max(start, self._pending[0].submitted)
-            admitted = self._admit(start)
-            decoding = [s for s in self._running if s.prefilled]
-            prefill = sum(len(s.prompt_ids) - s.cached for s in admitted)
+            self._tally.idle_s += max(start - (idle_from if end is None else end), 0.0)
+            plan = self._plan(start)
+            decoding = plan.decodes
+            prefill = plan.prompt_tokens
             context = sum(len(s.prompt_ids) + s.produced for s in decoding)
             step_s = self.config.cost.step_s(prefill, len(decoding), context)
             end = start + step_s
             await self._clock.sleep(max(end - self._clock.now(), 0.0))
-            self._tally.steps += 1
-            # Simulated seconds, so a bench can say how busy the simulated GPU was. A step that
-            # prefills is a prompt pass: the decode tokens riding in it cost the pass no more
-            # than their share of its prompt work, so they count in no decode step, neither as
-            # sequences nor as positions attended (`EngineCounters`: those of decode passes).
-            if prefill:
-                self._tally.prefill_s += step_s
-                self._tally.count_prompt_pass(prefill)
-            elif decoding:
-                self._tally.decode_s += step_s
-                self._tally.decode_steps += 1
-                self._tally.decode_tokens += len(decoding)
-                self._tally.decode_context += context
-            self._tally.prefill_context += sum(
-                positions(s.cached, len(s.prompt_ids) - s.cached) for s in admitted)
-            for seq in admitted:
-                seq.prefilled = True
-                self._prefix.insert(seq.prompt_ids)
-            self._advance()
+            self._count(plan, step_s, context)
+            for seq, take in plan.chunks:
+                seq.computed += take
+                if not seq.prompt_left:
+                    self._prefix.insert(seq.prompt_ids)
+            self._advance(plan, end)
 
-    def _admit(self, start: float) -> list[_Seq]:
-        """Pending sequences submitted by `start`, in order, within the step's prefill budget."""
-        admitted: list[_Seq] = []
-        budget = self.config.max_prefill_tokens
-        while (self._pending and len(self._running) < self.config.max_running
-               and self._pending[0].submitted <= start):
-            seq = self._pending[0]
-            seq.cached = self._prefix.lookup(seq.prompt_ids)
-            need = len(seq.prompt_ids) - seq.cached
-            if admitted and need > budget:
-                break
-            self._pending.popleft()
-            budget -= need
-            admitted.append(seq)
+    def _plan(self, start: float) -> StepPlan[_Seq]:
+        """The step's work under the engine's policy; the sequences it admits join `_running`."""
+        waiting = list(itertools.takewhile(lambda s: s.submitted <= start, self._pending))
+        plan = plan_step(self.config.batching, self._running, waiting, self._left)
+        for _ in range(plan.admitted):
+            seq = self._pending.popleft()
+            seq.admitted = True
             self._running.append(seq)
             self._tally.prompt_tokens += len(seq.prompt_ids)
             self._tally.cached_tokens += seq.cached
-        return admitted
+        if plan.prompt_tokens:  # every decoding sequence now waits for the prompt work
+            for seq in self._running:
+                if seq.produced and not seq.prompt_left:
+                    seq.behind_prompts = True
+        return plan
 
-    def _advance(self) -> None:
-        """Every running sequence produces its next token (or ends) at the end of a step."""
+    def _left(self, seq: _Seq) -> int:
+        """Prompt tokens `seq` still computes; a waiting one's prefix-cache hit is looked up as
+        the policy reaches it (as a server does at admission)."""
+        if not seq.admitted:
+            seq.cached = seq.computed = self._prefix.lookup(seq.prompt_ids)
+        return seq.prompt_left
+
+    def _count(self, plan: StepPlan[_Seq], step_s: float, context: int) -> None:
+        """Simulated seconds, so a bench can say how busy the simulated GPU was. A step that
+        computes prompt tokens is a prompt pass: the decode tokens riding in it cost the pass no
+        more than their share of its prompt work, so they count in no decode step, neither as
+        sequences nor as positions attended (`EngineCounters`: those of decode passes)."""
+        t = self._tally
+        t.steps += 1
+        if plan.prompt_tokens:
+            t.prefill_s += step_s
+            t.count_prompt_pass(plan.prompt_tokens)
+            t.mixed_steps += bool(plan.decodes)
+        elif plan.decodes:
+            t.decode_s += step_s
+            t.decode_steps += 1
+            t.decode_only_steps += 1
+            t.decode_tokens += len(plan.decodes)
+            t.decode_context += context
+        t.prefill_context += sum(positions(s.computed, take) for s, take in plan.chunks)
+
+    def _advance(self, plan: StepPlan[_Seq], end: float) -> None:
+        """At the end of a step, each sequence it advanced produces its next token (or ends):
+        the decoding ones, and those whose prompt it finished. Aborts end at any step."""
+        stepped = {id(s) for s in plan.decodes}
+        stepped.update(id(s) for s, _ in plan.chunks if not s.prompt_left)
         for seq in list(self._running):
             if seq.stream.abort_requested:
                 self._finish(seq, "abort")
-                continue
-            plan, i = seq.plan, seq.produced
-            if i >= len(plan.token_ids):
-                self._finish(seq, "stop" if plan.ends_naturally else "length")
-                continue
-            seq.produced += 1
-            self._tally.completion_tokens += 1
-            delta = seq.out.add(plan.pieces[i])
-            lp = plan.logprobs[i] if seq.request.params.logprobs else None
-            seq.stream.push(TokenEvent(plan.token_ids[i], delta, lp))
-            if seq.out.stopped:
-                self._finish(seq, "stop")
-            elif seq.produced == len(plan.token_ids) and not plan.ends_naturally:
-                self._finish(seq, "length")
+            elif id(seq) in stepped:
+                self._next_token(seq, end)
+
+    def _next_token(self, seq: _Seq, end: float) -> None:
+        plan, i = seq.plan, seq.produced
+        if seq.behind_prompts:
+            self._tally.worst_decode_wait_s = max(self._tally.worst_decode_wait_s,
+                                                  end - seq.last_token_at)
+            seq.behind_prompts = False
+        seq.last_token_at = end
+        if i >= len(plan.token_ids):
+            self._finish(seq, "stop" if plan.ends_naturally else "length")
+            return
+        seq.produced += 1
+        self._tally.completion_tokens += 1
+        delta = seq.out.add(plan.pieces[i])
+        lp = plan.logprobs[i] if seq.request.params.logprobs else None
+        seq.stream.push(TokenEvent(plan.token_ids[i], delta, lp))
+        if seq.out.stopped:
+            self._finish(seq, "stop")
+        elif seq.produced == len(plan.token_ids) and not plan.ends_naturally:
+            self._finish(seq, "length")
 
     def _finish(self, seq: _Seq, reason: str) -> None:
         if seq in self._running:
