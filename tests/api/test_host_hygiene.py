@@ -22,6 +22,8 @@ def _host() -> dict:
 
     return {"env": dict(os.environ), "torch_threads": torch.get_num_threads(),
             "root_level": logging.getLogger().level,
+            "library_levels": {name: logging.getLogger(name).level
+                               for name in ("llama-cpp-python", "pypdf")},
             "progress_bar": hf_logging.is_progress_bar_enabled()}
 
 
@@ -83,3 +85,18 @@ def test_the_real_embedder_and_runtime_leave_the_host_alone():
                          capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.splitlines()[-1]) == {}
+
+
+def test_reading_a_pdf_leaves_pypdf_logging_alone(tmp_path):
+    pytest.importorskip("pypdf")
+    from ragraph.runtime.retrieval.build.documents import DocumentError, _pdf
+
+    logging.getLogger("pypdf").setLevel(logging.INFO)  # the host's own choice
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer <<>>\n%%EOF\n")
+    try:
+        with pytest.raises(DocumentError):
+            _pdf(broken)
+        assert logging.getLogger("pypdf").level == logging.INFO
+    finally:
+        logging.getLogger("pypdf").setLevel(logging.NOTSET)

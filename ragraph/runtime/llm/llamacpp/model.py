@@ -7,15 +7,18 @@ as a whole-stream copy cut to the prefix.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import llama_cpp
 import numpy as np
 
 from ragraph.errors import EngineError
+from ragraph.runtime.quiet import logger_level
 
 
 @dataclass(frozen=True)
@@ -43,16 +46,36 @@ def _QUIET_LOG(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:  # 
     """A no-op llama.cpp log callback (module-level: ctypes must keep it alive)."""
 
 
+@contextlib.contextmanager
+def _quiet(verbose: bool) -> Iterator[None]:
+    """llama-cpp-python's logger at ERROR (DEBUG when verbose) and, unless verbose, llama.cpp's
+    log callback a no-op (some load-time warnings bypass that logger's level), for one load or
+    free; then llama-cpp-python's own callback again, as it installs it at import."""
+    with logger_level("llama-cpp-python", logging.DEBUG if verbose else logging.ERROR):
+        if verbose:
+            yield
+            return
+        llama_cpp.llama_log_set(_QUIET_LOG, ctypes.c_void_p(0))
+        try:
+            yield
+        finally:
+            from llama_cpp import _logger
+
+            llama_cpp.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
+
+
 class LlamaModel:
     def __init__(self, path: str, shape: ContextShape, verbose: bool = False) -> None:
         if not os.path.isfile(path):
             raise EngineError(f"model file not found: {path!r} (give the path of a GGUF file)")
-        # llama-cpp-python routes llama.cpp's log through this logger; at ERROR it stays quiet.
-        logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)
-        if not verbose:
-            # Some load-time warnings (vocabulary quirks, SWA cache size) bypass that logger's
-            # level; a CLI answer must not come with them. Errors still surface as EngineError.
-            llama_cpp.llama_log_set(_QUIET_LOG, ctypes.c_void_p(0))
+        # llama.cpp logs as it loads a model, makes a context and frees them; a CLI answer must
+        # not come with that. Both settings are process-wide, so the host's own llama.cpp use
+        # gets them back after each. Errors still surface as EngineError.
+        self._verbose = verbose
+        with _quiet(verbose):
+            self._load(path, shape)
+
+    def _load(self, path: str, shape: ContextShape) -> None:
         llama_cpp.llama_backend_init()
         self.shape = shape
         mparams = llama_cpp.llama_model_default_params()
@@ -100,9 +123,10 @@ class LlamaModel:
 
     def close(self) -> None:
         if self.ctx:
-            llama_cpp.llama_batch_free(self.batch)
-            llama_cpp.llama_free(self.ctx)
-            llama_cpp.llama_model_free(self.model)
+            with _quiet(self._verbose):
+                llama_cpp.llama_batch_free(self.batch)
+                llama_cpp.llama_free(self.ctx)
+                llama_cpp.llama_model_free(self.model)
             self.ctx = None
 
     # -- text ------------------------------------------------------------------------------------

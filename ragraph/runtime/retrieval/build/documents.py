@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragraph.errors import SearchIndexError
+from ragraph.runtime.quiet import logger_level
 
 if TYPE_CHECKING:
     from ragraph.runtime.retrieval.build.preprocess import Preprocess
@@ -146,14 +147,14 @@ def _pdf(path: Path) -> tuple[str, str]:
 
     # pypdf logs what it repairs or gives up on without the file's name; the error raised below
     # names the file, and a repaired file reads fine.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
-        reader = PdfReader(path)
-        if reader.is_encrypted:
-            raise DocumentError(f"{path}: the PDF is encrypted")
-        pages = [page.extract_text() or "" for page in reader.pages]
-        meta = reader.metadata
-        title = str(meta.title).strip() if meta is not None and meta.title else ""
+        with logger_level("pypdf", logging.ERROR):
+            reader = PdfReader(path)
+            if reader.is_encrypted:
+                raise DocumentError(f"{path}: the PDF is encrypted")
+            pages = [page.extract_text() or "" for page in reader.pages]
+            meta = reader.metadata
+            title = str(meta.title).strip() if meta is not None and meta.title else ""
     except OSError as err:
         raise DocumentError(f"{path}: cannot read it ({err.strerror or err})") from err
     except (PyPdfError, ValueError, KeyError, TypeError) as err:
