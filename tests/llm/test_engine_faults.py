@@ -176,7 +176,7 @@ def test_a_crashed_simulator_fails_every_open_request_and_later_ones(monkeypatch
 
     async def go():
         async with SimEngine(SimConfig(context_length=512)) as engine:
-            monkeypatch.setattr(SimEngine, "_admit", crash)
+            monkeypatch.setattr(SimEngine, "_plan", crash)
             first = await asyncio.gather(outcome(engine, req("a")), outcome(engine, req("b")))
             return first, await outcome(engine, req("c"))
 

@@ -39,6 +39,8 @@ class Capped:
     def __init__(self, engine, cap: int) -> None:
         self._engine, self._cap = engine, cap
         self.name, self.simulated = engine.name, engine.simulated
+        self.batch_invariant = engine.batch_invariant
+        self.schedules_batches = engine.schedules_batches
         self.context_length = engine.context_length
 
     def submit(self, request: GenerationRequest):
