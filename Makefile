@@ -43,11 +43,11 @@ test:
 # skips and its 25 slowest tests. Under CI=true a missing model, index or ../shared/data fails
 # the run instead of skipping (tests/real.py).
 test-all: llama-server
-	@$(call PYTEST,-q -rs --durations=25 -m "not soak" tests)
+	@$(call PYTEST,-q -rfEs --durations=25 -m "not soak" tests)
 
 # The long chaos run: 4,000 requests through failing upstreams, four times the one in test-all.
 soak:
-	@$(call PYTEST,-q -rs -m soak tests)
+	@$(call PYTEST,-q -rfEs -m soak tests)
 
 lint:
 	$(BIN)/ruff check ragraph tests

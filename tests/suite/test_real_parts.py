@@ -44,13 +44,14 @@ def test_setup_does_not_build_llama_server_and_test_all_does():
 def test_the_tiers_select_their_tests_and_test_all_reports():
     assert '-m "not slow and not soak"' in dry_run("test")
     test_all = dry_run("test-all")
-    assert '-m "not soak"' in test_all and "-rs" in test_all and "--durations=25" in test_all
+    assert '-m "not soak"' in test_all and "-rfEs" in test_all and "--durations=25" in test_all
     assert "-m soak" in dry_run("soak")
 
 
 def test_ci_lints_and_runs_test_all_with_ci_set():
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    steps = [line for line in script.splitlines() if line.startswith(("make ", "export CI"))]
+    steps = [line.removeprefix("timed ") for line in script.splitlines()
+             if line.startswith(("make ", "timed make ", "export CI"))]
     assert steps == ['export CI="${CI:-true}"', "make setup", "make lint", "make test-all"]
 
 
