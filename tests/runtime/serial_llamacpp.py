@@ -38,21 +38,17 @@ class Capped:
 
     def __init__(self, engine, cap: int) -> None:
         self._engine, self._cap = engine, cap
-        self.name, self.simulated = engine.name, engine.simulated
-        self.batch_invariant = engine.batch_invariant
-        self.schedules_batches = engine.schedules_batches
-        self.context_length = engine.context_length
+
+    def __getattr__(self, name: str):
+        # Everything but `submit` is the engine's own: a field the protocol gains later (as
+        # `schedules_batches` did) reaches the scheduler without this wrapper copying it.
+        return getattr(self._engine, name)
 
     def submit(self, request: GenerationRequest):
         params = replace(request.params,
                          max_tokens=min(request.params.max_tokens, self._cap))
         return self._engine.submit(replace(request, params=params))
 
-    def counters(self):
-        return self._engine.counters()
-
-    def tokenize(self, text: str):
-        return self._engine.tokenize(text)
 
 
 def open_engine(**overrides):
