@@ -18,6 +18,7 @@ import llama_cpp
 import numpy as np
 
 from ragraph.errors import EngineError
+from ragraph.runtime.llm.llamacpp.logs import silent_here
 from ragraph.runtime.quiet import logger_level
 
 
@@ -41,38 +42,27 @@ class BatchEntry:
     logits: bool
 
 
-@llama_cpp.llama_log_callback
-def _QUIET_LOG(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:  # noqa: N802
-    """A no-op llama.cpp log callback (module-level: ctypes must keep it alive)."""
-
-
 @contextlib.contextmanager
-def _quiet(verbose: bool) -> Iterator[None]:
-    """llama-cpp-python's logger at ERROR (DEBUG when verbose) and, unless verbose, llama.cpp's
-    log callback a no-op (some load-time warnings bypass that logger's level), for one load or
-    free; then llama-cpp-python's own callback again, as it installs it at import."""
-    with logger_level("llama-cpp-python", logging.DEBUG if verbose else logging.ERROR):
-        if verbose:
+def _quiet(verbose: bool, install: bool = False) -> Iterator[None]:
+    """llama.cpp's lines from this thread dropped inside the block (logs.py), unless verbose:
+    then printed, llama-cpp-python's logger at DEBUG for the block."""
+    if verbose:
+        with logger_level("llama-cpp-python", logging.DEBUG):
             yield
-            return
-        llama_cpp.llama_log_set(_QUIET_LOG, ctypes.c_void_p(0))
-        try:
-            yield
-        finally:
-            from llama_cpp import _logger
-
-            llama_cpp.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
+        return
+    with silent_here(install=install):
+        yield
 
 
 class LlamaModel:
     def __init__(self, path: str, shape: ContextShape, verbose: bool = False) -> None:
         if not os.path.isfile(path):
             raise EngineError(f"model file not found: {path!r} (give the path of a GGUF file)")
-        # llama.cpp logs as it loads a model, makes a context and frees them; a CLI answer must
-        # not come with that. Both settings are process-wide, so the host's own llama.cpp use
-        # gets them back after each. Errors still surface as EngineError.
+        # llama.cpp logs as it loads, decodes and frees; a CLI answer must not come with that,
+        # and the host's own llama.cpp use keeps its logging (logs.py). Errors still surface as
+        # EngineError.
         self._verbose = verbose
-        with _quiet(verbose):
+        with _quiet(verbose, install=True):
             self._load(path, shape)
 
     def _load(self, path: str, shape: ContextShape) -> None:
@@ -170,7 +160,8 @@ class LlamaModel:
             self._logits[i] = 1 if e.logits else 0
         self._n_seq[:n] = 1
         self.batch.n_tokens = n
-        return int(llama_cpp.llama_decode(self.ctx, self.batch))
+        with _quiet(self._verbose):
+            return int(llama_cpp.llama_decode(self.ctx, self.batch))
 
     def logits(self, i: int) -> np.ndarray:
         """The logits row of batch entry `i`: a view on llama.cpp's buffer, valid until the next
@@ -181,16 +172,19 @@ class LlamaModel:
     # -- KV sequences ----------------------------------------------------------------------------
 
     def seq_rm(self, seq_id: int) -> None:
-        llama_cpp.llama_memory_seq_rm(self.memory, seq_id, -1, -1)
+        with _quiet(self._verbose):
+            llama_cpp.llama_memory_seq_rm(self.memory, seq_id, -1, -1)
 
     def seq_keep(self, seq_id: int, n_tokens: int) -> None:
         """Drop `seq_id`'s KV from position `n_tokens` on."""
-        llama_cpp.llama_memory_seq_rm(self.memory, seq_id, n_tokens, -1)
+        with _quiet(self._verbose):
+            llama_cpp.llama_memory_seq_rm(self.memory, seq_id, n_tokens, -1)
 
     def seq_copy(self, src: int, dst: int) -> None:
         """Give `dst` all of `src`'s KV. Across streams llama.cpp copies only whole streams, and
         does so at the start of the next decode, in the order the copies were asked for."""
-        llama_cpp.llama_memory_seq_cp(self.memory, src, dst, -1, -1)
+        with _quiet(self._verbose):
+            llama_cpp.llama_memory_seq_cp(self.memory, src, dst, -1, -1)
 
     def seq_pos_min(self, seq_id: int) -> int:
         return int(llama_cpp.llama_memory_seq_pos_min(self.memory, seq_id))
