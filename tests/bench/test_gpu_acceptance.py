@@ -64,7 +64,7 @@ def test_an_unknown_step_is_named() -> None:
         _script().main(["--out", "/nonexistent", "--steps", "machine,gpu-magic"])
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # 125 s in CI; the invariance itself: tests/retrieval/test_query_embedder.py
 def test_the_embedder_step_checks_batch_invariance(tmp_path: Path) -> None:
     rc = _script().main(["--out", str(tmp_path), "--size", "tiny", "--steps", "embedder"])
     figures = json.loads((tmp_path / "report.json").read_text())["steps"][0]["figures"]

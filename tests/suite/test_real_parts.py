@@ -65,3 +65,18 @@ def test_the_host_fixture_presents_its_machine(host):
     assert last_level_cache_bytes() == {"512K": 512 * 2**10, "105M": 105 * 2**20}[host.cache]
     assert host_product(384) == host.product
     assert int8.int_mm_is_exact("cpu") is host.exact_int8
+
+
+def test_setup_compiles_llama_cpp_without_the_multimodal_library_ragraph_never_loads():
+    """`make setup` builds llama-cpp-python without mtmd (a minute less on 2 cores), which is
+    safe only while nothing in ragraph imports llama-cpp-python's multimodal modules."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "CMAKE_ARGS"}
+    shown = subprocess.run(["make", "-s", "--eval", "show-cmake-args: ; @echo $$CMAKE_ARGS",
+                            "show-cmake-args"], cwd=ROOT, env=env, check=True,
+                           capture_output=True, text=True).stdout
+    assert shown.split() == ["-DLLAVA_BUILD=OFF"]
+    for path in (ROOT / "ragraph").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "mtmd_cpp" not in text and "llava_cpp" not in text, path
