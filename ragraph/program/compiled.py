@@ -1,16 +1,38 @@
-"""`compile()`: the builder's mutable graph in, an immutable compiled workflow out. Only the
-compiled form reaches the runtime (STYLE: builder vs compiled artifact)."""
+"""The compiled workflow: what `passes.compile()` returns and the only form of a workflow that
+reaches the runtime (STYLE: builder vs compiled artifact): read-only graphs, their programs, and
+what each pass did."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ragraph.ir.graph import RAGraph
-from ragraph.passes.base import PassContext, Remark
-from ragraph.passes.lower import Program, lower
-from ragraph.passes.pipeline import AfterEach, PassStat, parse_spec, run_pipeline, spec_text
+from ragraph.program.program import Program
 
-DEFAULT_PASSES = "-O2"
+
+@dataclass(frozen=True)
+class Remark:
+    """A compile remark: something a user can act on (e.g. a prompt layout that defeats caching)."""
+
+    pass_name: str
+    node: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"remark [{self.pass_name}] {self.node}: {self.message}"
+
+
+@dataclass(frozen=True)
+class PassStat:
+    """What one pass did: for --time-passes, --print-after-each and the compiled artifact."""
+
+    name: str
+    spec: str
+    changed: bool
+    seconds: float
+    nodes: tuple[int, int]  # before, after
+    edges: tuple[int, int]
+    remarks: tuple[Remark, ...]
 
 
 @dataclass(frozen=True)
@@ -42,30 +64,3 @@ class CompiledWorkflow:
     def changed_by(self) -> tuple[str, ...]:
         """Names of the passes that changed the graph."""
         return tuple(s.name for s in self.stats if s.changed)
-
-
-def compile(  # noqa: A001 -- the verb users look for; ragraph.passes.compile, not builtins
-    graph: RAGraph,
-    passes: str = DEFAULT_PASSES,
-    *,
-    after_each: AfterEach | None = None,
-) -> CompiledWorkflow:
-    """Verify `graph`, run the pass pipeline `passes` on a copy (verifying after every pass),
-    lower the result and the source to their programs and return the immutable compiled
-    workflow. `after_each(stat, graph)` is called after each pass
-    (the hook behind --print-after-each; `stat.seconds` is behind --time-passes). Raises
-    PassError for a bad spec or a failing pass (naming it and the passes before it) and
-    WorkflowError when the input graph itself is invalid."""
-    configured = parse_spec(passes)
-    graph.verify()
-    source = graph.freeze()
-    work = graph.copy()
-    ctx = PassContext(original=source)
-    stats = run_pipeline(work, configured, ctx, after_each)
-    optimized = work.freeze()
-    program = lower(optimized)
-    return CompiledWorkflow(
-        graph=optimized, source=source, passes=spec_text(configured), stats=stats,
-        remarks=tuple(ctx.remarks), program=program,
-        source_program=lower(source) if configured else program,
-    )

@@ -43,9 +43,9 @@ from typing import Any, Generic, Protocol, TypeVar
 from ragraph.errors import WorkflowError
 from ragraph.ir import effects
 from ragraph.ir.control import choose_edge
-from ragraph.ir.nodes import END, Generate, Merge, Node, Retrieve
+from ragraph.ir.nodes import END, Merge
 from ragraph.ir.values import GeneratedText, Passages, Value
-from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
+from ragraph.program.program import GenerationChain, Program, RetrievalChain, Unit
 
 # Unit kind -> the method that runs it. Prefetch is a side node: never walked.
 HANDLERS: dict[str, str] = {kind: kind.replace("-", "_") for kind in (
@@ -70,6 +70,7 @@ class WalkState(UnitState, Protocol):
 
 
 R = TypeVar("R", bound=UnitState)
+RW = TypeVar("RW", bound=WalkState)  # the async walker's requests carry their own walk
 P = TypeVar("P")  # a rendered prompt: completion text, or a chat turn in the runtime
 W = TypeVar("W")  # the work a unit waits on when it does not complete at once
 Thunk = Callable[[], Awaitable[Any]]
@@ -98,13 +99,10 @@ class UnitInterpreter(Generic[R, P, W]):
 
     program: Program
 
-    def program_of(self, req: R) -> Program:
-        """The program `req` runs (one per interpreter, unless a subclass runs several)."""
-        return self.program
-
     def advance(self, req: WalkState) -> str:
         """Follow the control edge `choose_edge` picks; returns the unit entered."""
-        edge = choose_edge(self.program.graph, req.node, req.variables, req.loop_counts)
+        successors = self.program.units[req.node].successors
+        edge = choose_edge(successors, req.node, req.variables, req.loop_counts)
         req.node = edge.dst
         self.entered(req, edge.dst)
         return edge.dst
@@ -112,47 +110,45 @@ class UnitInterpreter(Generic[R, P, W]):
     def entered(self, req: Any, uid: str) -> None:
         """A subclass's record of the walk (the runtime's request path)."""
 
-    def dispatch(self, unit: Node, req: R) -> W | None:
+    def dispatch(self, unit: Unit[Any], req: R) -> W | None:
         method = HANDLERS.get(unit.kind)
         if method is None:
             raise WorkflowError(f"no executor runs a {unit.kind!r} node", node=unit.id)
         return getattr(self, method)(unit, req)
 
-    def nothing(self, unit: Node, req: R) -> W | None:
+    def nothing(self, unit: Unit[Any], req: R) -> W | None:
         """A unit with no visible effect."""
         return None
 
     start = end = fork = join = nothing  # a rewired region runs in control order here
 
-    def probe(self, unit: Node, req: R) -> W | None:
+    def probe(self, unit: Unit[Any], req: R) -> W | None:
         return self.wait(unit, req)
 
     cache_lookup = search_steps = decode = probe
 
-    def spec_verify(self, unit: Node, req: R) -> W | None:
+    def spec_verify(self, unit: Unit[Any], req: R) -> W | None:
         return self.verify(unit, req)
 
-    def merge(self, unit: Merge, req: R) -> W | None:
-        effects.apply_merge(unit, req.variables)
+    def merge(self, unit: Unit[Merge], req: R) -> W | None:
+        effects.apply_merge(unit.chain, req.variables)
         return None
 
     # Generation ---------------------------------------------------------------------------
-    def generate(self, unit: Generate, req: R) -> W | None:
-        chain = self.program_of(req).generations[unit.id]
+    def generate(self, unit: Unit[GenerationChain], req: R) -> W | None:
+        chain = unit.chain
         prompts = self.prompts(chain, req.variables)
         self.issue_generation(chain, req, prompts)
         return self.collect_generation(chain, req, unit.id, prompts)
 
-    def prefill(self, unit: Node, req: R) -> W | None:
-        program = self.program_of(req)
-        chain = program.generations[program.origin(unit.id)]
+    def prefill(self, unit: Unit[GenerationChain], req: R) -> W | None:
+        chain = unit.chain
         prompts = req.rendered[chain.origin] = self.prompts(chain, req.variables)
         self.issue_generation(chain, req, prompts)
         return self.wait(unit, req)
 
-    def finish(self, unit: Node, req: R) -> W | None:
-        program = self.program_of(req)
-        chain = program.generations[program.origin(unit.id)]
+    def finish(self, unit: Unit[GenerationChain], req: R) -> W | None:
+        chain = unit.chain
         return self.collect_generation(chain, req, unit.id, req.rendered.pop(chain.origin))
 
     def prompts(self, chain: GenerationChain, variables: dict[str, Value]) -> P | list[P]:
@@ -166,22 +162,20 @@ class UnitInterpreter(Generic[R, P, W]):
         return chain.flat_prompt.render(variables)  # type: ignore[return-value]
 
     # Retrieval ----------------------------------------------------------------------------
-    def retrieve(self, unit: Retrieve, req: R) -> W | None:
-        chain = self.program_of(req).retrievals[unit.id]
+    def retrieve(self, unit: Unit[RetrievalChain], req: R) -> W | None:
+        chain = unit.chain
         queries = self.retrieval_queries(chain, req.variables)
         self.issue_retrieval(chain, req, queries)
         return self.collect_retrieval(chain, req, unit.id, queries)
 
-    def embed_query(self, unit: Node, req: R) -> W | None:
-        program = self.program_of(req)
-        chain = program.retrievals[program.origin(unit.id)]
+    def embed_query(self, unit: Unit[RetrievalChain], req: R) -> W | None:
+        chain = unit.chain
         queries = req.rendered[chain.origin] = self.retrieval_queries(chain, req.variables)
         self.issue_retrieval(chain, req, queries)
         return self.wait(unit, req)
 
-    def retrieve_commit(self, unit: Node, req: R) -> W | None:
-        program = self.program_of(req)
-        chain = program.retrievals[program.origin(unit.id)]
+    def retrieve_commit(self, unit: Unit[RetrievalChain], req: R) -> W | None:
+        chain = unit.chain
         return self.collect_retrieval(chain, req, unit.id, req.rendered.pop(chain.origin))
 
     def retrieval_queries(self, chain: RetrievalChain,
@@ -199,11 +193,11 @@ class UnitInterpreter(Generic[R, P, W]):
     def issue_retrieval(self, chain: RetrievalChain, req: R, queries: str | list[str]) -> None:
         """The chain's first unit: start its search (the walkers call at its last)."""
 
-    def wait(self, unit: Node, req: R) -> W | None:
+    def wait(self, unit: Unit[Any], req: R) -> W | None:
         """A unit that waits for a stage of its chain's engine work (none in the walkers)."""
         return None
 
-    def verify(self, unit: Node, req: R) -> W | None:
+    def verify(self, unit: Unit[Any], req: R) -> W | None:
         """Speculation's commit point (the walkers never speculate)."""
         return None
 
@@ -218,7 +212,7 @@ class UnitInterpreter(Generic[R, P, W]):
         raise NotImplementedError
 
 
-class Interpreter(UnitInterpreter[R, P, Awaitable[None]]):
+class Interpreter(UnitInterpreter[RW, P, Awaitable[None]]):
     """The async walker: runs one request at a time to END over the core, awaiting each unit's
     engine calls, which run whole at a chain's last unit."""
 
@@ -227,25 +221,25 @@ class Interpreter(UnitInterpreter[R, P, Awaitable[None]]):
     def __init__(self, program: Program) -> None:
         self.program = program
 
-    async def run(self, req: R) -> None:
+    async def run(self, req: RW) -> None:
         """Walk `req` from where it is to END, running each unit it enters."""
-        while self.advance(req) != END:  # type: ignore[arg-type]
-            await self.run_unit(self.program.unit(req.node), req)  # type: ignore[attr-defined]
+        while self.advance(req) != END:
+            await self.run_unit(self.program.units[req.node], req)
 
-    async def run_unit(self, unit: Node, req: R) -> None:
+    async def run_unit(self, unit: Unit[Any], req: RW) -> None:
         work = self.dispatch(unit, req)
         if work is not None:
             await work
 
-    def collect_generation(self, chain: GenerationChain, req: R, uid: str,
+    def collect_generation(self, chain: GenerationChain, req: RW, uid: str,
                            prompts: Any) -> Awaitable[None]:
         return self.generated(chain, req, prompts)
 
-    def collect_retrieval(self, chain: RetrievalChain, req: R, uid: str,
+    def collect_retrieval(self, chain: RetrievalChain, req: RW, uid: str,
                           queries: str | list[str]) -> Awaitable[None]:
         return self.retrieved(chain, req, queries)
 
-    async def generated(self, chain: GenerationChain, req: R, prompts: Any) -> None:
+    async def generated(self, chain: GenerationChain, req: RW, prompts: Any) -> None:
         if not chain.each:
             text = await self.complete(chain, req, prompts, None)
             self.assign_generation(chain, req, text, prompts)
@@ -255,21 +249,21 @@ class Interpreter(UnitInterpreter[R, P, Awaitable[None]]):
         self.assign_items(chain.origin, chain.output, req,
                           [effects.generated_value(t) for t in texts], prompts)
 
-    async def complete(self, chain: GenerationChain, req: R, prompt: P,
+    async def complete(self, chain: GenerationChain, req: RW, prompt: P,
                        branch: int | None) -> GeneratedText:
         """The engine call of one generation (one branch of a map)."""
         raise NotImplementedError
 
-    def assign_generation(self, chain: GenerationChain, req: R, text: GeneratedText,
+    def assign_generation(self, chain: GenerationChain, req: RW, text: GeneratedText,
                           prompt: object) -> None:
         effects.apply_generation_to(chain.output, chain.append, req.variables, text,
                                     text.min_prob, chain.items)
 
-    def assign_items(self, origin: str, output: str, req: R, values: list[Value],
+    def assign_items(self, origin: str, output: str, req: RW, values: list[Value],
                      inputs: object) -> None:
         effects.apply_branches_to(output, req.variables, values)
 
-    async def retrieved(self, chain: RetrievalChain, req: R, queries: str | list[str]) -> None:
+    async def retrieved(self, chain: RetrievalChain, req: RW, queries: str | list[str]) -> None:
         if isinstance(queries, str):
             self.assign_passages(chain, req, await self.search(chain, req, queries, None),
                                  queries)
@@ -277,13 +271,13 @@ class Interpreter(UnitInterpreter[R, P, Awaitable[None]]):
         found = [await self.search(chain, req, q, i) for i, q in enumerate(queries)]
         self.assign_items(chain.origin, chain.output, req, found, queries)
 
-    async def search(self, chain: RetrievalChain, req: R, query: str,
+    async def search(self, chain: RetrievalChain, req: RW, query: str,
                      branch: int | None) -> Passages:
         """The engine call of one search (one branch of a map: searched one after another,
         as an application's loop does)."""
         raise NotImplementedError
 
-    def assign_passages(self, chain: RetrievalChain, req: R, passages: Passages,
+    def assign_passages(self, chain: RetrievalChain, req: RW, passages: Passages,
                         query: str) -> None:
         effects.apply_retrieval_to(chain.output, req.variables, passages)
 

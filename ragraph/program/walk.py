@@ -15,12 +15,18 @@ in control order when its Join is reached.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ragraph.ir.control import choose_edge
 from ragraph.ir.nodes import END
-from ragraph.ir.overlap import Fork
-from ragraph.passes.lower import Program, Region
-from ragraph.runtime.request import RequestState
+from ragraph.program.interpret import WalkState
+from ragraph.program.program import Program, Region
+
+
+class PathState(WalkState, Protocol):
+    """A walk's request that records its path (the runtime's RequestState is one)."""
+
+    path: list[str]
 
 
 @dataclass
@@ -42,14 +48,14 @@ class RegionRun:
 @dataclass
 class Walk:
     program: Program
-    state: RequestState
+    state: PathState
     region: RegionRun | None = None
 
     def completed(self, uid: str) -> list[str]:
         """`uid` completed: the units to start now (END when the request is done)."""
-        if isinstance(self.program.unit(uid), Fork):
-            region = self.program.regions[uid]
-            self.region = RegionRun(region, started={uid}, done={uid})
+        unit = self.program.units[uid]
+        if unit.region is not None:  # a Fork
+            self.region = RegionRun(unit.region, started={uid}, done={uid})
             return self._enter_all(self.region.ready())
         if self.region is not None and uid != self.region.region.join:
             self.region.done.add(uid)
@@ -58,7 +64,7 @@ class Walk:
             for member in self.region.region.members:
                 self._record(member)
             self.region = None
-        edge = choose_edge(self.program.graph, uid, self.state.variables, self.state.loop_counts)
+        edge = choose_edge(unit.successors, uid, self.state.variables, self.state.loop_counts)
         return self._enter_all([edge.dst])
 
     def _enter_all(self, uids: list[str]) -> list[str]:
@@ -69,5 +75,6 @@ class Walk:
         return uids
 
     def _record(self, uid: str) -> None:
-        if uid == END or uid in self.program.heads:
-            self.state.path.append(self.program.origin(uid))
+        unit = self.program.units[uid]
+        if uid == END or unit.head:
+            self.state.path.append(unit.origin)

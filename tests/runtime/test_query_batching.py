@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from ragraph.api.load import compile_catalog
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.engine import SimEngine
@@ -71,7 +71,7 @@ def run(search, requests, executor, release="step"):
         config = RuntimeConfig.of(engine="sim", executor=executor, passes="-O2", concurrency=32,
                                   release=release)
         async with SimEngine(FAST) as engine:
-            return await execute(Catalog.compile(workflows.irg(), config.scheduler.passes),
+            return await execute(compile_catalog(workflows.irg(), config.scheduler.passes),
                                  requests, config,
                                  Services(llm=engine, search=search))
     return asyncio.run(go())
@@ -248,7 +248,7 @@ def all_at_once(graph: RAGraph, n: int = 64) -> list[tuple[str, int]]:
     async def go():
         config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=n)
         async with SimEngine(FAST) as engine:
-            return await execute(Catalog.compile(graph, config.scheduler.passes),
+            return await execute(compile_catalog(graph, config.scheduler.passes),
                                  requests, config, Services(llm=engine, search=search))
 
     assert not any(o.error for o in asyncio.run(go()).outcomes)
@@ -283,7 +283,7 @@ def steps_after_batches(graph: RAGraph) -> list[tuple[int, int]]:
     async def go():
         config = RuntimeConfig.of(engine="sim", passes="-O2", concurrency=48)
         async with SimEngine(FAST) as engine:
-            return await execute(Catalog.compile(graph, config.scheduler.passes),
+            return await execute(compile_catalog(graph, config.scheduler.passes),
                                  requests, config, Services(llm=engine, search=search))
 
     result = asyncio.run(go())

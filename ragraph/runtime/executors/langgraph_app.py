@@ -1,7 +1,7 @@
 """A ragraph workflow lowered to a real LangGraph `StateGraph`, written as a practitioner would.
 
 Each Generate, Retrieve or Merge unit of the workflow's program (as written) becomes a LangGraph
-node whose body is the base interpreter's handler for that unit (`passes.interpret`), with the
+node whose body is the base interpreter's handler for that unit (`program.interpret`), with the
 app's own clients as its engines (`_App`): it renders its prompt or query from the state, calls
 the LLM or the index, and writes its output variable. Where to go next is the interpreter's walk
 (`choose_edge`, the function every executor shares): the node records its choice in the state
@@ -22,8 +22,8 @@ from ragraph.errors import ConfigError
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START, Generate, Merge, Node, Retrieve
 from ragraph.ir.values import GeneratedText, Passages, Value
-from ragraph.passes.interpret import Interpreter, run_sync
-from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
+from ragraph.program.interpret import Interpreter, run_sync
+from ragraph.program.program import GenerationChain, Program, RetrievalChain
 from ragraph.runtime import effects
 from ragraph.runtime.events import Searched
 from ragraph.runtime.executors.app_clients import AppLLM, AppRetriever
@@ -172,7 +172,7 @@ def _node(app: _App, node: Node,
           reports: NodeReports) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def run(state: dict[str, Any]) -> dict[str, Any]:
         visit, start = _visit(node, state), clock()
-        run_sync(app.run_unit(node, visit))
+        run_sync(app.run_unit(app.program.units[node.id], visit))
         reports.node_done(NodeDone(state[RID], node, dict(visit.variables), start, clock(),
                                    visit.searched))
         return _advance(app, node, state, visit, {})

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ragraph.ir.values import Items, Passages, Value
-from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
+from ragraph.program.program import GenerationChain, Program, RetrievalChain
 from ragraph.runtime import effects
 from ragraph.runtime.generate import generated_text
 from ragraph.runtime.llm.chat import Prompt
@@ -54,7 +54,7 @@ class Fan(StageWaiter):
     @property
     def passages(self) -> Items | None:
         """Every branch's final top-k, in item order (None until all are searched)."""
-        found = [job.passages for job in self.jobs]  # type: ignore[attr-defined]
+        found = [job.passages for job in self.jobs if isinstance(job, RetJob)]
         return None if any(p is None for p in found) else Items(tuple(found))
 
 
@@ -80,7 +80,7 @@ def start_generations(gen: GenerationSide, req: LiveRequest, chain: GenerationCh
 
 def finish_generations(fan: Fan, state: RequestState, chain: GenerationChain) -> list[GenJob]:
     """Assign a map's generated texts in item order; the jobs it is done with."""
-    jobs: list[GenJob] = fan.jobs  # type: ignore[assignment]
+    jobs = [job for job in fan.jobs if isinstance(job, GenJob)]  # a generation map's
     values: list[Value] = []
     for job in jobs:
         error = job.failure()
@@ -98,10 +98,11 @@ def speculative_values(program: Program, job: RetJob,
     unit whose control edge leads to that generation; None while a branch has no partial yet.
     For a map: every branch's partial (or final) top-k, merged as the merge after it would."""
     chain = job.chain
-    assert chain is not None  # set at construction
     values = dict(variables)
     if job.fan is None:
-        values[chain.output] = job.partial_passages  # type: ignore[assignment]
+        if job.partial_passages is None:
+            return None
+        values[chain.output] = job.partial_passages
         return values, program.last[chain.origin]
     partials: list[Passages] = []
     for branch in job.fan.jobs:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragraph.passes.lower import RetrievalChain
+from ragraph.program.program import RetrievalChain
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.retrieval.ivf.cost import CostModel
@@ -121,8 +121,7 @@ class RetrievalSide:
             size = self._batch_size() if cap is None else min(self._batch_size(), cap)
         jobs, self.to_prepare = self.to_prepare[:size], self.to_prepare[size:]
         self._last_batch = len(jobs)
-        queries = [Query(j.query, j.chain.nprobe, j.chain.order,  # type: ignore[union-attr]
-                         j.req.history) for j in jobs]
+        queries = [Query(j.query, j.chain.nprobe, j.chain.order, j.req.history) for j in jobs]
         self.preparing = asyncio.get_running_loop().run_in_executor(
             self.worker, timed, prepare, self.s.search, queries, self.s.search_threads)
         keys = tuple(j.key for j in jobs)
@@ -132,7 +131,7 @@ class RetrievalSide:
 
     def _feed_cap(self) -> int | None:
         """The engine's cap on the next batch where the waiting retrievals start generations."""
-        if not any(j.chain.feeds_generation for j in self.to_prepare):  # type: ignore[union-attr]
+        if not any(j.chain.feeds_generation for j in self.to_prepare):
             return None
         return self.feed_cap(self._last_batch)
 
@@ -309,7 +308,7 @@ class RetrievalSide:
             return self.fixed_budget_ms
         if self.streams():
             return math.inf
-        follows = any(j.chain.feeds_generation  # type: ignore[union-attr]
+        follows = any(j.chain.feeds_generation
                       for j in self.jobs.values() if not j.warm_only)
         return policies.step_budget_ms(self.beta.value or 0.0, self.t_r.value, backlog_ms,
                                        follows)
