@@ -61,11 +61,12 @@ class Effect:
 
 @dataclass
 class _Request:
-    """One request's walk state (`interpret.WalkState`) and its effects."""
+    """One request's walk state (`interpret.Walked`) and its effects."""
 
     variables: dict[str, Value]
     node: str = START
     loop_counts: Counter[int] = field(default_factory=Counter)
+    path: list[str] = field(default_factory=list)
     rendered: dict[str, Any] = field(default_factory=dict)
     effects: list[Effect] = field(default_factory=list)
     steps: int = 0
@@ -111,22 +112,6 @@ class _Reference(Interpreter[_Request, str]):
         given = repr(req.variables[unit.chain.input])
         super().merge(unit, req)
         _record(req, unit.id, unit.chain.output, given)
-
-    async def fork(self, unit: Unit[None], req: _Request) -> None:
-        """Eager: run the region latest-ready-first along its DATA edges, then leave the walk
-        at its join."""
-        region = unit.region
-        if not self.eager or region is None:
-            return
-        done = {unit.id}
-        while len(done) <= len(region.members):
-            ready = [m for m in region.members
-                     if m not in done and region.data_preds[m] <= done]
-            if not ready:
-                raise WorkflowError(f"region after {unit.id!r} has a DATA cycle", node=unit.id)
-            await self.run_unit(self.program.units[ready[-1]], req)
-            done.add(ready[-1])
-        req.node = region.join
 
 
 def _record(req: _Request, origin: str, var: str, source: str) -> None:

@@ -1,7 +1,8 @@
-"""One interpreter of a program: a walk along its control edges and one method per unit kind.
+"""One interpreter of a program: one method per unit kind, over the one walk (`program.walk`).
 
 The shape of torch.fx's `Interpreter`: `dispatch` looks the unit's kind up in `HANDLERS` and
-calls the method of that name. `UnitInterpreter` is the synchronous core every executor shares:
+calls the method of that name with the unit as lowering resolved it (`program.Unit`: its node
+and its typed chain; no lookup at run time). `UnitInterpreter` is the synchronous core every executor shares:
 given a request and the unit it reached, it applies what the unit does to the request's
 variables and says whether the unit completed at once or waits on engine work (`W`, the
 subclass's own: an awaitable here, a job of the wavefront). A subclass overrides only how engine
@@ -9,8 +10,9 @@ calls are issued and batched (`issue_generation`/`collect_generation`,
 `issue_retrieval`/`collect_retrieval`, `wait`, `verify`, `render_prompt`) and what it records
 around a unit.
 
-- `Interpreter`, the async walker over that core (`run` drives one request to END, awaiting
-  the work each unit returns): the reference walk, `passes/reference.py` (fake engines, every
+- `Interpreter`, the async walker over that core (`run` drives one request to END through its
+  `Walk`, awaiting the work each unit returns; `eager` runs a rewired region as its DATA edges
+  allow, latest ready first, else in control order): the reference walk, `passes/reference.py` (fake engines, every
   program, sync); the thread pool, `runtime/executors/nodes.py` (`sequential`: one request per
   worker); stage-batched, `runtime/executors/stage_batched.py` (generations of all requests at
   once; their searches in one batched call through `retrieval_queries`/`retrieved`); the
@@ -30,22 +32,20 @@ Unit kind -> the one place that says what it does (here, for every executor abov
 - merge: `merge` (`ir.effects.apply_merge`).
 - probe, cache-lookup, search-steps, decode: `wait` (nothing in the walkers: the search and the
   decode run whole at the chain's last unit). spec-verify: `verify` (declined in the walkers).
-  fork, join, start, end: `nothing` (a rewired region runs in control order, or eagerly in the
-  reference's `fork`).
+  fork, join, start, end: `nothing` (a region is the walk's: `program.walk`).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 from ragraph.errors import WorkflowError
 from ragraph.ir import effects
-from ragraph.ir.control import choose_edge
 from ragraph.ir.nodes import END, Merge
 from ragraph.ir.values import GeneratedText, Passages, Value
 from ragraph.program.program import GenerationChain, Program, RetrievalChain, Unit
+from ragraph.program.walk import Walk, WalkState
 
 # Unit kind -> the method that runs it. Prefetch is a side node: never walked.
 HANDLERS: dict[str, str] = {kind: kind.replace("-", "_") for kind in (
@@ -62,15 +62,12 @@ class UnitState(Protocol):
     rendered: dict[str, Any]
 
 
-class WalkState(UnitState, Protocol):
-    """What the walk reads and writes of a request (the runtime's RequestState is one)."""
-
-    node: str
-    loop_counts: Counter[int]
+class Walked(UnitState, WalkState, Protocol):
+    """A request the async walker runs: what its units and its walk read and write."""
 
 
 R = TypeVar("R", bound=UnitState)
-RW = TypeVar("RW", bound=WalkState)  # the async walker's requests carry their own walk
+RW = TypeVar("RW", bound=Walked)  # the async walker's requests carry their own walk
 P = TypeVar("P")  # a rendered prompt: completion text, or a chat turn in the runtime
 W = TypeVar("W")  # the work a unit waits on when it does not complete at once
 Thunk = Callable[[], Awaitable[Any]]
@@ -97,19 +94,6 @@ class UnitInterpreter(Generic[R, P, W]):
     split chain's rendering waits on the request, in `rendered`), so one instance serves many
     requests at once."""
 
-    program: Program
-
-    def advance(self, req: WalkState) -> str:
-        """Follow the control edge `choose_edge` picks; returns the unit entered."""
-        successors = self.program.units[req.node].successors
-        edge = choose_edge(successors, req.node, req.variables, req.loop_counts)
-        req.node = edge.dst
-        self.entered(req, edge.dst)
-        return edge.dst
-
-    def entered(self, req: Any, uid: str) -> None:
-        """A subclass's record of the walk (the runtime's request path)."""
-
     def dispatch(self, unit: Unit[Any], req: R) -> W | None:
         method = HANDLERS.get(unit.kind)
         if method is None:
@@ -120,7 +104,7 @@ class UnitInterpreter(Generic[R, P, W]):
         """A unit with no visible effect."""
         return None
 
-    start = end = fork = join = nothing  # a rewired region runs in control order here
+    start = end = fork = join = nothing  # a region is the walk's to schedule
 
     def probe(self, unit: Unit[Any], req: R) -> W | None:
         return self.wait(unit, req)
@@ -217,14 +201,41 @@ class Interpreter(UnitInterpreter[RW, P, Awaitable[None]]):
     engine calls, which run whole at a chain's last unit."""
 
     fan: Callable[[Sequence[Thunk]], Awaitable[list]] = staticmethod(one_after_another)
+    # The walk's scheduling choice: a rewired region's members in the order their DATA edges
+    # allow, latest ready first (the reference's eager schedule), else in control order.
+    eager: bool = False
 
     def __init__(self, program: Program) -> None:
         self.program = program
 
+    def advance(self, req: WalkState) -> str:
+        """One step of the walk in control order (a region's members one after another):
+        the unit entered after `req.node` completed (the stage-batched and LangGraph drivers
+        step requests so)."""
+        (uid,) = Walk(self.program, req, regions=False).completed(req.node)
+        self.entered(req, uid)
+        return uid
+
+    def entered(self, req: Any, uid: str) -> None:
+        """A subclass's hook on every unit the walk enters (the reference counts steps)."""
+
     async def run(self, req: RW) -> None:
-        """Walk `req` from where it is to END, running each unit it enters."""
-        while self.advance(req) != END:
-            await self.run_unit(self.program.units[req.node], req)
+        """Walk `req` from where it is to END, running each unit it enters, one at a time."""
+        walk = Walk(self.program, req, regions=self.eager)
+        ready = self._enter(req, walk.completed(req.node))
+        while ready:
+            uid = ready.pop()
+            if uid == END:
+                return
+            await self.run_unit(self.program.units[uid], req)
+            ready += self._enter(req, walk.completed(uid))
+        raise WorkflowError(f"the region the request is in after {req.node!r} has a DATA cycle",
+                            node=req.node)
+
+    def _enter(self, req: RW, uids: list[str]) -> list[str]:
+        for uid in uids:
+            self.entered(req, uid)
+        return uids
 
     async def run_unit(self, unit: Unit[Any], req: RW) -> None:
         work = self.dispatch(unit, req)

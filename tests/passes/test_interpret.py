@@ -52,6 +52,7 @@ class _Request:
     node: str = START
     loop_counts: Counter[int] = field(default_factory=Counter)
     rendered: dict = field(default_factory=dict)  # a split chain's rendering, by origin
+    path: list = field(default_factory=list)
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))

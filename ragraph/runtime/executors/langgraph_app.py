@@ -46,11 +46,12 @@ def variables_of(graph: RAGraph) -> list[str]:
 
 @dataclass
 class _Visit:
-    """One node's view of its request (`interpret.WalkState`), built from the LangGraph state."""
+    """One node's view of its request (`interpret.Walked`), built from the LangGraph state."""
 
     node: str
     variables: dict[str, Value]
     loop_counts: Counter[int] = field(default_factory=Counter)
+    path: list[str] = field(default_factory=list)  # where the walk went from this node
     rendered: dict[str, Any] = field(default_factory=dict)
     searched: Searched | None = None  # what a (non-map) retrieval searched
 

@@ -38,9 +38,6 @@ class Baseline(Interpreter[RequestState, Prompt]):
         super().__init__(program)
         self.services, self.pool, self.fan = services, pool, fan
 
-    def entered(self, req: RequestState, uid: str) -> None:
-        req.path.append(uid)
-
     def unit_start(self, req: RequestState) -> float:
         """When the unit now run began (stage-batched: its batch's search began earlier)."""
         return clock()
