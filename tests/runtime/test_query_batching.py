@@ -28,7 +28,7 @@ from ragraph.runtime.scheduler.policies import (
     retrieval_budget_ms,
 )
 from ragraph.runtime.scheduler.retrieval_side import EMBED_BATCH, MAX_EMBED_BATCH, RetrievalSide
-from ragraph.runtime.scheduler.search_worker import Prepared, Query, prepare
+from ragraph.runtime.scheduler.search_worker import PreparedQuery, Query, prepare
 from ragraph.runtime.search_service import SearchService
 from tests.runtime import fakes, workflows
 from tests.runtime.test_semantics import FAST
@@ -60,7 +60,7 @@ def test_prepare_embeds_a_batch_at_once_and_attributes_a_failure():
     queries = [Query(f"query {i}" + (" POISON" if i == 2 else ""), None, "probe", History())
                for i in range(5)]
     out = prepare(search, queries)
-    assert [type(o) for o in out] == [Prepared, Prepared, ValueError, Prepared, Prepared]
+    assert [type(o) for o in out] == [PreparedQuery, PreparedQuery, ValueError, PreparedQuery, PreparedQuery]
     assert embedder.batches[0] == 5  # one batch first; then each query alone to find the culprit
     alone = prepare(search, [queries[0]])[0]
     assert (alone.vector == out[0].vector).all() and alone.order == out[0].order

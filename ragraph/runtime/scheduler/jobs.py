@@ -22,7 +22,7 @@ from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.protocol import TopK
 from ragraph.runtime.scheduler.policies import counts_for_speculation, topk_drift
-from ragraph.runtime.scheduler.search_worker import Prepared, ScanItem, ScanResult
+from ragraph.runtime.scheduler.search_worker import PreparedQuery, ScanItem, ScanResult
 
 if TYPE_CHECKING:  # a request holds its jobs and each job its request
     from ragraph.runtime.scheduler.live import LiveRequest
@@ -171,7 +171,7 @@ class RetJob(Job):
         return Searched(self.query, len(self.probe), self.steps, self.clusters, self.passages,
                         self.hot_hits)
 
-    def take(self, prepared: Prepared) -> None:
+    def take(self, prepared: PreparedQuery) -> None:
         self.vector, self.probe, self.remaining = prepared.vector, prepared.probe, prepared.order
 
     def scan_item(self, want_partial: bool) -> ScanItem:

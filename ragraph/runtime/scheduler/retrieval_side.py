@@ -20,17 +20,17 @@ from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.retrieval.ivf.cost import CostModel
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.fanout import count_shared
-from ragraph.runtime.scheduler.inbox import Inbox, Prepared, StepDone
+from ragraph.runtime.scheduler.inbox import Inbox, PrepareDone, StepDone
 from ragraph.runtime.scheduler.jobs import RetJob
 from ragraph.runtime.scheduler.search_worker import (
     CycleResult,
+    PreparedQuery,
     Query,
     ScanResult,
     SplitCheck,
     prepare,
     run_cycle,
 )
-from ragraph.runtime.scheduler.search_worker import Prepared as Prepared_
 from ragraph.runtime.threads import search_pool
 
 if TYPE_CHECKING:  # the request holds jobs of this side
@@ -125,7 +125,7 @@ class RetrievalSide:
         self.preparing = asyncio.get_running_loop().run_in_executor(
             self.worker, timed, prepare, self.s.search, queries, self.s.search_threads)
         keys = tuple(j.key for j in jobs)
-        self.preparing.add_done_callback(self.inbox.done_callback(lambda f: Prepared(keys, f)))
+        self.preparing.add_done_callback(self.inbox.done_callback(lambda f: PrepareDone(keys, f)))
         self._stepped_last = False
         return True
 
@@ -163,7 +163,7 @@ class RetrievalSide:
                        if j.vector is not None and not j.warm_only)
         return clusters * self.cost.mean_cluster_ms
 
-    def prepared(self, event: Prepared) -> list[tuple[RetJob, Prepared_ | BaseException]]:
+    def prepared(self, event: PrepareDone) -> list[tuple[RetJob, PreparedQuery | BaseException]]:
         """A batch was embedded and probed: each job of a request still running, with its
         outcome (a query that failed to embed fails only its own request)."""
         self.preparing = None

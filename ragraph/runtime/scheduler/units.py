@@ -244,7 +244,7 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
         self._reached(job, Stage.PREFILLED)
         self._reached(job, Stage.DECODED)
 
-    def prepared(self, outcomes) -> None:  # noqa: ANN001 - (RetJob, Prepared | error) pairs
+    def prepared(self, outcomes) -> None:  # noqa: ANN001 - (RetJob, PreparedQuery | error) pairs
         for job, outcome in outcomes:
             self._guard(job.req, self._prepared, job, outcome)
 
