@@ -112,7 +112,7 @@ def build_app(program: Program, llm: AppLLM, retriever: AppRetriever, reports: N
         else:
             builder.add_node(names_of[node.id], _node(app, node, reports))
     targets = {**names_of, END: LG_END}
-    route = _router(graph, names_of, Send)
+    route = _router(program, names_of, Send)
     builder.add_conditional_edges(LG_START, route, targets)
     for node in work:
         builder.add_conditional_edges(names_of[node.id], route, targets)
@@ -132,12 +132,12 @@ def initial_state(program: Program, rid: str, variables: dict[str, Value]) -> di
             PASSAGES: None}
 
 
-def _router(graph: RAGraph, names_of: dict[str, str], send: type) -> Callable:
+def _router(program: Program, names_of: dict[str, str], send: type) -> Callable:
     """The conditional edge out of every node: to the node it chose, or for a map one Send per
     item to the map's branch node (straight to its gather when the list is empty)."""
     def route(state: dict[str, Any]) -> Any:
         nxt = state[NEXT]
-        each = getattr(graph.node(nxt), "each", ()) if nxt != END else ()
+        each = getattr(program.unit(nxt), "each", ()) if nxt != END else ()
         if not each:
             return nxt
         values = _values(state)
