@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import TYPE_CHECKING
 
 from ragraph.program.program import GenerationChain
 from ragraph.runtime.executors.base import Services, clock
@@ -17,10 +16,8 @@ from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
 from ragraph.runtime.scheduler.jobs import GenJob
+from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.runtime.scheduler.recent import RecentPrompts
-
-if TYPE_CHECKING:  # the request holds jobs of this side
-    from ragraph.runtime.scheduler.live import LiveRequest
 
 RECENT_PROMPTS = 64
 

@@ -10,7 +10,6 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.fanout import count_shared
 from ragraph.runtime.scheduler.inbox import Inbox, PrepareDone, StepDone
 from ragraph.runtime.scheduler.jobs import RetJob
+from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.runtime.scheduler.search_worker import (
     CycleResult,
     PreparedQuery,
@@ -32,9 +32,6 @@ from ragraph.runtime.scheduler.search_worker import (
     run_cycle,
 )
 from ragraph.runtime.threads import search_pool
-
-if TYPE_CHECKING:  # the request holds jobs of this side
-    from ragraph.runtime.scheduler.live import LiveRequest
 
 # New queries gather until this many wait (or the search is down to its last step) before they are
 # embedded: where a CPU embedder's cost per query stops falling with the batch (figures:

@@ -159,13 +159,13 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
     def issue_retrieval(self, chain: RetrievalChain, req: LiveRequest,
                         queries: str | list[str]) -> None:
         req.jobs[chain.origin] = (
-            fanout.start_retrievals(self.ret, req, chain, queries) if isinstance(queries, list)
+            _start_retrievals(self.ret, req, chain, queries) if isinstance(queries, list)
             else self.ret.start(req, chain, queries))
 
     def issue_generation(self, chain: GenerationChain, req: LiveRequest,
                          prompts: Rendered | list[Rendered]) -> None:
         if isinstance(prompts, list):  # a map: one job per branch
-            job: Job | fanout.Fan = fanout.start_generations(self.gen, req, chain, prompts)
+            job: Job | fanout.Fan = _start_generations(self.gen, req, chain, prompts)
         else:  # the instance its verify point adopted, else a new one
             job = req.jobs.get(chain.origin) or self.gen.start(req, chain, *prompts)
         req.jobs[chain.origin] = job
@@ -268,3 +268,23 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
             self._reached(job, Stage.SEARCHED)
         elif result.partial_passages is not None and not job.warm_only:
             self.ahead.speculate(job)
+
+
+def _start_retrievals(ret: RetrievalSide, req: LiveRequest, chain: RetrievalChain,
+                      queries: list[str]) -> fanout.Fan:
+    """One retrieval job per item (its rendered query); the search side batches them like any
+    other request's."""
+    jobs = []
+    for i, query in enumerate(queries):
+        job = ret.start(req, chain, query)
+        job.branch = i
+        jobs.append(job)
+    return fanout.Fan(jobs)
+
+
+def _start_generations(gen: GenerationSide, req: LiveRequest, chain: GenerationChain,
+                       rendered: list[Rendered]) -> fanout.Fan:
+    """One generation job per item (its rendered prompt and layout), queued for the engine
+    together."""
+    return fanout.Fan([gen.start(req, chain, prompt, segments, branch=i)
+                       for i, (prompt, segments) in enumerate(rendered)])
