@@ -26,7 +26,7 @@ from ragraph.api.options import runtime_config
 from ragraph.api.session import OnAnswer, Session, Sink
 from ragraph.errors import ConfigError, RagraphError, RuntimeClosed
 from ragraph.ir.values import Value
-from ragraph.passes.compiled import CompiledWorkflow
+from ragraph.program.compiled import CompiledWorkflow
 from ragraph.runtime.app import RunResult
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.llm.protocol import EngineCounters

@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack
 from ragraph.api.answer import Answer, answer_of
 from ragraph.api.events import WATCHED, Event, Finished, public_event
 from ragraph.errors import RuntimeClosed
-from ragraph.passes.compiled import CompiledWorkflow
+from ragraph.program.compiled import CompiledWorkflow
 from ragraph.runtime.app import RunResult, open_search, open_services, run_result
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig

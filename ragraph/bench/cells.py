@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ragraph.api.load import compile_catalog
 from ragraph.bench.arrivals import arrive
 from ragraph.bench.bounds import Bound
 from ragraph.bench.counting import counted, embedded
@@ -22,7 +23,6 @@ from ragraph.bench.server_stats import ServerCounters, erase_slots, read_counter
 from ragraph.bench.traffic import top_share
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.app import execute, open_services
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.http.openai import api_key_from
@@ -176,7 +176,7 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
     on a llama-server, empty slots at the start and its own counters of the run's work."""
     tracer = Tracer()
     # Compiled where the run is set up, outside the timed window: execute runs programs.
-    catalogs = [Catalog.compile(job.graph, config.scheduler.passes) for job in jobs]
+    catalogs = [compile_catalog(job.graph, config.scheduler.passes) for job in jobs]
     server = await asyncio.to_thread(_server_before, config)
     async with open_services(config, search, tracer) as services:
         loop = asyncio.get_running_loop()

@@ -68,10 +68,10 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise ConfigError("--limit", f"must be positive, got {args.limit}")
     config = config_from(args)
-    from ragraph.runtime.catalog import Catalog
+    from ragraph.api.load import compile_catalog
 
     # Compiled once, here: a bad spec fails before any model loads, and the run uses this.
-    catalog = Catalog.compile(load(args.file), config.scheduler.passes)
+    catalog = compile_catalog(load(args.file), config.scheduler.passes)
     console = new_console(highlight=False, soft_wrap=True)
     err = new_console(stderr=True, highlight=False, soft_wrap=True)
     if args.question is not None:

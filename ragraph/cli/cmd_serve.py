@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise RagraphError(f"error: ragraph serve needs the serve extra ({err.name} is "
                            "missing): pip install 'ragraph[serve]'") from err
+    from ragraph.api.load import compile_catalog
     from ragraph.cli.run_single import open_run
-    from ragraph.runtime.catalog import Catalog
 
     settings = ServeSettings(host=args.host, port=args.port, api_key=args.api_key,
                              allowed_hosts=args.allowed_hosts,
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     graphs = load_workflows(args.files)
     adapt = adapt_plan(args, graphs, config.scheduler.concurrency)
     # Compiled once, here: a bad file or pass spec fails before any model loads.
-    catalog = Catalog.compile(graphs, config.scheduler.passes)
+    catalog = compile_catalog(graphs, config.scheduler.passes)
     err = new_console(stderr=True, highlight=False, soft_wrap=True)
     if config.scale.ray is not None:
         if adapt is not None:

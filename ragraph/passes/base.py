@@ -14,22 +14,11 @@ from typing import ClassVar
 from ragraph.errors import RagraphError
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.listing import fmt
+from ragraph.program.compiled import Remark
 
 
 class PassError(RagraphError):
     """A bad pass spec or option, or a pass that failed; the message names the pass and option."""
-
-
-@dataclass(frozen=True)
-class Remark:
-    """A compile remark: something a user can act on (e.g. a prompt layout that defeats caching)."""
-
-    pass_name: str
-    node: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"remark [{self.pass_name}] {self.node}: {self.message}"
 
 
 @dataclass

@@ -1,27 +1,14 @@
 """Lowering, the compiler's last step: a verified graph to the executable program every
-executor runs (`compile()` lowers both the optimized graph and the source, so an executor never
-lowers or reinterprets a graph at run time).
-
-Every node of the compiled graph is a unit. A request walks the units along control edges
-(`choose_edge`, the semantics every executor shares), except inside a rewired region, where a
-unit starts once its DATA predecessors completed (`Region`). Units belong to chains: the
-sub-stages of one original Generate or Retrieve node (or the unsplit node itself, at -O0),
-typed here from the passes' own node classes, so the engines' sides get their work without
-reading string kinds back out of the graph.
-"""
+executor runs (`program.program.Program`: its chains, regions and chain heads)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
 import networkx as nx
 
-from ragraph.ir.chat import flat_prompt
+from ragraph.ir.control import control_table
 from ragraph.ir.edges import EdgeKind
-from ragraph.ir.fanout import Binding
 from ragraph.ir.graph import RAGraph
-from ragraph.ir.nodes import Generate, Merge, Node, Retrieve, Sampling
+from ragraph.ir.nodes import Generate, Merge, Node, Retrieve
 from ragraph.ir.overlap import Fork, Prefetch, SpecVerify
 from ragraph.ir.stages import (
     NO_LAYOUT,
@@ -31,89 +18,11 @@ from ragraph.ir.stages import (
     Finish,
     Prefill,
     Probe,
-    PromptLayout,
     RetrieveCommit,
     SearchSteps,
 )
-from ragraph.ir.template import Template
 from ragraph.passes.analysis import next_original, straight_next
-
-
-@dataclass(frozen=True)
-class RetrievalChain:
-    """One original retrieval as the search side runs it: split into budgeted steps
-    (`stepwise`) or searched whole (an unsplit Retrieve unit)."""
-
-    origin: str
-    query: Template
-    output: str
-    topk: int
-    nprobe: int | None
-    stepwise: bool
-    order: str  # "probe" | "similarity" (a cache-lookup orders clusters by the local cache)
-    keep: int  # results kept in the request's local cache at commit (reorder's `cache`)
-    speculate_into: str | None  # the generation origin a partial top-k may start early
-    each: tuple[Binding, ...] = ()  # a map: one search per branch
-    via: Merge | None = None  # the merge between a map and the generation it may start early
-    # A generation can follow it in its request: finishing it early lets that generation
-    # overlap the search (else its request has only searches, or nothing, left).
-    feeds_generation: bool = True
-    mode: str = "dense"  # the retrieve node's ranking: dense, or hybrid with keywords
-
-
-@dataclass(frozen=True)
-class GenerationChain:
-    origin: str
-    prompt: Template
-    sampling: Sampling
-    output: str
-    append: bool
-    layout: PromptLayout
-    chunk: int  # decode tokens per repetition of the decode unit
-    warm: str | None  # the retrieval origin a partial text may warm (speculative retrieval)
-    prefetch: Prefetch | None  # TeleRAG: clusters to load while this generation runs
-    each: tuple[Binding, ...] = ()  # a map: one generation per branch
-    items: int | None = None  # a list output: the text split into at most this many items
-    chat: bool = False  # a chat turn: `prompt` the user message, `system` the system message
-    system: Template | None = None
-    # A search can still run after it in its request (HyDE's passage, IRG's loop): on the
-    # workflow's critical path, its prompt goes to the engine first.
-    leads_to_search: bool = False
-
-    @property
-    def flat_prompt(self) -> Template:
-        """What `layout` is laid out on (`ir.chat`)."""
-        return flat_prompt(self.prompt, self.system)
-
-
-@dataclass(frozen=True)
-class Region:
-    """A rewired straight-line region: members run as their DATA predecessors allow."""
-
-    fork: str
-    join: str
-    members: tuple[str, ...]
-    data_preds: Mapping[str, frozenset[str]]  # members and the join
-
-
-@dataclass(frozen=True)
-class Program:
-    graph: RAGraph
-    retrievals: Mapping[str, RetrievalChain]
-    generations: Mapping[str, GenerationChain]
-    regions: Mapping[str, Region]  # by fork id
-    heads: frozenset[str]  # the unit each original node's chain starts with
-    last: Mapping[str, str]  # origin -> the unit that assigns its output (commit, finish, itself)
-
-    @property
-    def name(self) -> str:
-        return self.graph.name
-
-    def unit(self, uid: str) -> Node:
-        return self.graph.node(uid)
-
-    def origin(self, uid: str) -> str:
-        return getattr(self.unit(uid), "origin", uid)
+from ragraph.program.program import GenerationChain, Program, Region, RetrievalChain, Unit
 
 
 def lower(graph: RAGraph) -> Program:
@@ -143,7 +52,14 @@ def lower(graph: RAGraph) -> Program:
     last = {n.id: n.id for n in originals} | {
         origin: (chain.get(RetrieveCommit) or chain[Finish]).id for origin, chain in
         by_origin.items() if RetrieveCommit in chain or Finish in chain}
-    return Program(graph, retrievals, generations, regions, heads, last)
+    table = control_table(graph)
+    units = {}
+    for node in graph.nodes():
+        origin = getattr(node, "origin", node.id)
+        chain = generations.get(origin) or retrievals.get(origin)
+        units[node.id] = Unit(node, origin, node if isinstance(node, Merge) else chain,
+                              table[node.id], node.id in heads, regions.get(node.id))
+    return Program(graph, retrievals, generations, regions, last, units)
 
 
 def _head(chain: dict[type, Node]) -> Node:

@@ -18,26 +18,14 @@ import re
 import time
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 from ragraph.ir.graph import RAGraph
-from ragraph.passes.base import Pass, PassContext, PassError, Remark
+from ragraph.passes.base import Pass, PassContext, PassError
 from ragraph.passes.registry import CANONICAL_ORDER, PASSES
+from ragraph.program.compiled import PassStat
 
 _ITEM = re.compile(r"\s*([A-Za-z][\w-]*)\s*(?:\{([^{}]*)\})?\s*(?:,|$)")
-
-
-@dataclass(frozen=True)
-class PassStat:
-    """What one pass did: for --time-passes, --print-after-each and the compiled artifact."""
-
-    name: str
-    spec: str
-    changed: bool
-    seconds: float
-    nodes: tuple[int, int]  # before, after
-    edges: tuple[int, int]
-    remarks: tuple[Remark, ...]
 
 
 AfterEach = Callable[[PassStat, RAGraph], None]

@@ -1,4 +1,4 @@
-"""The reference walk: the base interpreter (`passes.interpret`) with fake engines and every
+"""The reference walk: the base interpreter (`program.interpret`) with fake engines and every
 speculative edge declined, a pass-level oracle for compiled graphs.
 
 `walk(graph, inputs)` runs one request through the program of any graph (-O0 or optimized) with
@@ -23,10 +23,11 @@ from typing import Any
 
 from ragraph.errors import WorkflowError
 from ragraph.ir.graph import RAGraph
-from ragraph.ir.nodes import START, Merge, Node
+from ragraph.ir.nodes import START, Merge
 from ragraph.ir.values import GeneratedText, Passage, Passages, Value
-from ragraph.passes.interpret import Interpreter, run_sync
-from ragraph.passes.lower import GenerationChain, Program, RetrievalChain, lower
+from ragraph.passes.lower import lower
+from ragraph.program.interpret import Interpreter, run_sync
+from ragraph.program.program import GenerationChain, Program, RetrievalChain, Unit
 
 
 def fake_generate(prompt: str) -> str:
@@ -60,11 +61,12 @@ class Effect:
 
 @dataclass
 class _Request:
-    """One request's walk state (`interpret.WalkState`) and its effects."""
+    """One request's walk state (`interpret.Walked`) and its effects."""
 
     variables: dict[str, Value]
     node: str = START
     loop_counts: Counter[int] = field(default_factory=Counter)
+    path: list[str] = field(default_factory=list)
     rendered: dict[str, Any] = field(default_factory=dict)
     effects: list[Effect] = field(default_factory=list)
     steps: int = 0
@@ -106,26 +108,10 @@ class _Reference(Interpreter[_Request, str]):
         super().assign_passages(chain, req, passages, query)
         _record(req, chain.origin, chain.output, query)
 
-    def merge(self, unit: Merge, req: _Request) -> None:
-        given = repr(req.variables[unit.input])
+    def merge(self, unit: Unit[Merge], req: _Request) -> None:
+        given = repr(req.variables[unit.chain.input])
         super().merge(unit, req)
-        _record(req, unit.id, unit.output, given)
-
-    async def fork(self, unit: Node, req: _Request) -> None:
-        """Eager: run the region latest-ready-first along its DATA edges, then leave the walk
-        at its join."""
-        if not self.eager:
-            return
-        region = self.program.regions[unit.id]
-        done = {unit.id}
-        while len(done) <= len(region.members):
-            ready = [m for m in region.members
-                     if m not in done and region.data_preds[m] <= done]
-            if not ready:
-                raise WorkflowError(f"region after {unit.id!r} has a DATA cycle", node=unit.id)
-            await self.run_unit(self.program.unit(ready[-1]), req)
-            done.add(ready[-1])
-        req.node = region.join
+        _record(req, unit.id, unit.chain.output, given)
 
 
 def _record(req: _Request, origin: str, var: str, source: str) -> None:

@@ -1,7 +1,8 @@
 """The workflows of one run, by name, each compiled once: a run may mix workflows (each request
 names its own). The wavefront scheduler runs each workflow's compiled program; the baselines run
 the program of the workflow as written (`source_program`). Workflows are compiled at the edge
-(`Catalog.compile`, the CLI and serve); `execute` takes only compiled ones (`Catalog.of`).
+(`api.load.compile_catalog`, the CLI and serve), so the runtime never imports the compiler;
+`execute` takes only compiled ones (`Catalog.of`).
 
 A long-lived run (the Python API's `Runtime`) learns its workflows as callers bring them
 (`add`; `Catalog({}, "")` starts empty and the first added is the default): executors look a
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from ragraph.errors import ConfigError
 from ragraph.ir.graph import RAGraph
-from ragraph.passes.compiled import CompiledWorkflow
+from ragraph.program.compiled import CompiledWorkflow
 from ragraph.runtime.request import Request
 
 Workflows = RAGraph | CompiledWorkflow | Mapping[str, RAGraph | CompiledWorkflow]
@@ -28,19 +29,9 @@ class Catalog:
     default: str
 
     @classmethod
-    def compile(cls, workflows: Workflows, passes: str) -> Catalog:
-        """Compile every workflow with `passes` (a workflow already compiled is taken as is)."""
-        from ragraph.passes import compile as compile_workflow
-
-        if isinstance(workflows, RAGraph | CompiledWorkflow):
-            workflows = {workflows.name: workflows}
-        return cls.of({name: w if isinstance(w, CompiledWorkflow) else compile_workflow(w, passes)
-                       for name, w in workflows.items()})
-
-    @classmethod
     def of(cls, workflows: Compiled) -> Catalog:
         """The catalog of workflows compiled already; a graph is refused (compile it once, where
-        the run is set up: `ragraph.compile(graph, passes)` or `Catalog.compile`)."""
+        the run is set up: `ragraph.compile(graph, passes)` or `compile_catalog`)."""
         if isinstance(workflows, CompiledWorkflow):
             workflows = {workflows.name: workflows}
         if not isinstance(workflows, Mapping):

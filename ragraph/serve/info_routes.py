@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from ragraph.errors import RagraphError
 from ragraph.ir.serialize import to_dict
-from ragraph.passes.compiled import CompiledWorkflow
+from ragraph.program.compiled import CompiledWorkflow
 from ragraph.serve.http_error import HttpError
 from ragraph.serve.sse import event_stream
 from ragraph.serve.state import ServerState

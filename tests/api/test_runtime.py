@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import ragraph
+from ragraph.api.load import compile_catalog
 from ragraph.errors import ConfigError, RequestFailed, RuntimeClosed, WorkflowError
 from ragraph.runtime.app import execute, open_services
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.request import Request
 from tests.runtime.fakes import random_search
@@ -36,7 +36,7 @@ def expected(hyde) -> dict[str, str]:
     async def run():
         async with open_services(config, random_search()) as services:
             requests = [Request(id=f"r{i}", question=q) for i, q in enumerate(QUESTIONS)]
-            return await execute(Catalog.compile(hyde, config.scheduler.passes),
+            return await execute(compile_catalog(hyde, config.scheduler.passes),
                                  requests, config, services)
 
     return {o.question: o.answer for o in asyncio.run(run()).outcomes}

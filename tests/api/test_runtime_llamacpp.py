@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import ragraph
+from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute, open_search, open_services
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.request import Request
 
@@ -30,7 +30,7 @@ def test_batch_threads_and_execute_agree_on_llamacpp():
     async def direct():
         async with open_services(config, search) as services:
             requests = [Request(id=str(i), question=q) for i, q in enumerate(QUESTIONS)]
-            result = await execute(Catalog.compile(wf, config.scheduler.passes),
+            result = await execute(compile_catalog(wf, config.scheduler.passes),
                                    requests, config, services)
         return {o.question: o.answer for o in result.outcomes}
 

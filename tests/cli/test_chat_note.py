@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragraph.api.load import compile_catalog
 from ragraph.cli.run_single import chat_note
 from ragraph.dsl import load
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.llm.sim.engine import SimEngine
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 
 
 def test_run_says_which_template_renders_chat_turns():
-    chat = Catalog.compile(load(WORKFLOWS / "oneshot_chat.rag"), "-O2")
+    chat = compile_catalog(load(WORKFLOWS / "oneshot_chat.rag"), "-O2")
     assert chat_note(chat, SimEngine()).startswith("chat turns: simulated stand-in")
-    plain = Catalog.compile(load(WORKFLOWS / "oneshot.rag"), "-O2")
+    plain = compile_catalog(load(WORKFLOWS / "oneshot.rag"), "-O2")
     assert chat_note(plain, SimEngine()) == ""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.distributed.replicas import ReplicaRouter
 from ragraph.runtime.executors.base import Services
@@ -28,7 +28,7 @@ def answer_all(urls: list[str], on_done=None) -> tuple[dict[str, str], ReplicaRo
         async with router:
             services = Services(llm=router, search=fakes.random_search())
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS)]
-            return await execute(Catalog.compile(load("oneshot"), config.scheduler.passes),
+            return await execute(compile_catalog(load("oneshot"), config.scheduler.passes),
                                  requests, config, services, on_done)
 
     result = asyncio.run(go())

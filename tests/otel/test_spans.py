@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
 )
 from opentelemetry.trace import StatusCode  # noqa: E402
 
+from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute  # noqa: E402
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig  # noqa: E402
 from ragraph.runtime.events import RunHooks  # noqa: E402
 from ragraph.runtime.executors.app_clients import EngineApp  # noqa: E402
@@ -47,7 +47,7 @@ async def traced(graph, executor: str = "ragraph", passes: str = "-O2", n: int =
                             hooks=RunHooks(recorder=recorder))
         if executor == "langgraph":  # the app calls the engine from its worker threads
             services.app_llm = EngineApp(engine, asyncio.get_running_loop())
-        result = await execute(Catalog.compile(graph, config.scheduler.passes),
+        result = await execute(compile_catalog(graph, config.scheduler.passes),
                                requests or questions(n), config, services)
     return result, exporter.get_finished_spans()
 

@@ -12,8 +12,8 @@ from ragraph.ir import nodes, overlap, stages
 from ragraph.ir.nodes import START
 from ragraph.ir.values import GeneratedText
 from ragraph.passes import compile
-from ragraph.passes.interpret import HANDLERS, Interpreter, run_sync
 from ragraph.passes.reference import FakeEngines, walk
+from ragraph.program.interpret import HANDLERS, Interpreter, run_sync
 from tests.passes.graphs import BUILDERS
 
 
@@ -52,6 +52,7 @@ class _Request:
     node: str = START
     loop_counts: Counter[int] = field(default_factory=Counter)
     rendered: dict = field(default_factory=dict)  # a split chain's rendering, by origin
+    path: list = field(default_factory=list)
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
@@ -86,8 +87,8 @@ def test_a_split_chains_rendering_waits_on_the_request_not_the_interpreter():
     """The interpreter keeps no request state: the prompt a prefill rendered waits on the
     request until its finish, so one instance runs many requests at once."""
     program = compile(BUILDERS["hyde"](), "-O2").program
-    prefill = next(u for u in program.graph.nodes() if u.kind == "prefill")
-    finish = program.unit(program.last[prefill.origin])
+    prefill = next(u for u in program.units.values() if u.kind == "prefill")
+    finish = program.units[program.last[prefill.origin]]
     counting = _Counting(program, FakeEngines())
     first, second = (_Request({"question": q}) for q in ("Who wrote it?", "When was it?"))
     for req in (first, second):

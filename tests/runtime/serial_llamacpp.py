@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.protocol import GenerationRequest
@@ -65,7 +65,7 @@ def answers(loop, engine, search, graph, executor: str, passes: str, n: int):
     config = RuntimeConfig.of(engine="llamacpp", executor=executor, passes=passes, concurrency=8)
     requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS[:n])]
     result = loop.run_until_complete(
-        execute(Catalog.compile(graph, config.scheduler.passes),
+        execute(compile_catalog(graph, config.scheduler.passes),
                 requests, config, Services(llm=engine, search=search)))
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]
     return {o.rid: (o.answer, o.path) for o in result.outcomes}

@@ -9,8 +9,8 @@ from collections import defaultdict
 
 import pytest
 
+from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.events import (
     GenerationUsage,
@@ -42,7 +42,7 @@ async def observed(graph, executor: str, passes: str, n: int = 6):
     recorder = Recorder()
     async with SimEngine(FAST) as engine:
         services = Services(llm=engine, search=fakes.random_search(), hooks=RunHooks(recorder))
-        result = await execute(Catalog.compile(graph, config.scheduler.passes),
+        result = await execute(compile_catalog(graph, config.scheduler.passes),
                                questions(n), config, services)
     return result, recorder
 
@@ -93,7 +93,7 @@ async def cancel_one(graph, victim: str):
 
     async with SimEngine(FAST) as engine:
         services = Services(llm=engine, search=fakes.random_search(), hooks=hooks)
-        result = await execute(Catalog.compile(graph, config.scheduler.passes),
+        result = await execute(compile_catalog(graph, config.scheduler.passes),
                                arrivals(), config, services)
         in_flight = engine.in_flight
         aborted = engine.counters().aborted
@@ -124,7 +124,7 @@ def test_cancel_of_a_waiting_request_reports_it_once():
 
         async with SimEngine(FAST) as engine:
             services = Services(llm=engine, search=fakes.random_search(), hooks=hooks)
-            result = await execute(Catalog.compile(workflows.irg(), config.scheduler.passes),
+            result = await execute(compile_catalog(workflows.irg(), config.scheduler.passes),
                                    arrivals(), config, services,
                                    on_done=lambda o: counts.__setitem__(o.rid, counts[o.rid] + 1))
         return result, counts

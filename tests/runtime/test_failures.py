@@ -9,8 +9,8 @@ import asyncio
 
 import pytest
 
+from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.http.openai import OpenAIHttpConfig, OpenAIHttpEngine
@@ -46,7 +46,7 @@ def run(engine, search, executor: str = "ragraph", passes: str = "-O2", asked=No
         async with engine:
             services = Services(llm=engine, search=search)
             return await asyncio.wait_for(
-                execute(Catalog.compile(workflows.hyde(), config.scheduler.passes),
+                execute(compile_catalog(workflows.hyde(), config.scheduler.passes),
                         asked or requests(), config, services), 120)
 
     return {o.rid: o for o in asyncio.run(go()).outcomes}

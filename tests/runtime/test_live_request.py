@@ -29,7 +29,8 @@ def live() -> LiveRequest:
 
 def running(gen: GenerationSide, req: LiveRequest, key: int, speculative: bool = False) -> GenJob:
     """A job the engine is generating (what `_submit` leaves)."""
-    job = GenJob(key, req, 0.0, stream=Stream(), speculative=speculative)  # type: ignore[arg-type]
+    job = GenJob(key, req, 0.0, chain=None, stream=Stream(),  # type: ignore[arg-type]
+                 speculative=speculative)
     gen.jobs[key] = job
     return job
 
@@ -58,7 +59,8 @@ def test_a_retrieval_asks_for_partial_results_only_while_its_generation_may_star
     chain = SimpleNamespace(speculate_into="answer")
     job = RetJob(1, req, 0.0, chain=chain)  # type: ignore[arg-type]
     assert job.may_speculate
-    req.speculative["answer"] = GenJob(2, req, 0.0, speculative=True)
+    req.speculative["answer"] = GenJob(2, req, 0.0, chain=None,  # type: ignore[arg-type]
+                                       speculative=True)
     assert not job.may_speculate  # running already: the rest of the search goes whole
     assert not RetJob(3, live(), 0.0, chain=chain, warm_only=True).may_speculate  # type: ignore[arg-type]
     assert not RetJob(4, live(), 0.0,  # type: ignore[arg-type]

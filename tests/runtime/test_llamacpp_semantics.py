@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from ragraph.api.load import compile_catalog
 from ragraph.dsl import load
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.request import Request
@@ -109,7 +109,7 @@ def test_the_langgraph_app_runs_every_workflow_on_llamacpp(path, llamacpp_loop, 
     config = RuntimeConfig.of(engine="llamacpp", executor="langgraph", concurrency=4)
     requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS[:n])]
     services = Services(llm=serial_llamacpp, search=serial_search, app_llm=app_llm)
-    result = llamacpp_loop.run_until_complete(execute(Catalog.compile(graph, config.scheduler.passes),
+    result = llamacpp_loop.run_until_complete(execute(compile_catalog(graph, config.scheduler.passes),
                                              requests, config, services))
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]
     got = {o.rid: (o.answer, o.path) for o in result.outcomes}

@@ -10,8 +10,8 @@ import resource
 
 import pytest
 
+from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.costmodel import GpuCostModel
@@ -50,7 +50,7 @@ async def _run(search, requests, executor="ragraph", tracer=None, cost=FAST, con
     async with RefusingEngine(SimEngine(cost), refuse=refuse) as engine:
         services = Services(llm=engine, search=search, tracer=tracer or Tracer())
         graphs = {name: make() for name, make in workflows.ALL.items()}
-        return await execute(Catalog.compile(graphs, config.scheduler.passes),
+        return await execute(compile_catalog(graphs, config.scheduler.passes),
                              requests, config, services)
 
 

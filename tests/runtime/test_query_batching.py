@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from ragraph.api.load import compile_catalog
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.engine import SimEngine
@@ -28,7 +28,7 @@ from ragraph.runtime.scheduler.policies import (
     retrieval_budget_ms,
 )
 from ragraph.runtime.scheduler.retrieval_side import EMBED_BATCH, MAX_EMBED_BATCH, RetrievalSide
-from ragraph.runtime.scheduler.search_worker import Prepared, Query, prepare
+from ragraph.runtime.scheduler.search_worker import PreparedQuery, Query, prepare
 from ragraph.runtime.search_service import SearchService
 from tests.runtime import fakes, workflows
 from tests.runtime.test_semantics import FAST
@@ -60,7 +60,7 @@ def test_prepare_embeds_a_batch_at_once_and_attributes_a_failure():
     queries = [Query(f"query {i}" + (" POISON" if i == 2 else ""), None, "probe", History())
                for i in range(5)]
     out = prepare(search, queries)
-    assert [type(o) for o in out] == [Prepared, Prepared, ValueError, Prepared, Prepared]
+    assert [type(o) for o in out] == [PreparedQuery, PreparedQuery, ValueError, PreparedQuery, PreparedQuery]
     assert embedder.batches[0] == 5  # one batch first; then each query alone to find the culprit
     alone = prepare(search, [queries[0]])[0]
     assert (alone.vector == out[0].vector).all() and alone.order == out[0].order
@@ -71,7 +71,7 @@ def run(search, requests, executor, release="step"):
         config = RuntimeConfig.of(engine="sim", executor=executor, passes="-O2", concurrency=32,
                                   release=release)
         async with SimEngine(FAST) as engine:
-            return await execute(Catalog.compile(workflows.irg(), config.scheduler.passes),
+            return await execute(compile_catalog(workflows.irg(), config.scheduler.passes),
                                  requests, config,
                                  Services(llm=engine, search=search))
     return asyncio.run(go())
@@ -248,7 +248,7 @@ def all_at_once(graph: RAGraph, n: int = 64) -> list[tuple[str, int]]:
     async def go():
         config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=n)
         async with SimEngine(FAST) as engine:
-            return await execute(Catalog.compile(graph, config.scheduler.passes),
+            return await execute(compile_catalog(graph, config.scheduler.passes),
                                  requests, config, Services(llm=engine, search=search))
 
     assert not any(o.error for o in asyncio.run(go()).outcomes)
@@ -283,7 +283,7 @@ def steps_after_batches(graph: RAGraph) -> list[tuple[int, int]]:
     async def go():
         config = RuntimeConfig.of(engine="sim", passes="-O2", concurrency=48)
         async with SimEngine(FAST) as engine:
-            return await execute(Catalog.compile(graph, config.scheduler.passes),
+            return await execute(compile_catalog(graph, config.scheduler.passes),
                                  requests, config, Services(llm=engine, search=search))
 
     result = asyncio.run(go())

@@ -11,8 +11,8 @@ import logging
 
 import pytest
 
+from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.events import GenerationUsage, RunHooks, TextProduced, UnitCompleted
 from ragraph.runtime.executors.base import Services
@@ -39,7 +39,7 @@ def run(search, graph=None, observer=None, engine=None, arrivals=None,  # noqa: 
                                   budget_ms=0.05, tau=1.0)
         async with engine or SimEngine(FAST) as llm:
             services = Services(llm=llm, search=search, hooks=RunHooks(observer))
-            workflow = Catalog.compile(graph or workflows.hyde(), config.scheduler.passes)
+            workflow = compile_catalog(graph or workflows.hyde(), config.scheduler.passes)
             return await asyncio.wait_for(execute(workflow, arrivals or questions(n), config,
                                                   services), 120)
 

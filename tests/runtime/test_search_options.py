@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from ragraph import END, START, RAGraph
+from ragraph.api.load import compile_catalog
 from ragraph.ir.values import Origin
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.engine import SimEngine
@@ -72,7 +72,7 @@ async def run(g: RAGraph, search: SearchService, executor: str, passes: str):
     config = RuntimeConfig.of(engine="sim", executor=executor, passes=passes, concurrency=6,
                               budget_ms=0.05)
     async with SimEngine(FAST) as engine:
-        return await execute(Catalog.compile(g, config.scheduler.passes), requests(), config,
+        return await execute(compile_catalog(g, config.scheduler.passes), requests(), config,
                              Services(llm=engine, search=search))
 
 

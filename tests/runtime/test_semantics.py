@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
+from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.costmodel import GpuCostModel
@@ -38,7 +38,7 @@ async def run_all(graph, search, executor: str, passes: str, n: int):
     engine = SimEngine(FAST)
     async with engine:
         services = Services(llm=engine, search=search)
-        result = await execute(Catalog.compile(graph, config.scheduler.passes),
+        result = await execute(compile_catalog(graph, config.scheduler.passes),
                                questions(n), config, services)
     return result
 

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from ragraph import END, START, RAGraph
+from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import RunResult, execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
@@ -87,7 +87,7 @@ def run(graph: RAGraph, search: SearchService, passes: str, budget_ms: float | N
     async def go() -> RunResult:
         async with SimEngine(sim) as engine:
             services = Services(llm=engine, search=search, tracer=tracer)
-            return await execute(Catalog.compile(graph, passes), [Request(id="q1",
+            return await execute(compile_catalog(graph, passes), [Request(id="q1",
                                  question="Which list holds the answer?")], config, services)
 
     return asyncio.run(go()), tracer

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from ragraph import dsl
+from ragraph.api.load import compile_catalog
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START
 from ragraph.passes import compile
-from ragraph.passes.interpret import HANDLERS, Interpreter, UnitInterpreter
+from ragraph.program.interpret import HANDLERS, Interpreter, UnitInterpreter
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.costmodel import GpuCostModel
@@ -49,7 +49,7 @@ def run(workflow, engine, search, passes: str, questions: list[str], tau: float 
         async with engine:
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(questions)]
             services = Services(llm=engine, search=services_search or search, tracer=tracer)
-            return await execute(Catalog.compile(workflow, config.scheduler.passes),
+            return await execute(compile_catalog(workflow, config.scheduler.passes),
                                  requests, config, services)
 
     result = asyncio.run(go())

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ragraph.api.load import compile_catalog
 from ragraph.dsl import load
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.events import GenerationUsage
@@ -60,7 +61,6 @@ def reference(asks: Sequence[tuple[str, str]], config: RuntimeConfig = SIM) -> d
     """{(workflow, question): Expected} as `ragraph run` computes them: `execute` on engines
     opened the same way, with the same compiled workflows and settings."""
     from ragraph.runtime.app import execute, open_services
-    from ragraph.runtime.catalog import Catalog
     from tests.runtime.fakes import random_search
 
     unique = sorted(set(asks))
@@ -68,7 +68,7 @@ def reference(asks: Sequence[tuple[str, str]], config: RuntimeConfig = SIM) -> d
     usage = _Usage()
 
     async def run():
-        catalog = Catalog.compile(graphs(sorted({w for w, _ in unique})), config.scheduler.passes)
+        catalog = compile_catalog(graphs(sorted({w for w, _ in unique})), config.scheduler.passes)
         async with open_services(config, random_search()) as services:
             services.hooks.observer = usage
             return await execute(catalog, requests, config, services)

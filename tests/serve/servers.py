@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from ragraph.api.load import compile_catalog
 from ragraph.ir.graph import RAGraph
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.serve import ServeSettings, build_app
 from ragraph.serve.listener import make_server
@@ -129,7 +129,7 @@ def serving(workflows: Mapping[str, RAGraph], config: RuntimeConfig,
             adapt=None) -> Iterator[Served]:  # noqa: ANN001 - serve --adapt's AdaptPlan
     from tests.runtime.fakes import random_search
 
-    catalog = Catalog.compile(dict(workflows), config.scheduler.passes)
+    catalog = compile_catalog(dict(workflows), config.scheduler.passes)
     settings = settings or ServeSettings(port=0)
     app = build_app(catalog, config, settings, search=search or random_search(), adapt=adapt)
     with serving_app(app, settings) as served:

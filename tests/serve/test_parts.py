@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ragraph.api.load import compile_catalog
 from ragraph.errors import ConfigError
 from ragraph.runtime.answer_stream import AnswerDeltas, answer_origins
 from ragraph.runtime.catalog import Catalog
@@ -67,7 +68,7 @@ def test_loopback_is_the_default():
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
-    return Catalog.compile(graphs(("hyde", "irg")), "-O0")
+    return compile_catalog(graphs(("hyde", "irg")), "-O0")
 
 
 def test_bodies_take_the_last_user_message_and_content_parts(catalog):

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from ragraph.api.load import compile_catalog
 from ragraph.dsl import load
 from ragraph.errors import EngineError, SearchIndexError
 from ragraph.runtime.app import execute, open_search, open_services
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.request import Request
 from tests.real import missing, need_module
@@ -35,7 +35,7 @@ def run_default(graphs, requests, config: RuntimeConfig):
 
     async def go():
         async with open_services(config, search) as services:
-            return await execute(Catalog.compile(graphs, config.scheduler.passes),
+            return await execute(compile_catalog(graphs, config.scheduler.passes),
                                  requests, config, services)
 
     try:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from ragraph import dsl
+from ragraph.api.load import compile_catalog
 from ragraph.ir.nodes import Generate
 from ragraph.passes import compile
 from ragraph.runtime.app import execute
-from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.app_clients import EngineApp
 from ragraph.runtime.executors.base import Services
@@ -48,7 +48,7 @@ def run(graph, engine, search, executor: str, passes: str, questions: list[str])
             services = Services(llm=engine, search=search)
             if executor == "langgraph":
                 services.app_llm = EngineApp(engine, asyncio.get_running_loop())
-            return await execute(Catalog.compile(graph, config.scheduler.passes),
+            return await execute(compile_catalog(graph, config.scheduler.passes),
                                  requests, config, services)
 
     result = asyncio.run(go())

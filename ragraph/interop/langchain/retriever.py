@@ -27,7 +27,7 @@ from ragraph.api.runtime import Runtime
 from ragraph.errors import ConfigError
 from ragraph.ir import END, START, RAGraph
 from ragraph.ir.values import Passage
-from ragraph.passes.compiled import CompiledWorkflow
+from ragraph.program.compiled import CompiledWorkflow
 from ragraph.runtime.retrieval.options import SearchOptions
 
 

@@ -1,7 +1,7 @@
 """A ragraph workflow lowered to a real LangGraph `StateGraph`, written as a practitioner would.
 
 Each Generate, Retrieve or Merge unit of the workflow's program (as written) becomes a LangGraph
-node whose body is the base interpreter's handler for that unit (`passes.interpret`), with the
+node whose body is the base interpreter's handler for that unit (`program.interpret`), with the
 app's own clients as its engines (`_App`): it renders its prompt or query from the state, calls
 the LLM or the index, and writes its output variable. Where to go next is the interpreter's walk
 (`choose_edge`, the function every executor shares): the node records its choice in the state
@@ -22,8 +22,8 @@ from ragraph.errors import ConfigError
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START, Generate, Merge, Node, Retrieve
 from ragraph.ir.values import GeneratedText, Passages, Value
-from ragraph.passes.interpret import Interpreter, run_sync
-from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
+from ragraph.program.interpret import Interpreter, run_sync
+from ragraph.program.program import GenerationChain, Program, RetrievalChain
 from ragraph.runtime import effects
 from ragraph.runtime.events import Searched
 from ragraph.runtime.executors.app_clients import AppLLM, AppRetriever
@@ -46,11 +46,12 @@ def variables_of(graph: RAGraph) -> list[str]:
 
 @dataclass
 class _Visit:
-    """One node's view of its request (`interpret.WalkState`), built from the LangGraph state."""
+    """One node's view of its request (`interpret.Walked`), built from the LangGraph state."""
 
     node: str
     variables: dict[str, Value]
     loop_counts: Counter[int] = field(default_factory=Counter)
+    path: list[str] = field(default_factory=list)  # where the walk went from this node
     rendered: dict[str, Any] = field(default_factory=dict)
     searched: Searched | None = None  # what a (non-map) retrieval searched
 
@@ -111,7 +112,7 @@ def build_app(program: Program, llm: AppLLM, retriever: AppRetriever, reports: N
         else:
             builder.add_node(names_of[node.id], _node(app, node, reports))
     targets = {**names_of, END: LG_END}
-    route = _router(graph, names_of, Send)
+    route = _router(program, names_of, Send)
     builder.add_conditional_edges(LG_START, route, targets)
     for node in work:
         builder.add_conditional_edges(names_of[node.id], route, targets)
@@ -131,12 +132,12 @@ def initial_state(program: Program, rid: str, variables: dict[str, Value]) -> di
             PASSAGES: None}
 
 
-def _router(graph: RAGraph, names_of: dict[str, str], send: type) -> Callable:
+def _router(program: Program, names_of: dict[str, str], send: type) -> Callable:
     """The conditional edge out of every node: to the node it chose, or for a map one Send per
     item to the map's branch node (straight to its gather when the list is empty)."""
     def route(state: dict[str, Any]) -> Any:
         nxt = state[NEXT]
-        each = getattr(graph.node(nxt), "each", ()) if nxt != END else ()
+        each = getattr(program.unit(nxt), "each", ()) if nxt != END else ()
         if not each:
             return nxt
         values = _values(state)
@@ -172,7 +173,7 @@ def _node(app: _App, node: Node,
           reports: NodeReports) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def run(state: dict[str, Any]) -> dict[str, Any]:
         visit, start = _visit(node, state), clock()
-        run_sync(app.run_unit(node, visit))
+        run_sync(app.run_unit(app.program.units[node.id], visit))
         reports.node_done(NodeDone(state[RID], node, dict(visit.variables), start, clock(),
                                    visit.searched))
         return _advance(app, node, state, visit, {})

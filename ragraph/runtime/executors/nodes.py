@@ -1,4 +1,4 @@
-"""The base interpreter (`passes.interpret`) on the run's engines: what the baselines run, one
+"""The base interpreter (`program.interpret`) on the run's engines: what the baselines run, one
 request at a time through the program of the workflow as written (`source_program`), as an
 application's own loop does. A map runs its branches through `fan`: one after another
 (`one_after_another`, the default) or all submitted at once so the engine batches them
@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from concurrent.futures import Executor as ThreadPool
+from typing import Any
 
-from ragraph.ir.nodes import Merge, Node, Retrieve
+from ragraph.ir.nodes import Merge, Retrieve
 from ragraph.ir.values import GeneratedText, Passages
-from ragraph.passes.interpret import Interpreter, Thunk, one_after_another
-from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
+from ragraph.program.interpret import Interpreter, Thunk, one_after_another
+from ragraph.program.program import GenerationChain, Program, RetrievalChain, Unit
 from ragraph.runtime import effects
 from ragraph.runtime.events import Searched
 from ragraph.runtime.executors.base import Services, clock
@@ -37,23 +38,20 @@ class Baseline(Interpreter[RequestState, Prompt]):
         super().__init__(program)
         self.services, self.pool, self.fan = services, pool, fan
 
-    def entered(self, req: RequestState, uid: str) -> None:
-        req.path.append(uid)
-
     def unit_start(self, req: RequestState) -> float:
         """When the unit now run began (stage-batched: its batch's search began earlier)."""
         return clock()
 
-    async def run_unit(self, unit: Node, req: RequestState) -> None:
+    async def run_unit(self, unit: Unit[Any], req: RequestState) -> None:
         start = self.unit_start(req)
         await super().run_unit(unit, req)
-        end = clock()
-        if isinstance(unit, Retrieve):
-            self.services.tracer.add_span(req.name, f"retrieve {unit.id}", start, end,
+        end, node = clock(), unit.node
+        if isinstance(node, Retrieve):
+            self.services.tracer.add_span(req.name, f"retrieve {node.id}", start, end,
                                           engine=False)
-        if isinstance(unit, Retrieve | Merge):
-            req.retrievals.extend(effects.retrieved(req.variables[unit.output]))
-        self.services.hooks.unit_completed(req, unit, start, end)
+        if isinstance(node, Retrieve | Merge):
+            req.retrievals.extend(effects.retrieved(req.variables[node.output]))
+        self.services.hooks.unit_completed(req, node, start, end)
 
     def render_prompt(self, chain: GenerationChain, variables: dict) -> Prompt:
         return effects.generation_prompt_of(chain.prompt, variables, chain.system, chain.chat)

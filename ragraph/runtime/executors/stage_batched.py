@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from ragraph.ir.nodes import END, Generate, Merge, Node, Retrieve
 from ragraph.ir.values import Passages
-from ragraph.passes.lower import Program, RetrievalChain
+from ragraph.program.program import Program, RetrievalChain
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail, finish
 from ragraph.runtime.executors.nodes import Baseline, all_at_once
@@ -106,8 +106,8 @@ class StageBatchedExecutor:
             failed = await loop.run_in_executor(pool, search_batch, self.services, ready)
             ready = [(s, r) for (s, r), error in zip(ready, failed, strict=True)
                      if not _failed(s, error)]
-        results = await asyncio.gather(*(r.run_unit(r.program.unit(s.node), s) for s, r in ready),
-                                       return_exceptions=True)
+        results = await asyncio.gather(*(r.run_unit(r.program.units[s.node], s)
+                                         for s, r in ready), return_exceptions=True)
         for (state, runner), result in zip(ready, results, strict=True):
             try:
                 if isinstance(result, BaseException):
@@ -127,8 +127,8 @@ async def _merges(active: list[_Active]) -> None:
     """Run every merge the requests have reached (no engine work: they complete at once)."""
     for state, runner in active:
         try:
-            while not state.error and isinstance(node := runner.program.unit(state.node), Merge):
-                await runner.run_unit(node, state)
+            while not state.error and isinstance(runner.program.unit(state.node), Merge):
+                await runner.run_unit(runner.program.units[state.node], state)
                 runner.advance(state)
         except Exception as err:  # attributed to this request
             fail(state, err)

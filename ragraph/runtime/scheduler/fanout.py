@@ -10,22 +10,14 @@ last unit assigns the list of branch results in item order, as every executor do
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ragraph.ir.values import Items, Passages, Value
-from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
+from ragraph.program.program import GenerationChain, Program
 from ragraph.runtime import effects
 from ragraph.runtime.generate import generated_text
-from ragraph.runtime.llm.chat import Prompt
-from ragraph.runtime.llm.protocol import PromptSegments
+from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob, Stage, StageWaiter
-
-if TYPE_CHECKING:  # the sides import this module (count_shared), the request its Fan
-    from ragraph.runtime.outcome import RunStats
-    from ragraph.runtime.scheduler.generation_side import GenerationSide
-    from ragraph.runtime.scheduler.live import LiveRequest
-    from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 
 
 @dataclass
@@ -54,33 +46,13 @@ class Fan(StageWaiter):
     @property
     def passages(self) -> Items | None:
         """Every branch's final top-k, in item order (None until all are searched)."""
-        found = [job.passages for job in self.jobs]  # type: ignore[attr-defined]
+        found = [job.passages for job in self.jobs if isinstance(job, RetJob)]
         return None if any(p is None for p in found) else Items(tuple(found))
-
-
-def start_retrievals(ret: RetrievalSide, req: LiveRequest, chain: RetrievalChain,
-                     queries: list[str]) -> Fan:
-    """One retrieval job per item (its rendered query); the search side batches them like any
-    other request's."""
-    jobs = []
-    for i, query in enumerate(queries):
-        job = ret.start(req, chain, query)
-        job.branch = i
-        jobs.append(job)
-    return Fan(jobs)
-
-
-def start_generations(gen: GenerationSide, req: LiveRequest, chain: GenerationChain,
-                      rendered: list[tuple[Prompt, PromptSegments | None]]) -> Fan:
-    """One generation job per item (its rendered prompt and layout), queued for the engine
-    together."""
-    return Fan([gen.start(req, chain, prompt, segments, branch=i)
-                for i, (prompt, segments) in enumerate(rendered)])
 
 
 def finish_generations(fan: Fan, state: RequestState, chain: GenerationChain) -> list[GenJob]:
     """Assign a map's generated texts in item order; the jobs it is done with."""
-    jobs: list[GenJob] = fan.jobs  # type: ignore[assignment]
+    jobs = [job for job in fan.jobs if isinstance(job, GenJob)]  # a generation map's
     values: list[Value] = []
     for job in jobs:
         error = job.failure()
@@ -98,10 +70,11 @@ def speculative_values(program: Program, job: RetJob,
     unit whose control edge leads to that generation; None while a branch has no partial yet.
     For a map: every branch's partial (or final) top-k, merged as the merge after it would."""
     chain = job.chain
-    assert chain is not None  # set at construction
     values = dict(variables)
     if job.fan is None:
-        values[chain.output] = job.partial_passages  # type: ignore[assignment]
+        if job.partial_passages is None:
+            return None
+        values[chain.output] = job.partial_passages
         return values, program.last[chain.origin]
     partials: list[Passages] = []
     for branch in job.fan.jobs:

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import TYPE_CHECKING
 
-from ragraph.passes.lower import GenerationChain
+from ragraph.program.program import GenerationChain
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.generate import engine_request
 from ragraph.runtime.llm.chat import Prompt, prompt_text
@@ -17,10 +16,8 @@ from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
 from ragraph.runtime.scheduler.jobs import GenJob
+from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.runtime.scheduler.recent import RecentPrompts
-
-if TYPE_CHECKING:  # the request holds jobs of this side
-    from ragraph.runtime.scheduler.live import LiveRequest
 
 RECENT_PROMPTS = 64
 
@@ -153,7 +150,6 @@ class GenerationSide:
 
     def _submit(self, job: GenJob) -> None:
         chain = job.chain
-        assert chain is not None  # every job has its chain
         self.jobs[job.key] = job
         try:
             request = engine_request(f"{job.req.rid}/{chain.origin}/{job.key}", job.prompt,
@@ -186,7 +182,7 @@ class GenerationSide:
         if not job.speculative and job.state.first_token_at is None:
             job.state.first_token_at = clock()
         # A map's branch writes one item of a list, not its output's text: not streamed.
-        if not job.speculative and job.chain is not None and job.fan is None:
+        if not job.speculative and job.fan is None:
             self.s.hooks.text(job.req.rid, job.origin, job.chain.output, event.event.text)
         return job
 

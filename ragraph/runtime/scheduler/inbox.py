@@ -42,7 +42,7 @@ class Generated:
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PrepareDone:
     """A batch of new retrievals was embedded and probed (the future carries the outcomes)."""
 
     keys: tuple[int, ...]
@@ -61,7 +61,7 @@ class PrefetchDone:
     future: asyncio.Future
 
 
-Event = Arrived | ArrivalsDone | Token | Generated | Prepared | StepDone | PrefetchDone
+Event = Arrived | ArrivalsDone | Token | Generated | PrepareDone | StepDone | PrefetchDone
 
 
 class Inbox:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ragraph.errors import EngineError
 from ragraph.ir.values import Passages
-from ragraph.passes.lower import GenerationChain, RetrievalChain
+from ragraph.program.program import GenerationChain, RetrievalChain
 from ragraph.runtime.events import Searched
 from ragraph.runtime.llm.chat import Prompt
 from ragraph.runtime.llm.failure import error_of
@@ -22,7 +22,7 @@ from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.protocol import TopK
 from ragraph.runtime.scheduler.policies import counts_for_speculation, topk_drift
-from ragraph.runtime.scheduler.search_worker import Prepared, ScanItem, ScanResult
+from ragraph.runtime.scheduler.search_worker import PreparedQuery, ScanItem, ScanResult
 
 if TYPE_CHECKING:  # a request holds its jobs and each job its request
     from ragraph.runtime.scheduler.live import LiveRequest
@@ -82,12 +82,12 @@ class Job(StageWaiter):
         return self.released()
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GenJob(Job):
     """A generation in the LLM engine. A speculative one started on a retrieval's partial top-k
     and is adopted only if the committed prompt is identical to `prompt`."""
 
-    chain: GenerationChain | None = None
+    chain: GenerationChain
     prompt: Prompt = ""
     layout: PromptSegments | None = None  # (prefix-layout) the engine request's segments
     stream: GenerationStream | None = None
@@ -101,7 +101,6 @@ class GenJob(Job):
 
     @property
     def origin(self) -> str:
-        assert self.chain is not None  # set at construction
         return self.chain.origin
 
     @property
@@ -123,11 +122,11 @@ class GenJob(Job):
         return error_of(self.result, where)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RetJob(Job):
     """A retrieval in the search engine, advanced one budgeted step per cycle."""
 
-    chain: RetrievalChain | None = None
+    chain: RetrievalChain
     query: str = ""
     warm_only: bool = False  # speculative retrieval: only warms the request's locality history
     vector: np.ndarray | None = None
@@ -148,7 +147,6 @@ class RetJob(Job):
 
     @property
     def origin(self) -> str:
-        assert self.chain is not None  # set at construction
         return self.chain.origin
 
     @property
@@ -164,9 +162,8 @@ class RetJob(Job):
         partial yet. Once one runs, the rest of the search goes on in whole steps to its
         verify point: splitting it further for partial results cost more than it saved
         (docs/benchmarks/ablation.md#online-latency-against-the-arrival-rate)."""
-        chain = self.chain
-        return (not self.warm_only and chain is not None and chain.speculate_into is not None
-                and chain.speculate_into not in self.req.speculative)
+        into = self.chain.speculate_into
+        return not self.warm_only and into is not None and into not in self.req.speculative
 
     def searched(self) -> Searched:
         """What the search did for this retrieval, once it finished (spans report it)."""
@@ -174,11 +171,11 @@ class RetJob(Job):
         return Searched(self.query, len(self.probe), self.steps, self.clusters, self.passages,
                         self.hot_hits)
 
-    def take(self, prepared: Prepared) -> None:
+    def take(self, prepared: PreparedQuery) -> None:
         self.vector, self.probe, self.remaining = prepared.vector, prepared.probe, prepared.order
 
     def scan_item(self, want_partial: bool) -> ScanItem:
-        assert self.chain is not None and self.vector is not None and self.probe is not None
+        assert self.vector is not None and self.probe is not None  # embedded and probed
         spec = self.state.request.search.spec(self.chain.topk, self.chain.mode)
         return ScanItem(key=self.key, k=spec.k, query=self.query, mode=spec.mode,
                         where=spec.where,
@@ -188,6 +185,7 @@ class RetJob(Job):
 
     def absorb(self, result: ScanResult) -> None:
         """Take one cycle's result (on the scheduler thread)."""
+        assert self.probe is not None  # probed before its first search step
         self.waited = 0 if result.searched else self.waited + 1
         self.clusters += len(result.searched)
         if result.partial is not None:
@@ -198,7 +196,7 @@ class RetJob(Job):
             before = self.partial_passages.ids if self.partial_passages else ()
             self.drift = topk_drift(before, result.partial_passages.ids)
             self.partial_passages = result.partial_passages
-            if counts_for_speculation(self.clusters, len(self.probe)):  # type: ignore[arg-type]
+            if counts_for_speculation(self.clusters, len(self.probe)):
                 self.views += 1
         if result.passages is not None:
             self.passages = result.passages

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ragraph.ir.values import Value
-from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
+from ragraph.program.program import GenerationChain, Program, RetrievalChain
+from ragraph.program.walk import Walk
 from ragraph.runtime import effects
 from ragraph.runtime.events import RunHooks
 from ragraph.runtime.generate import generated_text
@@ -21,7 +22,6 @@ from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.ivf.locality import History
 from ragraph.runtime.scheduler.fanout import Fan, finish_generations
 from ragraph.runtime.scheduler.jobs import GenJob, Job, RetJob
-from ragraph.runtime.scheduler.walk import Walk
 
 
 @dataclass(eq=False)
@@ -74,7 +74,7 @@ class LiveRequest:
     def commit(self, chain: RetrievalChain, hooks: RunHooks) -> None:
         """Assign the chain's passages (its search finished) and forget its job."""
         job = self.jobs.pop(chain.origin)
-        passages = job.passages  # type: ignore[union-attr]
+        passages = job.passages if isinstance(job, RetJob | Fan) else None
         assert passages is not None  # the search-steps unit completed
         if isinstance(job, RetJob):
             hooks.retrieved(self.rid, chain.origin, job.searched)

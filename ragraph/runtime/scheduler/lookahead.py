@@ -10,7 +10,7 @@ from collections import Counter
 
 from ragraph.errors import WorkflowError
 from ragraph.ir.control import choose_edge
-from ragraph.passes.lower import GenerationChain
+from ragraph.program.program import GenerationChain
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.scheduler import fanout, policies
@@ -33,7 +33,7 @@ class Lookahead:
         """Start the next generation on this retrieval's partial top-k, when the engine has room
         and the request would go there next."""
         req, chain = job.req, job.chain
-        if req.closed or chain is None or chain.speculate_into is None:
+        if req.closed or chain.speculate_into is None:
             return
         program, state = req.program, req.state
         target = program.generations[chain.speculate_into]
@@ -48,8 +48,9 @@ class Lookahead:
             if partial is None:
                 return  # a branch of the map has no partial top-k yet
             variables, after = partial
-            edge = choose_edge(program.graph, after, variables, Counter(state.loop_counts))
-            if program.origin(edge.dst) != target.origin:
+            edge = choose_edge(program.units[after].successors, after, variables,
+                               Counter(state.loop_counts))
+            if program.units[edge.dst].origin != target.origin:
                 return
             prompt = effects.generation_prompt_of(target.prompt, variables, target.system,
                                                   target.chat)
@@ -62,12 +63,12 @@ class Lookahead:
         """Speculative retrieval: search with the partial text to order the real search's
         clusters (it only feeds the locality history; the real search stays exact)."""
         req, chain = job.req, job.chain
-        if req.closed or chain is None or job.warmed or job.speculative:
+        if req.closed or chain.warm is None or job.warmed or job.speculative:
             return
         job.warmed = True
         if self.ret.busy_with_real_work or not self.gen.has_room():
             return  # warming would only delay real retrievals or the engine's real work
-        target = req.program.retrievals[chain.warm]  # type: ignore[index]
+        target = req.program.retrievals[chain.warm]
         variables = {**job.state.variables, chain.output: job.text}
         try:
             query = effects.retrieval_query_of(target.query, variables)

@@ -10,31 +10,28 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragraph.passes.lower import RetrievalChain
+from ragraph.program.program import RetrievalChain
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.retrieval.ivf.cost import CostModel
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.fanout import count_shared
-from ragraph.runtime.scheduler.inbox import Inbox, Prepared, StepDone
+from ragraph.runtime.scheduler.inbox import Inbox, PrepareDone, StepDone
 from ragraph.runtime.scheduler.jobs import RetJob
+from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.runtime.scheduler.search_worker import (
     CycleResult,
+    PreparedQuery,
     Query,
     ScanResult,
     SplitCheck,
     prepare,
     run_cycle,
 )
-from ragraph.runtime.scheduler.search_worker import Prepared as Prepared_
 from ragraph.runtime.threads import search_pool
-
-if TYPE_CHECKING:  # the request holds jobs of this side
-    from ragraph.runtime.scheduler.live import LiveRequest
 
 # New queries gather until this many wait (or the search is down to its last step) before they are
 # embedded: where a CPU embedder's cost per query stops falling with the batch (figures:
@@ -121,18 +118,17 @@ class RetrievalSide:
             size = self._batch_size() if cap is None else min(self._batch_size(), cap)
         jobs, self.to_prepare = self.to_prepare[:size], self.to_prepare[size:]
         self._last_batch = len(jobs)
-        queries = [Query(j.query, j.chain.nprobe, j.chain.order,  # type: ignore[union-attr]
-                         j.req.history) for j in jobs]
+        queries = [Query(j.query, j.chain.nprobe, j.chain.order, j.req.history) for j in jobs]
         self.preparing = asyncio.get_running_loop().run_in_executor(
             self.worker, timed, prepare, self.s.search, queries, self.s.search_threads)
         keys = tuple(j.key for j in jobs)
-        self.preparing.add_done_callback(self.inbox.done_callback(lambda f: Prepared(keys, f)))
+        self.preparing.add_done_callback(self.inbox.done_callback(lambda f: PrepareDone(keys, f)))
         self._stepped_last = False
         return True
 
     def _feed_cap(self) -> int | None:
         """The engine's cap on the next batch where the waiting retrievals start generations."""
-        if not any(j.chain.feeds_generation for j in self.to_prepare):  # type: ignore[union-attr]
+        if not any(j.chain.feeds_generation for j in self.to_prepare):
             return None
         return self.feed_cap(self._last_batch)
 
@@ -164,7 +160,7 @@ class RetrievalSide:
                        if j.vector is not None and not j.warm_only)
         return clusters * self.cost.mean_cluster_ms
 
-    def prepared(self, event: Prepared) -> list[tuple[RetJob, Prepared_ | BaseException]]:
+    def prepared(self, event: PrepareDone) -> list[tuple[RetJob, PreparedQuery | BaseException]]:
         """A batch was embedded and probed: each job of a request still running, with its
         outcome (a query that failed to embed fails only its own request)."""
         self.preparing = None
@@ -309,7 +305,7 @@ class RetrievalSide:
             return self.fixed_budget_ms
         if self.streams():
             return math.inf
-        follows = any(j.chain.feeds_generation  # type: ignore[union-attr]
+        follows = any(j.chain.feeds_generation
                       for j in self.jobs.values() if not j.warm_only)
         return policies.step_budget_ms(self.beta.value or 0.0, self.t_r.value, backlog_ms,
                                        follows)

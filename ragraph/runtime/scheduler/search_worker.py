@@ -29,7 +29,7 @@ from ragraph.runtime.search_service import SearchService
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedQuery:
     """An embedded and probed query: its vector, probe list and the cluster order to scan in."""
 
     vector: np.ndarray
@@ -48,7 +48,7 @@ class Query:
 
 
 def prepare(service: SearchService, queries: Sequence[Query], threads: int | None = None
-            ) -> list[Prepared | BaseException]:
+            ) -> list[PreparedQuery | BaseException]:
     """Embed the queries in one batch (the query embedder is batch-invariant) on `threads`
     cores, probe each alone, and put each probe list in the order its retrieval scans."""
     probed = service.embed_and_probe([q.text for q in queries], [q.nprobe for q in queries],
@@ -57,9 +57,9 @@ def prepare(service: SearchService, queries: Sequence[Query], threads: int | Non
             for q, p in zip(queries, probed, strict=True)]
 
 
-def _ordered(query: Query, vector: np.ndarray, probe: np.ndarray) -> Prepared:
+def _ordered(query: Query, vector: np.ndarray, probe: np.ndarray) -> PreparedQuery:
     ordered = reorder(probe, query.history) if query.order == "similarity" else probe
-    return Prepared(vector, probe, tuple(int(c) for c in ordered))
+    return PreparedQuery(vector, probe, tuple(int(c) for c in ordered))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ cache-lookup and search-steps wait for its stages; prefill starts a generation j
 for its first token; decode waits for its end). Each executed unit is a span on the request's
 trace track, named `unit <id>`.
 
-What each unit kind does is the interpreter's (`passes.interpret.UnitInterpreter`, torch.fx's
+What each unit kind does is the interpreter's (`program.interpret.UnitInterpreter`, torch.fx's
 `Interpreter` shape: one method per kind, looked up in `HANDLERS`); this is its subclass that
 overrides only how engine calls are issued: a chain's first unit hands its work to an engine's
 side, the units after it wait for a stage of that work, and the engines' reports complete them
@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from ragraph.errors import failure_kind
-from ragraph.ir.nodes import END, START, Merge, Node
-from ragraph.ir.stages import SubStage
+from ragraph.ir.nodes import END, START, Merge
 from ragraph.ir.values import Value
-from ragraph.passes.interpret import UnitInterpreter
-from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
+from ragraph.program.interpret import UnitInterpreter
+from ragraph.program.program import GenerationChain, Program, RetrievalChain, Unit
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock, fail
 from ragraph.runtime.llm.chat import Prompt
@@ -72,9 +72,6 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
         self.cache = getattr(services.search.engine, "cache", None)
         self.ahead = Lookahead(services, config, gen, ret, inbox, self.cache)
 
-    def program_of(self, req: LiveRequest) -> Program:
-        return req.program  # the run's requests run the programs of several workflows
-
     # -- walking ---------------------------------------------------------------------------------
 
     def begin(self, program: Program, state: RequestState) -> None:
@@ -93,9 +90,9 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
             self._close(req)
             return
         req.entered[uid] = clock()
-        node = req.program.unit(uid)
+        unit = req.program.units[uid]
         try:
-            waits_on = self.dispatch(node, req)
+            waits_on = self.dispatch(unit, req)
         except Exception as err:  # this request's error; the others go on
             self._fail(req, err)
             return
@@ -151,9 +148,9 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
 
     # -- how engine calls are issued: the interpreter's hooks -------------------------------
 
-    def merge(self, unit: Merge, req: LiveRequest) -> None:
+    def merge(self, unit: Unit[Merge], req: LiveRequest) -> None:
         super().merge(unit, req)
-        req.state.retrievals.extend(effects.retrieved(req.variables[unit.output]))
+        req.state.retrievals.extend(effects.retrieved(req.variables[unit.chain.output]))
 
     def render_prompt(self, chain: GenerationChain, variables: dict[str, Value]) -> Rendered:
         return (effects.generation_prompt_of(chain.prompt, variables, chain.system, chain.chat),
@@ -162,20 +159,20 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
     def issue_retrieval(self, chain: RetrievalChain, req: LiveRequest,
                         queries: str | list[str]) -> None:
         req.jobs[chain.origin] = (
-            fanout.start_retrievals(self.ret, req, chain, queries) if isinstance(queries, list)
+            _start_retrievals(self.ret, req, chain, queries) if isinstance(queries, list)
             else self.ret.start(req, chain, queries))
 
     def issue_generation(self, chain: GenerationChain, req: LiveRequest,
                          prompts: Rendered | list[Rendered]) -> None:
         if isinstance(prompts, list):  # a map: one job per branch
-            job: Job | fanout.Fan = fanout.start_generations(self.gen, req, chain, prompts)
+            job: Job | fanout.Fan = _start_generations(self.gen, req, chain, prompts)
         else:  # the instance its verify point adopted, else a new one
             job = req.jobs.get(chain.origin) or self.gen.start(req, chain, *prompts)
         req.jobs[chain.origin] = job
         if chain.prefetch is not None:
             self.ahead.prefetch(req, chain)
 
-    def wait(self, unit: SubStage, req: LiveRequest) -> StageWaiter | None:  # type: ignore[override]
+    def wait(self, unit: Unit[Any], req: LiveRequest) -> StageWaiter | None:
         job = req.jobs[unit.origin]
         return None if job.wait(unit.id, STAGE_OF[unit.kind]) else job
 
@@ -198,13 +195,13 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
         req.assign(origin, self.s.hooks)
         return None
 
-    def verify(self, unit: Node, req: LiveRequest) -> None:
+    def verify(self, unit: Unit[Any], req: LiveRequest) -> None:
         """Speculation's commit point. A generation's instance is adopted when the committed
         prompt equals the one it started with, else rolled back (the prefill that follows then
         starts it afresh); a speculative retrieval only warmed the cluster order, so its
         retrieval always runs from its first step."""
-        chain = req.program.generations.get(unit.origin)  # type: ignore[attr-defined]
-        if chain is not None:
+        chain = unit.chain
+        if isinstance(chain, GenerationChain):
             prompt = effects.generation_prompt_of(chain.prompt, req.variables,
                                                   chain.system, chain.chat)
             adopted = self.gen.verify(req, chain, prompt)
@@ -233,7 +230,7 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
         if job.tokens == 1:
             self._reached(job, Stage.PREFILLED)
         chain = job.chain
-        if chain is not None and chain.warm and job.tokens % chain.chunk == 0:
+        if chain.warm and job.tokens % chain.chunk == 0:
             self.ahead.warm(job)  # a decode repetition ended: speculative retrieval may start
 
     def generated(self, event: Generated) -> None:
@@ -247,7 +244,7 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
         self._reached(job, Stage.PREFILLED)
         self._reached(job, Stage.DECODED)
 
-    def prepared(self, outcomes) -> None:  # noqa: ANN001 - (RetJob, Prepared | error) pairs
+    def prepared(self, outcomes) -> None:  # noqa: ANN001 - (RetJob, PreparedQuery | error) pairs
         for job, outcome in outcomes:
             self._guard(job.req, self._prepared, job, outcome)
 
@@ -271,3 +268,23 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
             self._reached(job, Stage.SEARCHED)
         elif result.partial_passages is not None and not job.warm_only:
             self.ahead.speculate(job)
+
+
+def _start_retrievals(ret: RetrievalSide, req: LiveRequest, chain: RetrievalChain,
+                      queries: list[str]) -> fanout.Fan:
+    """One retrieval job per item (its rendered query); the search side batches them like any
+    other request's."""
+    jobs = []
+    for i, query in enumerate(queries):
+        job = ret.start(req, chain, query)
+        job.branch = i
+        jobs.append(job)
+    return fanout.Fan(jobs)
+
+
+def _start_generations(gen: GenerationSide, req: LiveRequest, chain: GenerationChain,
+                       rendered: list[Rendered]) -> fanout.Fan:
+    """One generation job per item (its rendered prompt and layout), queued for the engine
+    together."""
+    return fanout.Fan([gen.start(req, chain, prompt, segments, branch=i)
+                       for i, (prompt, segments) in enumerate(rendered)])

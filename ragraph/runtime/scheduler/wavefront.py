@@ -35,7 +35,7 @@ from ragraph.runtime.scheduler.inbox import (
     Generated,
     Inbox,
     PrefetchDone,
-    Prepared,
+    PrepareDone,
     StepDone,
     Token,
 )
@@ -133,7 +133,7 @@ class _Run:
         if isinstance(event, Token | Generated):
             job = self.gen.jobs.get(event.key)
             return [job.state.rid] if job is not None else []
-        if isinstance(event, Prepared):
+        if isinstance(event, PrepareDone):
             jobs = [self.ret.jobs.get(k) for k in event.keys]
             return sorted({j.state.rid for j in jobs if j is not None})
         if isinstance(event, StepDone):
@@ -151,7 +151,7 @@ class _Run:
             self.units.token(event)
         elif isinstance(event, Generated):
             self.units.generated(event)
-        elif isinstance(event, Prepared):
+        elif isinstance(event, PrepareDone):
             self.units.prepared(self.ret.prepared(event))
         elif isinstance(event, StepDone):
             self.units.searched(self.ret.collect(event))

@@ -1,7 +1,8 @@
-"""One interpreter of a program: a walk along its control edges and one method per unit kind.
+"""One interpreter of a program: one method per unit kind, over the one walk (`program.walk`).
 
 The shape of torch.fx's `Interpreter`: `dispatch` looks the unit's kind up in `HANDLERS` and
-calls the method of that name. `UnitInterpreter` is the synchronous core every executor shares:
+calls the method of that name with the unit as lowering resolved it (`program.Unit`: its node
+and its typed chain; no lookup at run time). `UnitInterpreter` is the synchronous core every executor shares:
 given a request and the unit it reached, it applies what the unit does to the request's
 variables and says whether the unit completed at once or waits on engine work (`W`, the
 subclass's own: an awaitable here, a job of the wavefront). A subclass overrides only how engine
@@ -9,8 +10,9 @@ calls are issued and batched (`issue_generation`/`collect_generation`,
 `issue_retrieval`/`collect_retrieval`, `wait`, `verify`, `render_prompt`) and what it records
 around a unit.
 
-- `Interpreter`, the async walker over that core (`run` drives one request to END, awaiting
-  the work each unit returns): the reference walk, `passes/reference.py` (fake engines, every
+- `Interpreter`, the async walker over that core (`run` drives one request to END through its
+  `Walk`, awaiting the work each unit returns; `eager` runs a rewired region as its DATA edges
+  allow, latest ready first, else in control order): the reference walk, `passes/reference.py` (fake engines, every
   program, sync); the thread pool, `runtime/executors/nodes.py` (`sequential`: one request per
   worker); stage-batched, `runtime/executors/stage_batched.py` (generations of all requests at
   once; their searches in one batched call through `retrieval_queries`/`retrieved`); the
@@ -30,22 +32,20 @@ Unit kind -> the one place that says what it does (here, for every executor abov
 - merge: `merge` (`ir.effects.apply_merge`).
 - probe, cache-lookup, search-steps, decode: `wait` (nothing in the walkers: the search and the
   decode run whole at the chain's last unit). spec-verify: `verify` (declined in the walkers).
-  fork, join, start, end: `nothing` (a rewired region runs in control order, or eagerly in the
-  reference's `fork`).
+  fork, join, start, end: `nothing` (a region is the walk's: `program.walk`).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 from ragraph.errors import WorkflowError
 from ragraph.ir import effects
-from ragraph.ir.control import choose_edge
-from ragraph.ir.nodes import END, Generate, Merge, Node, Retrieve
+from ragraph.ir.nodes import END, Merge
 from ragraph.ir.values import GeneratedText, Passages, Value
-from ragraph.passes.lower import GenerationChain, Program, RetrievalChain
+from ragraph.program.program import GenerationChain, Program, RetrievalChain, Unit
+from ragraph.program.walk import Walk, WalkState
 
 # Unit kind -> the method that runs it. Prefetch is a side node: never walked.
 HANDLERS: dict[str, str] = {kind: kind.replace("-", "_") for kind in (
@@ -62,14 +62,12 @@ class UnitState(Protocol):
     rendered: dict[str, Any]
 
 
-class WalkState(UnitState, Protocol):
-    """What the walk reads and writes of a request (the runtime's RequestState is one)."""
-
-    node: str
-    loop_counts: Counter[int]
+class Walked(UnitState, WalkState, Protocol):
+    """A request the async walker runs: what its units and its walk read and write."""
 
 
 R = TypeVar("R", bound=UnitState)
+RW = TypeVar("RW", bound=Walked)  # the async walker's requests carry their own walk
 P = TypeVar("P")  # a rendered prompt: completion text, or a chat turn in the runtime
 W = TypeVar("W")  # the work a unit waits on when it does not complete at once
 Thunk = Callable[[], Awaitable[Any]]
@@ -96,63 +94,45 @@ class UnitInterpreter(Generic[R, P, W]):
     split chain's rendering waits on the request, in `rendered`), so one instance serves many
     requests at once."""
 
-    program: Program
-
-    def program_of(self, req: R) -> Program:
-        """The program `req` runs (one per interpreter, unless a subclass runs several)."""
-        return self.program
-
-    def advance(self, req: WalkState) -> str:
-        """Follow the control edge `choose_edge` picks; returns the unit entered."""
-        edge = choose_edge(self.program.graph, req.node, req.variables, req.loop_counts)
-        req.node = edge.dst
-        self.entered(req, edge.dst)
-        return edge.dst
-
-    def entered(self, req: Any, uid: str) -> None:
-        """A subclass's record of the walk (the runtime's request path)."""
-
-    def dispatch(self, unit: Node, req: R) -> W | None:
+    def dispatch(self, unit: Unit[Any], req: R) -> W | None:
         method = HANDLERS.get(unit.kind)
         if method is None:
             raise WorkflowError(f"no executor runs a {unit.kind!r} node", node=unit.id)
         return getattr(self, method)(unit, req)
 
-    def nothing(self, unit: Node, req: R) -> W | None:
+    def nothing(self, unit: Unit[Any], req: R) -> W | None:
         """A unit with no visible effect."""
         return None
 
-    start = end = fork = join = nothing  # a rewired region runs in control order here
+    start = end = fork = join = nothing  # a region is the walk's to schedule
 
-    def probe(self, unit: Node, req: R) -> W | None:
+    def probe(self, unit: Unit[Any], req: R) -> W | None:
         return self.wait(unit, req)
 
     cache_lookup = search_steps = decode = probe
 
-    def spec_verify(self, unit: Node, req: R) -> W | None:
+    def spec_verify(self, unit: Unit[Any], req: R) -> W | None:
         return self.verify(unit, req)
 
-    def merge(self, unit: Merge, req: R) -> W | None:
-        effects.apply_merge(unit, req.variables)
+    def merge(self, unit: Unit[Merge], req: R) -> W | None:
+        effects.apply_merge(unit.chain, req.variables)
         return None
 
     # Generation ---------------------------------------------------------------------------
-    def generate(self, unit: Generate, req: R) -> W | None:
-        chain = self.program_of(req).generations[unit.id]
+    def generate(self, unit: Unit[GenerationChain], req: R) -> W | None:
+        chain = unit.chain
         prompts = self.prompts(chain, req.variables)
         self.issue_generation(chain, req, prompts)
         return self.collect_generation(chain, req, unit.id, prompts)
 
-    def prefill(self, unit: Node, req: R) -> W | None:
-        program = self.program_of(req)
-        chain = program.generations[program.origin(unit.id)]
+    def prefill(self, unit: Unit[GenerationChain], req: R) -> W | None:
+        chain = unit.chain
         prompts = req.rendered[chain.origin] = self.prompts(chain, req.variables)
         self.issue_generation(chain, req, prompts)
         return self.wait(unit, req)
 
-    def finish(self, unit: Node, req: R) -> W | None:
-        program = self.program_of(req)
-        chain = program.generations[program.origin(unit.id)]
+    def finish(self, unit: Unit[GenerationChain], req: R) -> W | None:
+        chain = unit.chain
         return self.collect_generation(chain, req, unit.id, req.rendered.pop(chain.origin))
 
     def prompts(self, chain: GenerationChain, variables: dict[str, Value]) -> P | list[P]:
@@ -166,22 +146,20 @@ class UnitInterpreter(Generic[R, P, W]):
         return chain.flat_prompt.render(variables)  # type: ignore[return-value]
 
     # Retrieval ----------------------------------------------------------------------------
-    def retrieve(self, unit: Retrieve, req: R) -> W | None:
-        chain = self.program_of(req).retrievals[unit.id]
+    def retrieve(self, unit: Unit[RetrievalChain], req: R) -> W | None:
+        chain = unit.chain
         queries = self.retrieval_queries(chain, req.variables)
         self.issue_retrieval(chain, req, queries)
         return self.collect_retrieval(chain, req, unit.id, queries)
 
-    def embed_query(self, unit: Node, req: R) -> W | None:
-        program = self.program_of(req)
-        chain = program.retrievals[program.origin(unit.id)]
+    def embed_query(self, unit: Unit[RetrievalChain], req: R) -> W | None:
+        chain = unit.chain
         queries = req.rendered[chain.origin] = self.retrieval_queries(chain, req.variables)
         self.issue_retrieval(chain, req, queries)
         return self.wait(unit, req)
 
-    def retrieve_commit(self, unit: Node, req: R) -> W | None:
-        program = self.program_of(req)
-        chain = program.retrievals[program.origin(unit.id)]
+    def retrieve_commit(self, unit: Unit[RetrievalChain], req: R) -> W | None:
+        chain = unit.chain
         return self.collect_retrieval(chain, req, unit.id, req.rendered.pop(chain.origin))
 
     def retrieval_queries(self, chain: RetrievalChain,
@@ -199,11 +177,11 @@ class UnitInterpreter(Generic[R, P, W]):
     def issue_retrieval(self, chain: RetrievalChain, req: R, queries: str | list[str]) -> None:
         """The chain's first unit: start its search (the walkers call at its last)."""
 
-    def wait(self, unit: Node, req: R) -> W | None:
+    def wait(self, unit: Unit[Any], req: R) -> W | None:
         """A unit that waits for a stage of its chain's engine work (none in the walkers)."""
         return None
 
-    def verify(self, unit: Node, req: R) -> W | None:
+    def verify(self, unit: Unit[Any], req: R) -> W | None:
         """Speculation's commit point (the walkers never speculate)."""
         return None
 
@@ -218,34 +196,61 @@ class UnitInterpreter(Generic[R, P, W]):
         raise NotImplementedError
 
 
-class Interpreter(UnitInterpreter[R, P, Awaitable[None]]):
+class Interpreter(UnitInterpreter[RW, P, Awaitable[None]]):
     """The async walker: runs one request at a time to END over the core, awaiting each unit's
     engine calls, which run whole at a chain's last unit."""
 
     fan: Callable[[Sequence[Thunk]], Awaitable[list]] = staticmethod(one_after_another)
+    # The walk's scheduling choice: a rewired region's members in the order their DATA edges
+    # allow, latest ready first (the reference's eager schedule), else in control order.
+    eager: bool = False
 
     def __init__(self, program: Program) -> None:
         self.program = program
 
-    async def run(self, req: R) -> None:
-        """Walk `req` from where it is to END, running each unit it enters."""
-        while self.advance(req) != END:  # type: ignore[arg-type]
-            await self.run_unit(self.program.unit(req.node), req)  # type: ignore[attr-defined]
+    def advance(self, req: WalkState) -> str:
+        """One step of the walk in control order (a region's members one after another):
+        the unit entered after `req.node` completed (the stage-batched and LangGraph drivers
+        step requests so)."""
+        (uid,) = Walk(self.program, req, regions=False).completed(req.node)
+        self.entered(req, uid)
+        return uid
 
-    async def run_unit(self, unit: Node, req: R) -> None:
+    def entered(self, req: Any, uid: str) -> None:
+        """A subclass's hook on every unit the walk enters (the reference counts steps)."""
+
+    async def run(self, req: RW) -> None:
+        """Walk `req` from where it is to END, running each unit it enters, one at a time."""
+        walk = Walk(self.program, req, regions=self.eager)
+        ready = self._enter(req, walk.completed(req.node))
+        while ready:
+            uid = ready.pop()
+            if uid == END:
+                return
+            await self.run_unit(self.program.units[uid], req)
+            ready += self._enter(req, walk.completed(uid))
+        raise WorkflowError(f"the region the request is in after {req.node!r} has a DATA cycle",
+                            node=req.node)
+
+    def _enter(self, req: RW, uids: list[str]) -> list[str]:
+        for uid in uids:
+            self.entered(req, uid)
+        return uids
+
+    async def run_unit(self, unit: Unit[Any], req: RW) -> None:
         work = self.dispatch(unit, req)
         if work is not None:
             await work
 
-    def collect_generation(self, chain: GenerationChain, req: R, uid: str,
+    def collect_generation(self, chain: GenerationChain, req: RW, uid: str,
                            prompts: Any) -> Awaitable[None]:
         return self.generated(chain, req, prompts)
 
-    def collect_retrieval(self, chain: RetrievalChain, req: R, uid: str,
+    def collect_retrieval(self, chain: RetrievalChain, req: RW, uid: str,
                           queries: str | list[str]) -> Awaitable[None]:
         return self.retrieved(chain, req, queries)
 
-    async def generated(self, chain: GenerationChain, req: R, prompts: Any) -> None:
+    async def generated(self, chain: GenerationChain, req: RW, prompts: Any) -> None:
         if not chain.each:
             text = await self.complete(chain, req, prompts, None)
             self.assign_generation(chain, req, text, prompts)
@@ -255,21 +260,21 @@ class Interpreter(UnitInterpreter[R, P, Awaitable[None]]):
         self.assign_items(chain.origin, chain.output, req,
                           [effects.generated_value(t) for t in texts], prompts)
 
-    async def complete(self, chain: GenerationChain, req: R, prompt: P,
+    async def complete(self, chain: GenerationChain, req: RW, prompt: P,
                        branch: int | None) -> GeneratedText:
         """The engine call of one generation (one branch of a map)."""
         raise NotImplementedError
 
-    def assign_generation(self, chain: GenerationChain, req: R, text: GeneratedText,
+    def assign_generation(self, chain: GenerationChain, req: RW, text: GeneratedText,
                           prompt: object) -> None:
         effects.apply_generation_to(chain.output, chain.append, req.variables, text,
                                     text.min_prob, chain.items)
 
-    def assign_items(self, origin: str, output: str, req: R, values: list[Value],
+    def assign_items(self, origin: str, output: str, req: RW, values: list[Value],
                      inputs: object) -> None:
         effects.apply_branches_to(output, req.variables, values)
 
-    async def retrieved(self, chain: RetrievalChain, req: R, queries: str | list[str]) -> None:
+    async def retrieved(self, chain: RetrievalChain, req: RW, queries: str | list[str]) -> None:
         if isinstance(queries, str):
             self.assign_passages(chain, req, await self.search(chain, req, queries, None),
                                  queries)
@@ -277,13 +282,13 @@ class Interpreter(UnitInterpreter[R, P, Awaitable[None]]):
         found = [await self.search(chain, req, q, i) for i, q in enumerate(queries)]
         self.assign_items(chain.origin, chain.output, req, found, queries)
 
-    async def search(self, chain: RetrievalChain, req: R, query: str,
+    async def search(self, chain: RetrievalChain, req: RW, query: str,
                      branch: int | None) -> Passages:
         """The engine call of one search (one branch of a map: searched one after another,
         as an application's loop does)."""
         raise NotImplementedError
 
-    def assign_passages(self, chain: RetrievalChain, req: R, passages: Passages,
+    def assign_passages(self, chain: RetrievalChain, req: RW, passages: Passages,
                         query: str) -> None:
         effects.apply_retrieval_to(chain.output, req.variables, passages)
 
