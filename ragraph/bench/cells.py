@@ -22,7 +22,7 @@ from ragraph.bench.server_alone import replay
 from ragraph.bench.server_stats import ServerCounters, erase_slots, read_counters, slot_count
 from ragraph.bench.traffic import top_share
 from ragraph.ir.graph import RAGraph
-from ragraph.runtime.app import execute, open_services
+from ragraph.runtime.app import app_client, execute, open_services
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.http.openai import api_key_from
@@ -178,14 +178,16 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
     # Compiled where the run is set up, outside the timed window: execute runs programs.
     catalogs = [compile_catalog(job.graph, config.scheduler.passes) for job in jobs]
     server = await asyncio.to_thread(_server_before, config)
-    async with open_services(config, search, tracer) as services:
+    async with open_services(config, search, tracer) as services, \
+            app_client(config, services) as client:
         loop = asyncio.get_running_loop()
-        llm = services.app_llm or services.llm
+        llm = client or services.llm
         start, cpu_start, embed_start = loop.time(), time.process_time(), search.embed_seconds
         embedded_start = embedded(search)
         cache_start = _cache_stats(search)
         runs = await asyncio.gather(*(
-            execute(catalog, arrive(job.requests, job.offsets), config, services, on_done)
+            execute(catalog, arrive(job.requests, job.offsets), config, services, on_done,
+                    client)
             for catalog, job in zip(catalogs, jobs, strict=True)))
         wall, cpu = loop.time() - start, time.process_time() - cpu_start
         embed = search.embed_seconds - embed_start
@@ -193,7 +195,7 @@ async def _run_executor(cell: Cell, jobs: Sequence[Job], config: RuntimeConfig,
         cache_end = _cache_stats(search)
         hot = _served_between(cache_start, cache_end)
         used = llm.counters()
-        sent = list(getattr(services.app_llm, "sent", ()))
+        sent = list(getattr(client, "sent", ()))
     outcomes = [o for run in runs for o in run.outcomes]
     result = _result(cell, config.scheduler.executor, runs[0].engine, runs[0].simulated, outcomes,
                      [run.stats for run in runs], tracer, wall)
@@ -251,7 +253,7 @@ async def _server_alone(cell: Cell, config: RuntimeConfig, sent: Sent,
 
 
 def _cache_stats(search: SearchService):
-    cache = getattr(search.engine, "cache", None)
+    cache = search.hot_cache
     return None if cache is None else cache.stats()
 
 

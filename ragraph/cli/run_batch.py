@@ -4,7 +4,6 @@ one output line per input line (a failed request carries its error), and a summa
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from rich.console import Console
@@ -13,8 +12,8 @@ from rich.table import Table
 
 from ragraph.cli.run_input import BadLine, read_requests, search_options
 from ragraph.cli.run_output import Journal, Row, answered, replace_with
-from ragraph.cli.run_single import engine_label, open_run
-from ragraph.runtime.app import RunResult
+from ragraph.cli.run_single import answer_all, engine_label, open_run
+from ragraph.runtime.app import RunResult, open_services
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.outcome import Outcome
@@ -66,8 +65,6 @@ def _fresh(output: Path | None, err: Console) -> dict[str, Row]:
 
 async def _answer(catalog: Catalog, config: RuntimeConfig, requests: list[Request],
                   args: argparse.Namespace, err: Console, journal: Journal | None) -> RunResult:
-    from ragraph.api import Answer, Runtime
-
     scheduler, scale = config.scheduler, config.scale
     err.print(f"[dim]{len(requests)} requests · workflow {catalog.default} · executor "
               f"{scheduler.executor} {scheduler.passes} · engine {engine_label(config)} · "
@@ -77,20 +74,15 @@ async def _answer(catalog: Catalog, config: RuntimeConfig, requests: list[Reques
     search = await open_run(config, err)
     tracer = Tracer()
 
-    def done(answer: Answer) -> None:
-        _record(journal, answer.to_json())
+    def done(outcome: Outcome) -> None:
+        _record(journal, outcome.to_json())
         bar.advance(task)
 
     columns = (TextColumn("answering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
         task = bar.add_task("run", total=len(requests))
-        runtime = Runtime(config, search=search, tracer=tracer)
-        async with runtime:
-            start = time.perf_counter()
-            answers = await runtime.abatch(catalog.workflows[catalog.default], requests,
-                                           on_answer=done)
-            wall = time.perf_counter() - start
-    result = runtime.report(answers, wall)  # closed: the scheduler's counters are in
+        async with open_services(config, search, tracer) as services:
+            result = await answer_all(catalog, requests, config, services, done)
     if args.trace:
         tracer.write(args.trace)
         err.print(f"trace written to {args.trace}")

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 
 from rich.console import Console
 from rich.table import Table
 
 from ragraph.cli.run_input import search_options
+from ragraph.runtime.app import RunResult, execute, open_services, run_result
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.executors.base import Services
 from ragraph.runtime.outcome import Outcome
-from ragraph.runtime.request import Request
+from ragraph.runtime.request import Request, initial_variables
 from ragraph.runtime.trace import Tracer
 
 T = TypeVar("T")
@@ -38,7 +41,7 @@ def engine_label(config: RuntimeConfig) -> str:
 
 def chat_note(catalog: Catalog, llm: object) -> str:
     """Which template renders the workflow's chat turns (once the engine has started: a GGUF's
-    own is known only then; `llm` the engine or the Runtime); empty when it has none."""
+    own is known only then); empty when it has none."""
     chats = any(getattr(node, "chat", False) for graph in catalog.graphs.values()
                 for node in graph.nodes())
     source = getattr(llm, "chat_template", "")
@@ -67,23 +70,21 @@ def with_index(config: RuntimeConfig, err: Console, opener: Callable[..., T]) ->
 
 async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
                        args: argparse.Namespace, console: Console, err: Console) -> int:
-    from ragraph.api import Runtime
-
     scheduler = config.scheduler
+    request = Request(id="q1", question=question, search=search_options(args))
+    # A workflow whose inputs the question cannot fill fails here, before any model loads.
+    initial_variables(catalog.workflows[catalog.default].source, request)
     err.print(f"[dim]workflow {catalog.default} · executor {scheduler.executor} {scheduler.passes} · "
               f"engine {engine_label(config)} · {config.describe_threads()}\n"
               f"{config.gpu.describe()}[/dim]")
     search = await open_run(config, err)
     tracer = Tracer()
-    async with Runtime(config, search=search, tracer=tracer) as rt:
-        note = chat_note(catalog, rt)
+    async with open_services(config, search, tracer) as services:
+        note = chat_note(catalog, services.llm)
         if note:
             err.print(f"[dim]{note}[/dim]")
-        answers = await rt.abatch(catalog.workflows[catalog.default],
-                                  [Request(id="q1", question=question,
-                                           search=search_options(args))])
-    outcome = answers[0].outcome
-    stats = rt.report(answers, outcome.latency).stats  # closed: the scheduler's counters are in
+        result = await answer_all(catalog, [request], config, services)
+    outcome = result.outcomes[0]
     if args.trace:
         tracer.write(args.trace)
         err.print(f"trace written to {args.trace} (open it in https://ui.perfetto.dev)")
@@ -93,8 +94,26 @@ async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
     console.print(outcome.answer, markup=False)
     if args.verbose:
         _explain(outcome, tracer, console)
-        console.print(f"speculation: {stats.describe_speculation()}")
+        console.print(f"speculation: {result.stats.describe_speculation()}")
     return 0
+
+
+async def answer_all(catalog: Catalog, requests: list[Request], config: RuntimeConfig,
+                     services: Services, on_done: Callable[[Outcome], None] | None = None
+                     ) -> RunResult:
+    """`requests` through one run of the executor on this loop, each under its own id. The
+    wall time counts from when the executor takes the first request: its own set-up (the cost
+    model's calibration, the LangGraph app's model) is not the requests' time."""
+    started: list[float] = []
+
+    async def arrivals() -> AsyncIterator[Request]:
+        started.append(time.perf_counter())
+        for request in requests:
+            yield request
+
+    result = await execute(catalog, arrivals(), config, services, on_done)
+    wall = time.perf_counter() - started[0]
+    return run_result(result.outcomes, result.stats, wall, result.executor, services)
 
 
 def _explain(outcome: Outcome, tracer: Tracer, console: Console) -> None:

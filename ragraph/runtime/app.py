@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -11,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragraph.runtime.catalog import Catalog, Compiled
-from ragraph.runtime.config import RuntimeConfig, SchedulerConfig, SearchConfig
+from ragraph.runtime.config import RuntimeConfig, SearchConfig
 from ragraph.runtime.distributed.faults import Fault, faults_of
-from ragraph.runtime.executors.app_clients import open_app_llm, uses_own_client
+from ragraph.runtime.executors.app_clients import AppLLM, opened_app_llm, uses_own_client
 from ragraph.runtime.executors.base import Services, arrive_all
 from ragraph.runtime.outcome import Outcome, RunStats, Summary, summarize
 from ragraph.runtime.request import Request
@@ -133,27 +132,35 @@ async def open_services(config: RuntimeConfig, search: SearchService | None = No
     if config.otlp is not None:
         require_otel()  # before any engine loads: a missing extra is the first thing said
     llm = create_llm(config)
-    app_llm = None
     try:
-        if not uses_own_client(config.llm, config.scheduler):
+        # The LangGraph app's own client is its executor's to open (langgraph_exec.py).
+        if not uses_own_client(config.llm, config.scheduler.executor):
             await llm.start()
-        if config.scheduler.executor == "langgraph":
-            loop = asyncio.get_running_loop()
-            app_llm = await loop.run_in_executor(None, open_app_llm, config.llm, llm, loop)
         services = Services(llm=llm, search=search or open_search(config),
                             tracer=tracer or Tracer(),
-                            search_threads=config.search.search_threads,
-                            app_llm=app_llm)
+                            search_threads=config.search.search_threads)
         async with exporting(config, services.hooks, llm, services.search):
             yield services
     finally:
-        if app_llm is not None:
-            app_llm.close()
         await llm.close()
 
 
-def make_executor(scheduler: SchedulerConfig, services: Services):
-    """The executor of `scheduler.executor`, with its requests in flight."""
+@asynccontextmanager
+async def app_client(config: RuntimeConfig, services: Services) -> AsyncIterator[AppLLM | None]:
+    """The LangGraph app's LLM client opened ahead of its runs (`execute(client=...)`), for a
+    caller that measures them without the model's load or reads the client's counters; None
+    for the other executors."""
+    if config.scheduler.executor != "langgraph":
+        yield None
+        return
+    async with opened_app_llm(config.llm, services.llm) as client:
+        yield client
+
+
+def make_executor(config: RuntimeConfig, services: Services, client: AppLLM | None = None):
+    """The executor of `config.scheduler.executor`, with its requests in flight; `client`: the
+    LangGraph app's LLM client, opened by the caller (else the executor opens its own)."""
+    scheduler = config.scheduler
     if scheduler.executor == "sequential":
         from ragraph.runtime.executors.sequential import SequentialExecutor
 
@@ -165,7 +172,8 @@ def make_executor(scheduler: SchedulerConfig, services: Services):
     if scheduler.executor == "langgraph":
         from ragraph.runtime.executors.langgraph_exec import LangGraphExecutor
 
-        return LangGraphExecutor(services, concurrency=scheduler.concurrency)
+        return LangGraphExecutor(services, concurrency=scheduler.concurrency, llm=config.llm,
+                                 client=client)
     from ragraph.runtime.scheduler.wavefront import WavefrontExecutor
 
     return WavefrontExecutor(services, scheduler)
@@ -189,12 +197,15 @@ async def execute(
     config: RuntimeConfig,
     services: Services,
     on_done: Callable[[Outcome], None] | None = None,
+    client: AppLLM | None = None,
 ) -> RunResult:
     """Run `requests` through `workflow` with the executor of `config` on shared `services`.
 
     `workflow` may be several workflows by name; each request then names its own
     (`Request.workflow`), and all of them share the engines and the scheduler. Workflows come
-    compiled (`ragraph.compile(graph, config.scheduler.passes)`): what runs is their program."""
+    compiled (`ragraph.compile(graph, config.scheduler.passes)`): what runs is their program.
+    `client`: the LangGraph app's LLM client, for a caller that opens it (`app_client`)
+    outside what it measures and reads its counters after."""
     outcomes: list[Outcome] = []
 
     def done(outcome: Outcome) -> None:
@@ -203,7 +214,7 @@ async def execute(
             on_done(outcome)
 
     catalog = workflow if isinstance(workflow, Catalog) else Catalog.of(workflow)
-    executor = make_executor(config.scheduler, services)
+    executor = make_executor(config, services, client)
     arrivals = requests if hasattr(requests, "__aiter__") else arrive_all(requests)
     start = time.perf_counter()
     stats = await executor.run(catalog, arrivals, done)
@@ -216,4 +227,4 @@ def run_result(outcomes: tuple[Outcome, ...], stats: RunStats, wall_s: float, ex
     """A run's report: its outcomes, counters and summary over `wall_s`, and the retries the
     engines made."""
     return RunResult(outcomes, stats, summarize(outcomes, wall_s), executor, services.llm.name,
-                     bool(services.llm.simulated), faults_of(services.search.engine, services.llm))
+                     bool(services.llm.simulated), faults_of(services.search, services.llm))

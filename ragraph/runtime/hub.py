@@ -154,7 +154,7 @@ class Hub:
         return len(self.tickets)
 
     def start(self) -> None:
-        executor = runtime_app.make_executor(self.config.scheduler, self.services)
+        executor = runtime_app.make_executor(self.config, self.services)
         self.executor = executor.name
         self._runs += 1
         run = executor.run(self.catalog, self._arrivals(self._runs), self._done)

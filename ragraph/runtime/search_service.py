@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -27,6 +27,12 @@ from ragraph.runtime.retrieval.protocol import (
     StepResult,
     TopK,
 )
+
+if TYPE_CHECKING:
+    from ragraph.runtime.distributed.faults import Fault
+    from ragraph.runtime.retrieval.ivf.cost import CostModel
+    from ragraph.runtime.retrieval.ivf.listmajor import ListMajorRule
+    from ragraph.runtime.retrieval.tier.hotcache import HotClusterCache
 
 
 class Embedder(Protocol):
@@ -100,9 +106,53 @@ class SearchService:
     def _with_probe(self, vector: np.ndarray, nprobe: int | None) -> tuple[np.ndarray, np.ndarray]:
         return vector, self.probe(vector, nprobe)
 
+    # -- the engine, as the scheduler and the reports read it ----------------------------------
+
+    @property
+    def nlist(self) -> int:
+        return self.engine.nlist
+
+    @property
+    def list_rule(self) -> ListMajorRule | None:
+        return self.engine.list_rule
+
+    @property
+    def hot_cache(self) -> HotClusterCache | None:
+        """The accelerator's hot-cluster cache the engine searches through (None: none)."""
+        return getattr(self.engine, "cache", None)
+
+    def cluster_of(self, ids: np.ndarray) -> np.ndarray:
+        return self.engine.cluster_of(ids)
+
+    def cost_model(self) -> CostModel:
+        """The engine's calibrated cost model (measured once per engine: blocking, ~0.2 s the
+        first time)."""
+        from ragraph.runtime.retrieval.ivf.cost import calibrated  # noqa: PLC0415
+
+        return calibrated(self.engine)
+
+    def faults(self) -> tuple[Fault, ...]:
+        """The retries the engine made (a shard step re-sent; none for a local index)."""
+        report = getattr(self.engine, "faults", None)
+        return tuple(report()) if report is not None else ()
+
+    def probes(self, nprobe: int | None) -> int:
+        """The clusters a search at `nprobe` (None: the service's default) scans."""
+        return min(nprobe or self.nprobe, self.engine.nlist)
+
+    def faiss_search(self, vector: np.ndarray, k: int, nprobe: int | None) -> TopK:
+        """faiss's own one-shot `index.search` of one query, as a plain application calls it
+        (the LangGraph baseline), no stepwise engine in between."""
+        import faiss  # noqa: PLC0415
+
+        params = faiss.SearchParametersIVF(nprobe=self.probes(nprobe))
+        distances, ids = self.engine.index.search(vector.reshape(1, -1), k, params=params)
+        return TopK(distances[0], ids[0], np.empty(0, np.int64))
+
+    # -- searching -------------------------------------------------------------------------------
+
     def probe(self, vector: np.ndarray, nprobe: int | None) -> np.ndarray:
-        n = min(nprobe or self.nprobe, self.engine.nlist)
-        return self.engine.probe(vector.reshape(1, -1), n)[0]
+        return self.engine.probe(vector.reshape(1, -1), self.probes(nprobe))[0]
 
     def step(self, tasks: Sequence[SearchTask], k: int,
              order: ScanOrder = ScanOrder.BALANCED) -> StepResult:

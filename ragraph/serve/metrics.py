@@ -116,7 +116,7 @@ class _EngineCollector:
             yield counter
         yield _gauge("ragraph_prefix_cache_hit_rate", "Cached / prompt tokens since start",
                      n.cached_tokens / n.prompt_tokens if n.prompt_tokens else 0.0)
-        cache = getattr(self.s.search.engine, "cache", None)
+        cache = self.s.search.hot_cache
         if cache is not None:
             stats = cache.stats()
             yield _gauge("ragraph_cluster_cache_hit_rate", "Share of scanned vectors the "

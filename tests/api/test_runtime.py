@@ -198,7 +198,8 @@ def test_import_ragraph_stays_cheap():
 
 
 def test_ragraph_run_input_gives_the_same_answers(expected, tmp_path, monkeypatch, capsys):
-    """`ragraph run --input` goes through the same Runtime: its lines carry these answers."""
+    """`ragraph run --input` runs the same scheduler on its own loop: its lines carry these
+    answers."""
     import json
 
     from ragraph.cli.main import main

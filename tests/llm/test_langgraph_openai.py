@@ -10,7 +10,7 @@ import pytest
 
 from ragraph import dsl
 from ragraph.api.load import compile_catalog
-from ragraph.runtime.app import execute, open_services
+from ragraph.runtime.app import app_client, execute, open_services
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.request import Request
 from tests.runtime import fakes
@@ -29,10 +29,11 @@ def test_the_langgraph_app_calls_an_http_server_with_the_openai_client(llama_ser
 
     async def main():
         async with open_services(config, fakes.random_search()) as services:
-            result = await execute(compile_catalog(graph, config.scheduler.passes),
-                                   [Request(f"q{i}", q) for i, q in enumerate(questions)],
-                                   config, services)
-            return result, services.app_llm.counters()
+            async with app_client(config, services) as client:
+                result = await execute(compile_catalog(graph, config.scheduler.passes),
+                                       [Request(f"q{i}", q) for i, q in enumerate(questions)],
+                                       config, services, client=client)
+                return result, client.counters()
 
     result, used = asyncio.run(main())
     assert [o.error for o in result.outcomes] == [None, None]

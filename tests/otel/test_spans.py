@@ -23,7 +23,6 @@ from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute  # noqa: E402
 from ragraph.runtime.config import RuntimeConfig  # noqa: E402
 from ragraph.runtime.events import RunHooks  # noqa: E402
-from ragraph.runtime.executors.app_clients import EngineApp  # noqa: E402
 from ragraph.runtime.executors.base import Services  # noqa: E402
 from ragraph.runtime.llm.sim.engine import SimEngine  # noqa: E402
 from ragraph.runtime.request import Request  # noqa: E402
@@ -45,8 +44,6 @@ async def traced(graph, executor: str = "ragraph", passes: str = "-O2", n: int =
     async with SimEngine(FAST) as engine:
         services = Services(llm=engine, search=search or fakes.random_search(),
                             hooks=RunHooks(recorder=recorder))
-        if executor == "langgraph":  # the app calls the engine from its worker threads
-            services.app_llm = EngineApp(engine, asyncio.get_running_loop())
         result = await execute(compile_catalog(graph, config.scheduler.passes),
                                requests or questions(n), config, services)
     return result, exporter.get_finished_spans()

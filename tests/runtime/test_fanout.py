@@ -14,7 +14,6 @@ from ragraph import dsl
 from ragraph.passes import compile
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
-from ragraph.runtime.executors.app_clients import EngineApp
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
@@ -49,8 +48,6 @@ def run(name: str, search, executor: str = "ragraph", passes: str = "-O0", engin
                                   budget_ms=0.05, tau=tau)
         async with engine:
             services = Services(llm=engine, search=search, tracer=tracer)
-            if executor == "langgraph":
-                services.app_llm = EngineApp(engine, asyncio.get_running_loop())
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(questions)]
             workflow = compile(dsl.load(ROOT / "workflows" / f"{name}.rag"), passes)
             return await execute(workflow, requests, config, services)

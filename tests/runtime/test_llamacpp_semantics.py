@@ -108,9 +108,9 @@ def test_the_langgraph_app_runs_every_workflow_on_llamacpp(path, llamacpp_loop, 
     reference = serial_reference(path, n)
     config = RuntimeConfig.of(engine="llamacpp", executor="langgraph", concurrency=4)
     requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(QUESTIONS[:n])]
-    services = Services(llm=serial_llamacpp, search=serial_search, app_llm=app_llm)
+    services = Services(llm=serial_llamacpp, search=serial_search)
     result = llamacpp_loop.run_until_complete(execute(compile_catalog(graph, config.scheduler.passes),
-                                             requests, config, services))
+                                             requests, config, services, client=app_llm))
     assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]
     got = {o.rid: (o.answer, o.path) for o in result.outcomes}
     same = sum(got[r] == reference[r] for r in reference) / n

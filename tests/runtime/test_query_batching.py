@@ -157,9 +157,9 @@ def steps_with_their_batches(log: list[tuple[str, int]]) -> list[tuple[list[int]
 
 
 def searching(rule=None, nlist: int = 64, nprobe: int = 16) -> SimpleNamespace:
-    """Services whose search engine has `nlist` lists, list-major by `rule` (None: never)."""
-    engine = SimpleNamespace(list_rule=rule, nlist=nlist)
-    return SimpleNamespace(search=SimpleNamespace(engine=engine, nprobe=nprobe), search_threads=1)
+    """Services whose search service has `nlist` lists, list-major by `rule` (None: never)."""
+    search = SimpleNamespace(list_rule=rule, nlist=nlist, nprobe=nprobe)
+    return SimpleNamespace(search=search, search_threads=1)
 
 
 def test_a_batch_grows_while_it_embeds_within_one_retrievals_search_time():

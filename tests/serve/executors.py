@@ -54,8 +54,8 @@ def executors(*first: object) -> Iterator[list[object]]:
     got."""
     real, queue, made = runtime_app.make_executor, list(first), []
 
-    def make(config, services):  # noqa: ANN001, ANN202 - make_executor's signature
-        executor = queue.pop(0) if queue else real(config, services)
+    def make(config, services, client=None):  # noqa: ANN001, ANN202 - make_executor's
+        executor = queue.pop(0) if queue else real(config, services, client)
         made.append(executor)
         return executor
 

@@ -16,7 +16,6 @@ from ragraph.ir.nodes import Generate
 from ragraph.passes import compile
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
-from ragraph.runtime.executors.app_clients import EngineApp
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
@@ -46,8 +45,6 @@ def run(graph, engine, search, executor: str, passes: str, questions: list[str])
         async with engine:  # an id reused while in flight fails, as on every engine
             requests = [Request(id=f"q{i}", question=q) for i, q in enumerate(questions)]
             services = Services(llm=engine, search=search)
-            if executor == "langgraph":
-                services.app_llm = EngineApp(engine, asyncio.get_running_loop())
             return await execute(compile_catalog(graph, config.scheduler.passes),
                                  requests, config, services)
 

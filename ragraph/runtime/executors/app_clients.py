@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
-
-import numpy as np
 
 from ragraph.errors import EngineError, PromptTooLong
 from ragraph.ir import Sampling
@@ -24,8 +24,6 @@ from ragraph.runtime.llm.failure import overflow
 from ragraph.runtime.llm.protocol import EngineCounters, LLMEngine, positions
 from ragraph.runtime.llm.settings import LlmConfig
 from ragraph.runtime.retrieval.options import SearchSpec
-from ragraph.runtime.retrieval.protocol import TopK
-from ragraph.runtime.scheduler.config import SchedulerConfig
 from ragraph.runtime.search_service import SearchService
 
 # What the app's `Llama` holds: the prompt and answer of the workflows' longest generations.
@@ -290,24 +288,19 @@ class AppRetriever:
     search: SearchService
 
     def retrieve(self, query: str, spec: SearchSpec, nprobe: int | None) -> Passages:
-        import faiss  # noqa: PLC0415
-
-        vector = self.search.embed(query).reshape(1, -1)
-        params = faiss.SearchParametersIVF(nprobe=self.probes(nprobe))
-        distances, ids = self.search.engine.index.search(vector, spec.k, params=params)
-        dense = TopK(distances[0], ids[0], np.empty(0, np.int64))
+        dense = self.search.faiss_search(self.search.embed(query), spec.k, nprobe)
         return self.search.ranked(dense, query, spec)
 
     def probes(self, nprobe: int | None) -> int:
         """The clusters a search at `nprobe` (None: the index's default) scans."""
-        return min(nprobe or self.search.nprobe, int(self.search.engine.index.nlist))
+        return self.search.probes(nprobe)
 
 
 
-def uses_own_client(llm: LlmConfig, scheduler: SchedulerConfig) -> bool:
+def uses_own_client(llm: LlmConfig, executor: str) -> bool:
     """The LangGraph app talks to llama.cpp and HTTP servers itself, not through ragraph's
     engine (which then need not be started)."""
-    return scheduler.executor == "langgraph" and llm.engine in ("llamacpp", "openai")
+    return executor == "langgraph" and llm.engine in ("llamacpp", "openai")
 
 
 def open_app_llm(llm: LlmConfig, engine: LLMEngine,
@@ -322,3 +315,14 @@ def open_app_llm(llm: LlmConfig, engine: LLMEngine,
         return OpenAIApp(llm.url or "", llm.model or "default",
                          api_key=api_key_from(llm.api_key_env), endpoint=llm.openai_endpoint)
     return EngineApp(engine, loop, name=engine.name)
+
+
+@asynccontextmanager
+async def opened_app_llm(llm: LlmConfig, engine: LLMEngine) -> AsyncIterator[AppLLM]:
+    """`open_app_llm` off the event loop (it may load a model), closed on leaving."""
+    loop = asyncio.get_running_loop()
+    client = await loop.run_in_executor(None, open_app_llm, llm, engine, loop)
+    try:
+        yield client
+    finally:
+        client.close()

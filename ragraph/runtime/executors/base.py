@@ -11,7 +11,6 @@ from typing import ClassVar, Protocol
 from ragraph.errors import RagraphError, failure_kind
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.events import RunHooks
-from ragraph.runtime.executors.app_clients import AppLLM
 from ragraph.runtime.llm.protocol import LLMEngine
 from ragraph.runtime.outcome import Outcome, RunStats, outcome_of
 from ragraph.runtime.request import Request, RequestState, failed_state, new_state
@@ -29,8 +28,6 @@ class Services:
     search: SearchService
     tracer: Tracer = field(default_factory=Tracer)
     search_threads: int = 1
-    # The LangGraph baseline's own LLM client (the app's `Llama` or `openai` client).
-    app_llm: AppLLM | None = None
     hooks: RunHooks = field(default_factory=RunHooks)  # a watcher of the run (the server)
 
 

@@ -4,7 +4,9 @@
 threads; this executor does exactly that, but hands each request to the pool as it arrives
 (online runs) and reports each one as it finishes. The app calls the LLM through its own client
 (`app_clients`): one llama-cpp-python `Llama` behind a lock for the embedded engine, the `openai`
-client for an HTTP server, the in-process engine otherwise; and it searches faiss directly.
+client for an HTTP server, the in-process engine otherwise; and it searches faiss directly. The
+executor opens that client when its run starts and closes it when the run ends (a caller that
+measures the run without the model's load hands one in, opened: `client`).
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from functools import partial
 from typing import ClassVar
 
 from ragraph.errors import ConfigError
 from ragraph.runtime.catalog import Catalog
-from ragraph.runtime.executors.app_clients import AppRetriever
+from ragraph.runtime.executors.app_clients import AppLLM, AppRetriever, opened_app_llm
 from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail, finish
 from ragraph.runtime.executors.langgraph_app import (
     INTERNAL,
@@ -29,6 +32,7 @@ from ragraph.runtime.executors.langgraph_app import (
     initial_state,
 )
 from ragraph.runtime.executors.langgraph_report import NodeReports
+from ragraph.runtime.llm.settings import LlmConfig
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 
@@ -38,32 +42,41 @@ class LangGraphExecutor:
     name: ClassVar[str] = "langgraph"
     services: Services
     concurrency: int = 8
+    llm: LlmConfig = field(default_factory=LlmConfig)  # the LLM part the app's client calls
+    client: AppLLM | None = None  # opened by the caller, who closes it; None: the run opens one
 
     async def run(self, catalog: Catalog, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
-        llm = self.services.app_llm
-        if llm is None:
-            raise ConfigError("executor", "the langgraph executor needs the app's LLM client "
-                              "(open the services with executor='langgraph')")
-        retriever = AppRetriever(self.services.search)
-        reports = NodeReports(self.services.hooks, self.services.tracer,
-                              asyncio.get_running_loop())
-        apps: dict[str, object] = {}  # by workflow, built on first use (a long-lived run's grows)
+        async with self._client() as llm:
+            retriever = AppRetriever(self.services.search)
+            reports = NodeReports(self.services.hooks, self.services.tracer,
+                                  asyncio.get_running_loop())
+            apps: dict[str, object] = {}  # by workflow, built on first use (a long run's grows)
 
-        def app_for(request: Request):
-            # A catalog entry is never replaced, so its name keys its app for the whole run.
-            name = catalog.name_of(request)
-            if name not in apps:
-                apps[name] = build_app(catalog.workflows[name].source_program, llm, retriever,
-                                       reports)
-            return apps[name]
-        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="langgraph") as pool:
-            tasks = []
-            async for request in arrivals:
-                state = admit(catalog, request, clock())
-                tasks.append(asyncio.create_task(self._one(catalog, app_for, reports, state,
-                                                           pool, on_done)))
-            await asyncio.gather(*tasks)
+            def app_for(request: Request):
+                # A catalog entry is never replaced, so its name keys its app for the whole run.
+                name = catalog.name_of(request)
+                if name not in apps:
+                    apps[name] = build_app(catalog.workflows[name].source_program, llm,
+                                           retriever, reports)
+                return apps[name]
+            with ThreadPoolExecutor(self.concurrency, thread_name_prefix="langgraph") as pool:
+                tasks = []
+                async for request in arrivals:
+                    state = admit(catalog, request, clock())
+                    tasks.append(asyncio.create_task(self._one(catalog, app_for, reports, state,
+                                                               pool, on_done)))
+                await asyncio.gather(*tasks)
         return RunStats()
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncIterator[AppLLM]:
+        """The app's LLM client: the one handed in, or one opened for this run (blocking: it
+        may load a local model) and closed at its end."""
+        if self.client is not None:
+            yield self.client
+            return
+        async with opened_app_llm(self.llm, self.services.llm) as client:
+            yield client
 
     async def _one(self, catalog: Catalog, app_for, reports: NodeReports, state: RequestState,
                    pool: ThreadPoolExecutor, on_done: OnDone) -> None:

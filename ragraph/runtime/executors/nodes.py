@@ -106,5 +106,5 @@ def search_blocking(services: Services, chain: RetrievalChain, query: str,
 def whole_search(services: Services, chain: RetrievalChain, query: str,
                  passages: Passages) -> Searched:
     """A retrieval the baselines searched in one step over its whole probe list."""
-    nprobe = min(chain.nprobe or services.search.nprobe, services.search.engine.nlist)
+    nprobe = services.search.probes(chain.nprobe)
     return Searched(query, nprobe, steps=1, clusters=nprobe, passages=passages)

@@ -145,12 +145,12 @@ class RetrievalSide:
 
     def _least_batch(self) -> int:
         """EMBED_BATCH, or the queries that make a step list-major where that takes more."""
-        engine = self.s.search.engine
-        rule = engine.list_rule
+        search = self.s.search
+        rule = search.list_rule
         waiting = self.to_prepare[0].chain if self.to_prepare else None
         nprobe = (waiting.nprobe if waiting is not None else None) or self.s.search.nprobe
         shared = policies.list_major_batch(None if rule is None else rule.min_sharing,
-                                           engine.nlist, nprobe)
+                                           search.nlist, nprobe)
         return min(max(EMBED_BATCH, shared), MAX_EMBED_BATCH)
 
     def _backlog_ms(self) -> float:
@@ -237,7 +237,7 @@ class RetrievalSide:
             j.in_flight = True
         self._cycle_started = clock()
         if self.s.hooks.recording:
-            tier = getattr(self.s.search.engine, "cache", None)
+            tier = self.s.search.hot_cache
             self._resident = tier.resident if tier is not None else None
         self.future = asyncio.get_running_loop().run_in_executor(
             self.worker, run_cycle, self.s.search, items, self._budget_ms(backlog),
@@ -283,7 +283,7 @@ class RetrievalSide:
     def _complete(self, job: RetJob, result: ScanResult) -> None:
         self.jobs.pop(job.key)
         job.req.history = job.req.history.record(result.final.ids, job.probe,
-                                                 self.s.search.engine.cluster_of)
+                                                 self.s.search.cluster_of)
         self.t_r.add(self.cost.clusters_ms(job.probe.tolist()))
         # A speculative retrieval's span says what it warmed: the real one's cluster order.
         what = "warm" if job.warm_only else "retrieve"

@@ -69,7 +69,7 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
         self.live: dict[str, LiveRequest] = {}  # the admitted requests, by id
         self.retired: list[RequestState] = []  # ended since the run last took them
         self.executed = 0
-        self.cache = getattr(services.search.engine, "cache", None)
+        self.cache = services.search.hot_cache
         self.ahead = Lookahead(services, config, gen, ret, inbox, self.cache)
 
     # -- walking ---------------------------------------------------------------------------------

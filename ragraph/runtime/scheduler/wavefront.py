@@ -26,7 +26,6 @@ from ragraph.runtime.events import CancelRequest, RequestCancelled
 from ragraph.runtime.executors.base import OnDone, Services, admit, clock, fail, finish
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request
-from ragraph.runtime.retrieval.ivf.cost import calibrated
 from ragraph.runtime.scheduler.config import SchedulerConfig
 from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.inbox import (
@@ -58,7 +57,7 @@ class WavefrontExecutor:
 
     async def run(self, catalog: Catalog, arrivals: AsyncIterator[Request], on_done: OnDone) -> RunStats:
         loop = asyncio.get_running_loop()
-        cost = await loop.run_in_executor(None, calibrated, self.services.search.engine)
+        cost = await loop.run_in_executor(None, self.services.search.cost_model)
         return await _Run(self.services, catalog, self.config, on_done, cost).main(arrivals)
 
 
