@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragraph.bench.realbase import RealBase, RealPassage
+from ragraph.bench.data.realbase import RealBase, RealPassage
 from tests.runtime.fakes import HashEmbedder
 
 TOPICS = ("Eiffel Tower", "photosynthesis", "Ada Lovelace", "the Nile", "jazz", "Mars")

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from ragraph.bench.ablation import ablation, contributions
-from ragraph.bench.cells import Cell, CellResult
+from ragraph.bench.run.ablation import ablation, contributions
+from ragraph.bench.run.cells import Cell, CellResult
 from ragraph.passes import CANONICAL_ORDER, parse_spec
 
 

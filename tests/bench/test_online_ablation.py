@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ragraph.bench import plots, report
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.index import IndexSpec, ensure_bench_index
-from ragraph.bench.online_ablation import highest_rate_within, rate_points
-from ragraph.bench.questions import load_questions
-from ragraph.bench.results import write_csv
-from ragraph.bench.session import Workbench, run_cells
+from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+from ragraph.bench.data.questions import load_questions
+from ragraph.bench.output import plots, report
+from ragraph.bench.output.online_ablation import highest_rate_within, rate_points
+from ragraph.bench.output.results import write_csv
+from ragraph.bench.run.cells import Cell, CellResult
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.session import Workbench, run_cells
 from ragraph.cli import cmd_bench
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import RuntimeConfig

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.machine import available_memory_bytes
-from ragraph.bench.presets import SEEDS_RATES, llamacpp_preset, quick, seeds_preset
+from ragraph.bench.measure.machine import available_memory_bytes
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.presets import SEEDS_RATES, llamacpp_preset, quick, seeds_preset
 
 GIB = 2**30
 
@@ -58,7 +58,7 @@ def test_flags_given_on_the_command_line_win_over_the_preset() -> None:
 def test_seeds_index_size_holds_still_while_free_memory_moves():
     """Each exact size is a new index to build (8 minutes, 14 GB): a few hundred MB more or
     less available must not change it."""
-    from ragraph.bench.presets import SCALE_QUANTUM
+    from ragraph.bench.run.presets import SCALE_QUANTUM
 
     sizes = {seeds_preset(BenchConfig(), int(22.8 * GIB) + delta).scale
              for delta in range(0, 200 * 2**20, 20 * 2**20)}

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ragraph.bench import repeats
-from ragraph.bench.bounds import Bound
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.config import BenchConfig
+from ragraph.bench.measure.bounds import Bound
+from ragraph.bench.output import repeats
+from ragraph.bench.run.cells import Cell, CellResult
+from ragraph.bench.run.config import BenchConfig
 from ragraph.errors import ConfigError
 
 OFFLINE = Cell("irg", 32, None, 8)
@@ -101,9 +101,9 @@ def test_the_flag_reaches_the_config():
 
 
 def test_a_repeated_bench_runs_every_cell_again_at_the_first_repeats_rates(tmp_path: Path):
-    from ragraph.bench.index import IndexSpec, ensure_bench_index
-    from ragraph.bench.questions import load_questions
-    from ragraph.bench.session import Workbench, run_cells
+    from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+    from ragraph.bench.data.questions import load_questions
+    from ragraph.bench.run.session import Workbench, run_cells
     from ragraph.runtime.config import RuntimeConfig
     from ragraph.runtime.retrieval.manifest import load_index
     from ragraph.runtime.search_service import SearchService
@@ -134,8 +134,8 @@ def test_the_driver_prints_medians_then_the_spread_then_each_cells_note_once(tmp
                                                                             monkeypatch):
     import io
 
-    from ragraph.bench import driver
-    from ragraph.bench.index import IndexSpec, ensure_bench_index
+    from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+    from ragraph.bench.run import driver
 
     from .helpers import toy_base
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ragraph.bench import reasons as W
-from ragraph.bench import results as R
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.llm_work import LlmWork
-from ragraph.bench.session import auto_rates
+from ragraph.bench.measure.llm_work import LlmWork
+from ragraph.bench.output import reasons as W
+from ragraph.bench.output import results as R
+from ragraph.bench.run.cells import Cell, CellResult
+from ragraph.bench.run.session import auto_rates
 
 
 def row(executor: str, rate: float | None, thr: float, p95: float, workload="oneshot",
@@ -129,8 +129,8 @@ def test_traffic_that_repeats_questions_raises_the_llamacpp_targets():
 
 
 def test_the_reuse_line_gives_the_prompt_tokens_each_side_reused():
-    from ragraph.bench.config import NO_REUSE
-    from ragraph.bench.report import reuse_lines
+    from ragraph.bench.output.report import reuse_lines
+    from ragraph.bench.run.config import NO_REUSE
 
     rows = [replace(row(name, None, thr, 9.0), cell=Cell("hyde", 32, None, 8),
                     llm=LlmWork(cached_tokens=tokens)) for name, thr, tokens in (("ragraph", 1.2, 5000), (NO_REUSE, 1.0, 900),
@@ -157,9 +157,9 @@ def test_a_missed_llamacpp_target_says_where_the_engine_time_went():
 def test_the_time_split_sets_each_pass_kind_beside_its_price_with_forwards_and_copies():
     from rich.console import Console
 
-    from ragraph.bench.bounds import LlmRates, Rates
-    from ragraph.bench.report import time_split_table
-    from ragraph.bench.work import with_bound
+    from ragraph.bench.measure.bounds import LlmRates, Rates
+    from ragraph.bench.output.report import time_split_table
+    from ragraph.bench.run.work import with_bound
 
     # 1,000 prompt tokens at 1,000 a second: 1 s; 100 steps of 2 sequences: 2 + 1 s.
     rates = Rates(LlmRates(1000.0, 0.02, 0.005, "engine timers"), 0.01, 1e6, ((32, 5e4),), True)
@@ -246,8 +246,8 @@ JSON_RUN_KEYS = ["cell", *CSV_COLUMNS[:CSV_COLUMNS.index("workload")], "mode", "
 def test_the_csv_and_json_keep_their_columns_and_the_llm_engines_counts(tmp_path: Path):
     import json
 
-    from ragraph.bench.bounds import LlmRates, Rates
-    from ragraph.bench.work import with_bound
+    from ragraph.bench.measure.bounds import LlmRates, Rates
+    from ragraph.bench.run.work import with_bound
 
     rates = Rates(LlmRates(1000.0, 0.02, 0.005, "engine timers"), 0.01, 1e6, ((32, 5e4),), True)
     counted = replace(row("ragraph", None, 1.0, 2.0), queries_embedded=50, llm=LlmWork(

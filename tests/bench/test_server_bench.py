@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from ragraph.bench import server_stats as S
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.llm_work import LlmWork
-from ragraph.bench.reasons import why_server_bound
-from ragraph.bench.results import server_targets
-from ragraph.bench.server_alone import LABEL, completion_body, replay
+from ragraph.bench.measure.llm_work import LlmWork
+from ragraph.bench.output.reasons import why_server_bound
+from ragraph.bench.output.results import server_targets
+from ragraph.bench.run.cells import Cell, CellResult
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.server import stats as S
+from ragraph.bench.server.alone import LABEL, completion_body, replay
 from ragraph.errors import ConfigError
 from ragraph.ir import Sampling
 from ragraph.runtime.executors.app_clients import SentCall

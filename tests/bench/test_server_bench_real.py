@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.driver import check_server
-from ragraph.bench.index import IndexSpec, ensure_bench_index
-from ragraph.bench.questions import load_questions
-from ragraph.bench.server_alone import LABEL
-from ragraph.bench.session import Workbench, run_cells
+from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+from ragraph.bench.data.questions import load_questions
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.driver import check_server
+from ragraph.bench.run.session import Workbench, run_cells
+from ragraph.bench.server.alone import LABEL
 from ragraph.errors import ConfigError
 from ragraph.runtime.llm.llamacpp.engine import default_model_path
 from ragraph.runtime.retrieval.manifest import load_index

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from ragraph.bench import report
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.index import IndexSpec, ensure_bench_index
-from ragraph.bench.questions import QuestionPool
-from ragraph.bench.results import write_csv
-from ragraph.bench.session import Workbench, make_jobs, run_cells
-from ragraph.bench.traffic import UNIFORM, Traffic, top_share
+from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+from ragraph.bench.data.questions import QuestionPool
+from ragraph.bench.data.traffic import UNIFORM, Traffic, top_share
+from ragraph.bench.output import report
+from ragraph.bench.output.results import write_csv
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.session import Workbench, make_jobs, run_cells
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.retrieval.manifest import load_index

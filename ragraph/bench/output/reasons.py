@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragraph.bench.cells import CellResult
-from ragraph.bench.results import Target, by_executor
-from ragraph.bench.server_alone import LABEL as SERVER_ALONE
+from ragraph.bench.output.results import Target, by_executor
+from ragraph.bench.run.cells import CellResult
+from ragraph.bench.server.alone import LABEL as SERVER_ALONE
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def why_engine_bound(target: Target, cell: Sequence[CellResult]) -> str:
 
 
 def _at_bound(r: CellResult, baseline: CellResult) -> str:
-    """ragraph's share of the least time its own work could take (`bench.bounds`), and the
+    """ragraph's share of the least time its own work could take (`bench.measure.bounds`), and the
     ratio to `baseline` that running at that bound would give."""
     share = r.bound_share
     if share is None or r.bound is None:

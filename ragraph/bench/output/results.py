@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ragraph.bench.bounds import BEFORE, Rates
-from ragraph.bench.cells import CellResult
-from ragraph.bench.server_alone import LABEL as SERVER_ALONE
+from ragraph.bench.measure.bounds import BEFORE, Rates
+from ragraph.bench.run.cells import CellResult
+from ragraph.bench.server.alone import LABEL as SERVER_ALONE
 
 BASELINES = ("sequential", "stage-batched", "langgraph")
 
@@ -232,7 +232,7 @@ SERVER_CONCURRENCY = 16
 def server_targets(rows: Sequence[CellResult], baseline: str = "langgraph") -> list[Target]:
     """Offline, at 16 in flight (or the highest concurrency run): ragraph >= 1.5x the LangGraph
     app's throughput on every workflow, p95 no worse. The ceiling is the server alone on the
-    app's generation calls over the app (`bench.server_alone`): the most a client gains that
+    app's generation calls over the app (`bench.server.alone`): the most a client gains that
     gives the server the same work."""
     offline = [r for r in rows if r.cell.rate is None]
     concs = sorted({r.cell.concurrency for r in offline})
@@ -293,7 +293,8 @@ _BOUND_COLUMNS = {"bound_s": "total_s", "bound_llm_s": "llm_s", "bound_prefill_s
 
 
 def bound_columns(r: CellResult) -> dict[str, float | str]:
-    """The run's bound (`bench.bounds`) in flat columns; empty strings where not measured."""
+    """The run's bound (`bench.measure.bounds`) in flat columns; empty strings where not
+    measured."""
     row: dict[str, float | str] = {
         column: "" if r.bound is None else getattr(r.bound, name)
         for column, name in _BOUND_COLUMNS.items()}

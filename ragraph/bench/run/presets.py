@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ragraph.bench.config import LLAMACPP_EXECUTORS, LLAMACPP_WORKFLOWS, BenchConfig
+from ragraph.bench.run.config import LLAMACPP_EXECUTORS, LLAMACPP_WORKFLOWS, BenchConfig
 
 
 def quick(config: BenchConfig) -> BenchConfig:
@@ -40,7 +40,7 @@ ABLATION_WORKFLOWS = ("oneshot", "hyde", "multistep", "irg")
 
 
 def ablation_preset(config: BenchConfig) -> BenchConfig:
-    """Every pass combination of `bench.ablation`, the baselines beside them, on HedraRAG's
+    """Every pass combination of `bench.run.ablation`, the baselines beside them, on HedraRAG's
     workflows: offline, and online at --rates (or a preset's rates) when given."""
     return replace(config, ablation=True, workflows=ABLATION_WORKFLOWS,
                    rates=config.rates or (), mix=False)

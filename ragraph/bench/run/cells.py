@@ -12,14 +12,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ragraph.bench.arrivals import arrive
-from ragraph.bench.bounds import Bound
-from ragraph.bench.counting import counted, embedded
-from ragraph.bench.llm_work import LlmWork
-from ragraph.bench.server_alone import LABEL as SERVER_ALONE
-from ragraph.bench.server_alone import replay
-from ragraph.bench.server_stats import ServerCounters, erase_slots, read_counters, slot_count
-from ragraph.bench.traffic import top_share
+from ragraph.bench.data.traffic import top_share
+from ragraph.bench.measure.bounds import Bound
+from ragraph.bench.measure.counting import counted, embedded
+from ragraph.bench.measure.llm_work import LlmWork
+from ragraph.bench.run.arrivals import arrive
+from ragraph.bench.server.alone import LABEL as SERVER_ALONE
+from ragraph.bench.server.alone import replay
+from ragraph.bench.server.stats import ServerCounters, erase_slots, read_counters, slot_count
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.app import execute, open_services
 from ragraph.runtime.catalog import Catalog
@@ -116,17 +116,18 @@ class CellResult:
     hot_served: float | None = None
     # Share of the index's vectors the tier held at the end of the run (its hot set).
     hot_resident: float | None = None
-    # Document popularity (`bench.traffic.top_share`): share of the passages retrieved that the
-    # top 3% of the documents served, over each request's final top-k (None: none retrieved).
+    # Document popularity (`bench.data.traffic.top_share`): share of the passages retrieved
+    # that the top 3% of the documents served, over each request's final top-k (None: none
+    # retrieved).
     top_docs_share: float | None = None
     # Work beside the LLM engine's: queries embedded and their tokens, vectors scanned
     # (ragraph's own count; 0 where the executor does not count them), and the least time the
-    # run's work could take on these engines (`bench.bounds`; None: not measured).
+    # run's work could take on these engines (`bench.measure.bounds`; None: not measured).
     queries_embedded: int = 0
     query_tokens: int = 0
     vectors_scanned: int = 0
     bound: Bound | None = None
-    repeat: int = 0  # which repeat of the cell this run was (`bench.repeats`), from 0
+    repeat: int = 0  # which repeat of the cell this run was (`bench.output.repeats`), from 0
 
     @property
     def bound_share(self) -> float | None:
@@ -235,7 +236,7 @@ def _server_work(result: CellResult, config: RuntimeConfig,
 
 async def _server_alone(cell: Cell, config: RuntimeConfig, sent: Sent,
                         requests: int) -> CellResult:
-    """The app's server work alone (`server_alone`): its calls replayed straight to it."""
+    """The app's server work alone (`bench.server.alone`): its calls replayed straight to it."""
     before = await asyncio.to_thread(_server_before, config)
     done = await replay(config.llm.url or "", config.llm.model or "default", sent,
                         api_key=api_key_from(config.llm.api_key_env))

@@ -10,7 +10,7 @@ from itertools import groupby
 
 from rich.table import Table
 
-from ragraph.bench.cells import CellResult
+from ragraph.bench.run.cells import CellResult
 
 REFERENCE = "-O0"  # what every variant's latency is compared with
 

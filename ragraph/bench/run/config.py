@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragraph.bench.cells import Variant, plain
-from ragraph.bench.server_alone import LABEL as SERVER_ALONE
-from ragraph.bench.traffic import UNIFORM, Traffic
+from ragraph.bench.data.traffic import UNIFORM, Traffic
+from ragraph.bench.run.cells import Variant, plain
+from ragraph.bench.server.alone import LABEL as SERVER_ALONE
 from ragraph.errors import ConfigError
 from ragraph.runtime.checks import MAX_CONCURRENCY, MAX_NPROBE, positive_int
 from ragraph.runtime.config import EXECUTORS, RuntimeConfig
@@ -57,7 +57,8 @@ class BenchConfig:
     scale: int = 2_000_000
     nlist: int | None = None
     seed: int = 0
-    # Which questions each run asks: uniform (each in turn) or Zipf popularity (`bench.traffic`).
+    # Which questions each run asks: uniform (each in turn) or Zipf popularity
+    # (`bench.data.traffic`).
     traffic: Traffic = UNIFORM
     data: Path | None = None
     out: Path = Path("bench-out")
@@ -68,12 +69,12 @@ class BenchConfig:
     passes: str = "-O2"
     plots: bool = True
     quick: bool = False
-    # Each pass's worth instead of the executors side by side (`bench.ablation`); `variants`:
+    # Each pass's worth instead of the executors side by side (`bench.run.ablation`); `variants`:
     # only those of the ablation's runs, by label (None: all).
     ablation: bool = False
     variants_chosen: tuple[str, ...] | None = None
     # Every cell run this many times in turn; the tables read each executor's median run
-    # (`bench.repeats`).
+    # (`bench.output.repeats`).
     repeat: int = 1
     hot_cache: bool | None = None  # None: off (runtime/devices.py says why)
     profile: str | None = None  # sim: None = the shipped H100 profile (RuntimeConfig.profile)
@@ -138,8 +139,8 @@ class BenchConfig:
         """The runs of every cell: each executor, or the pass ablation of ragraph. On llama.cpp
         ragraph also runs without its prefix store: what document-prefix reuse is worth. On a
         server, after the LangGraph app, the server alone on the app's generation calls: the
-        most any client of it could serve (`bench.server_alone`)."""
-        from ragraph.bench.ablation import ablation_variants
+        most any client of it could serve (`bench.server.alone`)."""
+        from ragraph.bench.run.ablation import ablation_variants
 
         if self.ablation:
             return ablation_variants(self.executors, self.passes, self.variants_chosen)

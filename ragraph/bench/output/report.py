@@ -8,12 +8,12 @@ from itertools import groupby
 from rich.console import Console
 from rich.table import Table
 
-from ragraph.bench import reasons as W
-from ragraph.bench import results as R
-from ragraph.bench.bounds import LlmRates, Rates
-from ragraph.bench.cells import CellResult
-from ragraph.bench.machine import detect
-from ragraph.bench.steps_table import STEPS_LEGEND, steps_table
+from ragraph.bench.measure.bounds import LlmRates, Rates
+from ragraph.bench.measure.machine import detect
+from ragraph.bench.output import reasons as W
+from ragraph.bench.output import results as R
+from ragraph.bench.output.steps_table import STEPS_LEGEND, steps_table
+from ragraph.bench.run.cells import CellResult
 
 
 def _x(value: float | None) -> str:
@@ -176,7 +176,7 @@ def targets_table(targets: Sequence[R.Target], shares: dict[tuple[str, int], flo
 
 def ablation_table(rows: Sequence[CellResult], caption: str) -> Table:
     """Each pass's contribution, per cell: alone over -O0, and what -O2 loses without it."""
-    from ragraph.bench.ablation import contributions
+    from ragraph.bench.run.ablation import contributions
 
     table = Table(title="What each pass is worth (offline; throughput and p95 ratios: higher "
                   "is better)", caption=caption)
@@ -196,7 +196,7 @@ def ablation_table(rows: Sequence[CellResult], caption: str) -> Table:
 def reuse_lines(rows: Sequence[CellResult]) -> list[str]:
     """What the llama.cpp prefix store is worth, per cell: ragraph with and without it, and the
     prompt tokens the LangGraph app's llama-cpp-python reused beside them."""
-    from ragraph.bench.config import NO_REUSE
+    from ragraph.bench.run.config import NO_REUSE
 
     out = []
     for _, group in groupby(rows, key=_cell_key):
@@ -216,7 +216,7 @@ def reuse_lines(rows: Sequence[CellResult]) -> list[str]:
 def popularity_note(rows: Sequence[CellResult], traffic: str) -> str:
     """Document popularity per cell under the run's traffic, beside RAGCache's measure. Every
     executor of a cell asks the same questions; ragraph's row (else the first) stands for it."""
-    from ragraph.bench.traffic import RAGCACHE_TOP_SHARE, TOP_FRACTION
+    from ragraph.bench.data.traffic import RAGCACHE_TOP_SHARE, TOP_FRACTION
 
     cells = []
     for _, group in groupby(rows, key=_cell_key):
@@ -246,7 +246,7 @@ def fanout_lines(rows: Sequence[CellResult]) -> list[str]:
 
 def bounds_table(rows: Sequence[CellResult], caption: str) -> Table:
     """Each run against the least time its own work could take on these engines
-    (`bench.bounds`), and that time's parts."""
+    (`bench.measure.bounds`), and that time's parts."""
     table = Table(title="Bounds: the least time each run's work could take on these engines "
                   "(at bound = bound / wall)", caption=caption)
     for col in ("workload", "load", "conc", "executor", "wall s", "bound s", "LLM s",
@@ -330,7 +330,7 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
 
 def _ablation_tables(console: Console, rows: Sequence[CellResult], slo_s: float,
                      caption: str) -> None:
-    from ragraph.bench import online_ablation
+    from ragraph.bench.output import online_ablation
 
     offline = [r for r in rows if r.cell.rate is None]
     if offline:

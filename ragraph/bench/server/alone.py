@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from ragraph.bench.server_stats import auth
+from ragraph.bench.server.stats import auth
 from ragraph.ir import Sampling
 from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.chat import Prompt, as_dicts

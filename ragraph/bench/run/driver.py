@@ -19,21 +19,22 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ragraph.bench import machine as M
-from ragraph.bench import plots, repeats, report, server_stats
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.index import (
+from ragraph.bench.data.index import (
     BenchIndexInfo,
     IndexSpec,
     ensure_bench_index,
     index_dir_for,
     is_current,
 )
-from ragraph.bench.questions import load_questions
-from ragraph.bench.realbase import cached_base, ensure_real_base
-from ragraph.bench.results import Target, write_csv, write_json
-from ragraph.bench.session import WARM_UP_REQUESTS, Workbench, load_graphs, run_cells
+from ragraph.bench.data.questions import load_questions
+from ragraph.bench.data.realbase import cached_base, ensure_real_base
+from ragraph.bench.measure import machine as M
+from ragraph.bench.output import plots, repeats, report
+from ragraph.bench.output.results import Target, write_csv, write_json
+from ragraph.bench.run.cells import Cell, CellResult
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.session import WARM_UP_REQUESTS, Workbench, load_graphs, run_cells
+from ragraph.bench.server import stats as server_stats
 from ragraph.console import new_console
 from ragraph.runtime.app import open_search
 from ragraph.runtime.llm.sim.engine import SimConfig

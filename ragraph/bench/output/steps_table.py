@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from ragraph.bench.cells import CellResult
+from ragraph.bench.run.cells import CellResult
 
 STEPS_LEGEND = (
     "engine steps: decode-only steps advance the running sequences and nothing else; mixed "

@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragraph.bench.cells import CellResult
+from ragraph.bench.run.cells import CellResult
 
 STYLE = {"ragraph": ("tab:red", "o"), "sequential": ("tab:blue", "s"),
          "stage-batched": ("tab:green", "^"), "langgraph": ("tab:purple", "D")}

@@ -13,8 +13,8 @@ from typing import TypeVar
 
 from rich.table import Table
 
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.results import baselines_in, ratio
+from ragraph.bench.output.results import baselines_in, ratio
+from ragraph.bench.run.cells import Cell, CellResult
 
 RunKey = tuple[Cell, str]  # a cell and an executor
 T = TypeVar("T")

@@ -62,7 +62,7 @@ class ScaleRow:
 
 
 def run(config: ScaleConfig, console: Console) -> list[ScaleRow]:
-    from ragraph.bench.questions import load_questions
+    from ragraph.bench.data.questions import load_questions
     from ragraph.runtime.app import open_search
     from ragraph.runtime.config import RuntimeConfig
 
