@@ -186,7 +186,7 @@ def run_scale(args: argparse.Namespace) -> int:
     from ragraph.bench.run import scale
 
     urls = _names(args.replicas) or ()
-    config = scale.ScaleConfig(
+    config = scale.ScaleBenchConfig(
         address=args.ray, index=args.index, data=args.data if args.data.is_dir() else None,
         shard_counts=numbers(args.shard_counts, "--shard-counts", int),
         replica_counts=numbers(args.replica_counts, "--replica-counts", int),
