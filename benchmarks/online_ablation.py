@@ -84,8 +84,9 @@ def main() -> None:
 
     def done(rows) -> None:
         for r in rows:
-            console.log(f"{r.cell.workload} {r.cell.rate:g}/s {r.executor}: mean {r.mean_s:.2f} "
-                        f"p50 {r.p50_s:.2f} p95 {r.p95_s:.2f}, spec {r.speculations}/"
+            s = r.summary
+            console.log(f"{r.cell.workload} {r.cell.rate:g}/s {r.executor}: mean {s.mean_s:.2f} "
+                        f"p50 {s.p50_s:.2f} p95 {s.p95_s:.2f}, spec {r.speculations}/"
                         f"{r.speculation_adopted}/{r.rollbacks}, warm {r.warm_searches}")
 
     rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _o: None, done))

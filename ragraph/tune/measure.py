@@ -112,7 +112,7 @@ class BenchMeasure:
         executor = self.runtime.scheduler.executor
         [row] = await run_cell(cell, [job], self.runtime, self.search,
                                [Variant(executor, executor, point.passes)], outcomes.append)
-        return scored(point, outcomes, row.throughput_rps, row.p95_s)
+        return scored(point, outcomes, row.summary.throughput_rps, row.summary.p95_s)
 
     async def warm_up(self, point: Point) -> None:
         """An untimed run of a few questions before the first point: a process's first run

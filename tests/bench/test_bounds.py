@@ -15,6 +15,8 @@ from ragraph.runtime.llm.protocol import PASS_BUCKETS, pass_bucket
 from ragraph.runtime.llm.sim.clock import VirtualClock
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 
+from .helpers import summary
+
 LLM = LlmRates(prefill_tok_s=1000.0, step_s=0.02, token_s=0.005, timed_by="engine timers")
 
 
@@ -119,8 +121,8 @@ def test_a_rows_work_is_priced_and_written_to_the_csv_and_the_json(tmp_path):
     from ragraph.bench.run.cells import Cell, CellResult
     from ragraph.bench.run.work import with_bound
 
-    row = CellResult(Cell("oneshot", 32, None, 8), "ragraph", "llamacpp", False, 10, 0, 12.0,
-                     10 / 12, 1.0, 2.0, 1.2, None, 0, None, 0.0)
+    row = CellResult(Cell("oneshot", 32, None, 8), "ragraph", "llamacpp", False,
+                     summary(10, 0, 12.0, 10 / 12, 1.0, 2.0, 1.2), None, 0, None, 0.0)
     # The same work as the first test: 2,000 prompt tokens computed, 400 generated in 100
     # steps, 50 queries embedded; llm_tokens counts the computed prompt plus the generated.
     row = replace(row, llm=LlmWork(llm_tokens=2400, completion_tokens=400, decode_steps=100),
@@ -149,8 +151,8 @@ def test_a_missed_llamacpp_target_says_how_near_ragraph_ran_to_its_bound():
     from ragraph.bench.run.work import with_bound
 
     def run(executor: str, thr: float) -> CellResult:
-        return replace(CellResult(Cell("hyde", 32, None, 8), executor, "llamacpp", False, 10, 0,
-                                  12.0, thr, 1.0, 2.0, 1.2, None, 0, None, 0.0),
+        return replace(CellResult(Cell("hyde", 32, None, 8), executor, "llamacpp", False,
+                                  summary(10, 0, 12.0, thr, 1.0, 2.0, 1.2), None, 0, None, 0.0),
                        queries_embedded=50, llm=LlmWork(llm_tokens=2400, completion_tokens=400,
                                                         decode_steps=100, prefill_s=8.0,
                                                         decode_s=2.0))
@@ -425,8 +427,8 @@ def test_a_bench_run_probes_again_after_its_last_cell_and_prices_each_run_at_the
         assert got.probed == probed
         return got
 
-    row = CellResult(Cell("oneshot", 32, None, 8), "ragraph", "llamacpp", False, 10, 0, 12.0,
-                     10 / 12, 1.0, 2.0, 1.2, None, 0, None, 0.0)
+    row = CellResult(Cell("oneshot", 32, None, 8), "ragraph", "llamacpp", False,
+                     summary(10, 0, 12.0, 10 / 12, 1.0, 2.0, 1.2), None, 0, None, 0.0)
     prompts = replace(row, llm=LlmWork(llm_tokens=4100, completion_tokens=100, decode_steps=100))
     steps = replace(row, executor="ragraph, no prefix store",
                     llm=LlmWork(llm_tokens=1100, completion_tokens=1000, decode_steps=1000))

@@ -22,7 +22,7 @@ from ragraph.runtime.search_service import SearchService
 from tests.runtime import workflows
 from tests.runtime.fakes import HashEmbedder
 
-from .helpers import toy_base
+from .helpers import summary, toy_base
 
 
 def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Path):
@@ -40,8 +40,8 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     # hyde, irg and their mix; offline and one rate; three executors each.
     assert len(rows) == 3 * 2 * 3
     assert {r.executor for r in rows} == {"ragraph", "sequential", "stage-batched"}
-    assert all(r.errors == 0 and r.simulated for r in rows)
-    assert len(done) == sum(r.requests for r in rows)
+    assert all(r.summary.errors == 0 and r.simulated for r in rows)
+    assert len(done) == sum(r.summary.requests for r in rows)
     # Per-request retrieval spans exist for sequential and ragraph (stage-batched has batch spans).
     shares = [r.retrieval_share for r in rows if r.executor != "stage-batched"]
     assert all(s is not None and 0 < s < 1 for s in shares)
@@ -158,8 +158,8 @@ def test_a_bench_cut_short_keeps_the_cells_it_measured(tmp_path: Path, monkeypat
 
     async def two_cells_then_stop(bench, progress, cell_done):
         for rate in (None, 4.0):
-            cell_done([CellResult(Cell("irg", 8, rate, 4), "ragraph", "sim", True, 10, 0, 1.0,
-                                  10.0, 0.5, 1.0, 0.6, None, 0, None, 0.0)])
+            cell_done([CellResult(Cell("irg", 8, rate, 4), "ragraph", "sim", True,
+                                  summary(10, 0, 1.0, 10.0, 0.5, 1.0, 0.6), None, 0, None, 0.0)])
         raise KeyboardInterrupt
 
     monkeypatch.setattr(driver, "run_cells", two_cells_then_stop)

@@ -22,6 +22,8 @@ from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.chat import chat_turn
 from tests.llm.fakeserver import FakeServer
 
+from .helpers import summary
+
 # A llama-server /metrics page (build b1-0c1e570), trimmed.
 METRICS = """# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed
 # TYPE llamacpp:prompt_tokens_total counter
@@ -158,8 +160,7 @@ def test_on_a_server_the_bench_needs_a_url_and_adds_the_server_alone() -> None:
 
 def row(executor: str, rps: float, p95: float, conc: int = 16, **kw: object) -> CellResult:
     return CellResult(cell=Cell("irg", 32, None, conc), executor=executor, engine="openai-http",
-                      simulated=False, requests=32, errors=0, wall_s=32 / rps,
-                      throughput_rps=rps, p50_s=p95 / 2, p95_s=p95, mean_s=p95 / 2,
+                      simulated=False, summary=summary(32, 0, 32 / rps, rps, p95 / 2, p95, p95 / 2),
                       retrieval_share=None, speculations=0, speculation_hit_rate=None,
                       synthetic_share=0.0, **kw)
 

@@ -45,7 +45,8 @@ def test_the_bench_measures_both_clients_and_the_server_alone_on_a_llama_server(
                           config.runtime(info.directory))
         rows = asyncio.run(run_cells(bench, lambda cell, total: lambda *_: None))
     assert [r.executor for r in rows] == ["ragraph", "langgraph", LABEL]
-    assert all(r.errors == 0 and r.requests == 4 and r.throughput_rps > 0 for r in rows)
+    assert all(r.summary.errors == 0 and r.summary.requests == 4
+               and r.summary.throughput_rps > 0 for r in rows)
     # The server's own counters: a run on emptied slots computes its prompts (nothing left over
     # from the run before), and decodes in batches.
     assert all(r.llm.llm_tokens > r.llm.completion_tokens > 0 for r in rows)

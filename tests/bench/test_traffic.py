@@ -107,7 +107,7 @@ def test_every_executor_of_a_cell_gets_the_same_zipf_requests(tmp_path: Path):
     assert len({r.id for r in jobs[0].requests}) == 24  # ids stay unique
     rows, seen = _run(bench)
     assert [r.executor for r in rows] == ["ragraph", "sequential", "stage-batched"]
-    assert all(r.errors == 0 for r in rows)
+    assert all(r.summary.errors == 0 for r in rows)
     # The executors run one after another: each one's 24 outcomes in turn.
     asked = [sorted((o.rid, o.question) for o in seen[i * 24:(i + 1) * 24]) for i in range(3)]
     assert asked[0] == asked[1] == asked[2]

@@ -55,7 +55,8 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
             table.add_row(
                 r.cell.workload if first else "", str(r.cell.nprobe) if first else "",
                 _load(r) if first else "", str(r.cell.concurrency) if first else "",
-                r.executor, f"{r.p50_s:.2f}", f"{r.p95_s:.2f}", f"{r.throughput_rps:.2f}",
+                r.executor, f"{r.summary.p50_s:.2f}", f"{r.summary.p95_s:.2f}",
+                f"{r.summary.throughput_rps:.2f}",
                 *vs, _pct(r.bound_share), _pct(r.retrieval_share),
                 _pct(r.speculation_hit_rate) if mine else "",
                 _pct(r.cpu_busy), _pct(r.embed_busy), _pct(r.engine_busy),
@@ -92,7 +93,7 @@ def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
         batch = (f"{llm.completion_tokens / llm.decode_steps:.1f}" if llm.decode_steps
                  else "1" if r.executor == "langgraph" else "-")
         table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
-                      f"{r.wall_s:.1f}", _priced(llm.prefill_s, r, "prefill_s"),
+                      f"{r.summary.wall_s:.1f}", _priced(llm.prefill_s, r, "prefill_s"),
                       _priced(llm.decode_s, r, "decode_s"),
                       f"{llm.prefill_forwards:,}" if llm.prefill_forwards else "-",
                       (f"{llm.kv_copies:,} ({llm.copy_passes:,})" if llm.kv_copies else "-"),
@@ -117,8 +118,9 @@ def server_work_table(rows: Sequence[CellResult], caption: str) -> Table:
         table.add_column(col, justify="left" if col in ("workload", "executor") else "right")
     for r in rows:
         llm = r.llm
-        table.add_row(r.cell.workload, str(r.cell.concurrency), r.executor, f"{r.wall_s:.1f}",
-                      f"{r.throughput_rps:.2f}", f"{llm.prompt_tokens:,}",
+        table.add_row(r.cell.workload, str(r.cell.concurrency), r.executor,
+                      f"{r.summary.wall_s:.1f}", f"{r.summary.throughput_rps:.2f}",
+                      f"{llm.prompt_tokens:,}",
                       f"{llm.cached_tokens:,}", f"{llm.completion_tokens:,}",
                       f"{llm.decode_steps:,}",
                       "-" if r.server_batch is None else f"{r.server_batch:.1f}",
@@ -202,13 +204,14 @@ def reuse_lines(rows: Sequence[CellResult]) -> list[str]:
     for _, group in groupby(rows, key=_cell_key):
         by = {r.executor: r for r in group}
         on, off, app = by.get("ragraph"), by.get(NO_REUSE), by.get("langgraph")
-        if on is None or off is None or not off.throughput_rps:
+        if on is None or off is None or not off.summary.throughput_rps:
             continue
-        gain = on.throughput_rps / off.throughput_rps - 1
+        gain = on.summary.throughput_rps / off.summary.throughput_rps - 1
         theirs = "" if app is None else f"; the LangGraph app {app.llm.cached_tokens:,}"
         out.append(f"prefix reuse, {on.cell.workload} at {on.cell.concurrency} in flight: "
                    f"{on.llm.cached_tokens:,} prompt tokens reused "
-                   f"({off.llm.cached_tokens:,} without the store{theirs}), {on.throughput_rps:.2f} vs {off.throughput_rps:.2f} req/s "
+                   f"({off.llm.cached_tokens:,} without the store{theirs}), "
+                   f"{on.summary.throughput_rps:.2f} vs {off.summary.throughput_rps:.2f} req/s "
                    f"({gain:+.0%})")
     return out
 
@@ -257,7 +260,8 @@ def bounds_table(rows: Sequence[CellResult], caption: str) -> Table:
             continue
         b = r.bound
         table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
-                      f"{r.wall_s:.2f}", f"{b.total_s:.2f}", f"{b.llm_s:.2f}", f"{b.cores_s:.2f}",
+                      f"{r.summary.wall_s:.2f}", f"{b.total_s:.2f}", f"{b.llm_s:.2f}",
+                      f"{b.cores_s:.2f}",
                       f"{b.embed_s:.2f}", f"{b.search_s:.2f}", _pct(r.bound_share))
     return table
 

@@ -69,7 +69,7 @@ def contributions(rows: Sequence[CellResult]) -> list[Contribution]:
     def ratio(a: str, b: str, field: str, inverse: bool = False) -> float | None:
         if a not in by or b not in by:
             return None
-        x, y = getattr(by[a], field), getattr(by[b], field)
+        x, y = getattr(by[a].summary, field), getattr(by[b].summary, field)
         num, den = (y, x) if inverse else (x, y)
         return num / den if den else None
 

@@ -26,7 +26,7 @@ from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.http.openai import api_key_from
-from ragraph.runtime.outcome import Outcome, RunStats, summarize
+from ragraph.runtime.outcome import Outcome, RunStats, Summary, summarize
 from ragraph.runtime.request import Request
 from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.threads import usable_cores
@@ -78,13 +78,8 @@ class CellResult:
     executor: str
     engine: str
     simulated: bool
-    requests: int
-    errors: int
-    wall_s: float
-    throughput_rps: float
-    p50_s: float
-    p95_s: float
-    mean_s: float
+    # Requests, errors, wall time, throughput and latencies, as every run reports them.
+    summary: Summary
     retrieval_share: float | None  # of the summed request time, spent in retrieval nodes
     speculations: int
     speculation_hit_rate: float | None
@@ -132,12 +127,13 @@ class CellResult:
     @property
     def bound_share(self) -> float | None:
         """The bound's time over this run's: 1.0 is as fast as these engines allow."""
-        return None if self.bound is None else self.bound.share(self.wall_s)
+        return None if self.bound is None else self.bound.share(self.summary.wall_s)
 
     @property
     def engine_busy(self) -> float | None:
         """Share of the wall time the LLM engine computed (simulated seconds for sim)."""
-        return self.llm.busy_s / self.wall_s if self.wall_s > 0 else None
+        wall = self.summary.wall_s
+        return self.llm.busy_s / wall if wall > 0 else None
 
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
@@ -242,11 +238,8 @@ async def _server_alone(cell: Cell, config: RuntimeConfig, sent: Sent,
                         api_key=api_key_from(config.llm.api_key_env))
     result = CellResult(
         cell=cell, executor=SERVER_ALONE, engine="openai-http", simulated=False,
-        requests=requests, errors=done.failed, wall_s=done.wall_s,
-        throughput_rps=requests / done.wall_s if done.wall_s > 0 else 0.0,
-        p50_s=done.latency(50), p95_s=done.latency(95),
-        mean_s=sum(done.latencies) / len(done.latencies) if done.latencies else 0.0,
-        retrieval_share=None, speculations=0, speculation_hit_rate=None, synthetic_share=0.0)
+        summary=done.summary(requests), retrieval_share=None, speculations=0,
+        speculation_hit_rate=None, synthetic_share=0.0)
     return result if before is None else await asyncio.to_thread(_server_work, result, config,
                                                                  before)
 
@@ -266,14 +259,11 @@ def _served_between(before, after) -> float | None:
 
 def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: list[Outcome],
             stats: list[RunStats], tracer: Tracer, wall: float) -> CellResult:
-    summary = summarize(outcomes, wall)
     speculations = sum(s.speculations for s in stats)
     hits = sum(s.speculation_hits for s in stats)
     return CellResult(
         cell=cell, executor=executor, engine=engine, simulated=simulated,
-        requests=summary.requests, errors=summary.errors, wall_s=wall,
-        throughput_rps=summary.throughput_rps, p50_s=summary.p50_s, p95_s=summary.p95_s,
-        mean_s=summary.mean_s, retrieval_share=retrieval_share(tracer, outcomes),
+        summary=summarize(outcomes, wall), retrieval_share=retrieval_share(tracer, outcomes),
         speculations=speculations,
         speculation_hit_rate=hits / speculations if speculations else None,
         synthetic_share=synthetic_share(outcomes),

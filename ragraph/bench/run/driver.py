@@ -179,8 +179,8 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
                 run = f" run {r.repeat + 1}" if config.repeat > 1 else ""
                 bar.console.log(f"{r.cell.workload} nprobe {r.cell.nprobe} {load} "
                                 f"c{r.cell.concurrency}{run} {r.executor}: "
-                                f"p50 {r.p50_s:.2f} s, p95 {r.p95_s:.2f} s, "
-                                f"{r.throughput_rps:.2f} req/s, {r.errors} errors")
+                                f"p50 {r.summary.p50_s:.2f} s, p95 {r.summary.p95_s:.2f} s, "
+                                f"{r.summary.throughput_rps:.2f} req/s, {r.summary.errors} errors")
 
         rows = await run_cells(bench, cell_progress, cell_done)
     medians = repeats.medians(rows)

@@ -64,7 +64,7 @@ def make_jobs(bench: Workbench, workload: str, rate: float | None, count: int,
 def auto_rates(offline: Sequence[CellResult], points: int) -> tuple[float, ...]:
     """A geometric sweep from half the slowest executor's offline throughput to twice the
     fastest one's: it brackets every executor's saturation point (the knee of the curves)."""
-    thr = [r.throughput_rps for r in offline if r.throughput_rps > 0]
+    thr = [r.summary.throughput_rps for r in offline if r.summary.throughput_rps > 0]
     if not thr:
         return ()
     lo, hi = 0.5 * min(thr), 2.0 * max(thr)
