@@ -133,7 +133,7 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 def config_from(args: argparse.Namespace):
     from ragraph.bench.data.traffic import Traffic
     from ragraph.bench.measure.machine import available_memory_bytes
-    from ragraph.bench.run.config import BenchConfig
+    from ragraph.bench.run.config import BenchConfig, bench_run
     from ragraph.bench.run.presets import ablation_preset, llamacpp_preset, quick, seeds_preset
 
     knobs, swept = bench_knobs(args)
@@ -143,9 +143,9 @@ def config_from(args: argparse.Namespace):
         offline=not args.no_offline, mix=not args.no_mix, plots=not args.no_plots,
         # Given up front too: an online-only run is checked for its rates as it is built.
         rates=numbers(args.rates, "--rates", float),
-        traffic=Traffic.parse(args.traffic), **knobs,
+        traffic=Traffic.parse(args.traffic), run=bench_run(**knobs),
     )
-    if config.engine in ("llamacpp", "openai"):
+    if config.run.llm.engine in ("llamacpp", "openai"):
         config = llamacpp_preset(config)
     if args.quick:
         config = quick(config)
@@ -165,7 +165,7 @@ def config_from(args: argparse.Namespace):
 
 
 def bench_knobs(args: argparse.Namespace) -> tuple[dict[str, object], dict[str, object]]:
-    """The run's knobs for `BenchConfig`: the --config file's with the flags given over them;
+    """The run's knobs for `BenchConfig.run`: the --config file's with the flags given over them;
     and the swept values given (the flags' lists, else the file's one value), which override a
     preset's."""
     from ragraph.bench.run.config import RUN_KNOBS, file_knobs

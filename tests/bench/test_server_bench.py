@@ -149,10 +149,10 @@ def test_the_replay_sends_each_threads_calls_in_order_as_the_apps_openai_client_
 
 def test_on_a_server_the_bench_needs_a_url_and_adds_the_server_alone() -> None:
     with pytest.raises(ConfigError, match="--url"):
-        BenchConfig(engine="openai")
+        BenchConfig.of(engine="openai")
     with pytest.raises(ConfigError, match="--url"):
-        BenchConfig(engine="sim", url="http://127.0.0.1:8080")
-    config = BenchConfig(engine="openai", url="http://127.0.0.1:8080",
+        BenchConfig.of(engine="sim", url="http://127.0.0.1:8080")
+    config = BenchConfig.of(engine="openai", url="http://127.0.0.1:8080",
                          executors=("ragraph", "langgraph"))
     assert [v.label for v in config.variants()] == ["ragraph", "langgraph", LABEL]
     assert config.runtime().llm.url == "http://127.0.0.1:8080"
@@ -201,7 +201,7 @@ def test_a_keyed_server_gets_the_key_on_every_call_of_the_bench() -> None:
 
 
 def test_the_bench_passes_the_model_and_server_options_to_both_clients() -> None:
-    config = BenchConfig(engine="openai", url="http://127.0.0.1:1", openai_endpoint="chat",
+    config = BenchConfig.of(engine="openai", url="http://127.0.0.1:1", openai_endpoint="chat",
                          api_key_env="RAGRAPH_TEST_KEY", ctx=4096)
     runtime = config.runtime()
     llm = runtime.llm

@@ -34,7 +34,7 @@ def test_the_bench_measures_both_clients_and_the_server_alone_on_a_llama_server(
     (tmp_path / "slots").mkdir()
     with running_cpp_server(default_model_path(), tmp_path / "server.log", slots=4,
                             extra=flags) as (_, url):
-        config = BenchConfig(engine="openai", url=url, workflows=("hyde",),
+        config = BenchConfig.of(engine="openai", url=url, workflows=("hyde",),
                              executors=("ragraph", "langgraph"), nprobes=(8,), offline_requests=4,
                              rates=(), concurrencies=(2,), mix=False, data=None, out=tmp_path)
         assert any("empty slots" in note for note in check_server(config))
@@ -73,4 +73,4 @@ def test_a_llama_server_with_a_ram_prompt_cache_is_refused(tmp_path: Path) -> No
     with running_cpp_server(default_model_path(), tmp_path / "server.log", slots=2,
                             extra=flags) as (_, url):
         with pytest.raises(ConfigError, match="--cache-ram 0"):
-            check_server(BenchConfig(engine="openai", url=url, data=None, out=tmp_path))
+            check_server(BenchConfig.of(engine="openai", url=url, data=None, out=tmp_path))

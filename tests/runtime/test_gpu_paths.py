@@ -66,7 +66,7 @@ def test_hot_cache_flags_of_run_and_bench(flags: list[str], want: bool | None) -
     assert runtime_config(run).search.hot_cache is want
     bench = build_parser().parse_args(["bench", "--profile", "roofline", *flags])
     config = cmd_bench.config_from(bench)
-    assert config.hot_cache is want and config.runtime().search.hot_cache is want
+    assert config.run.search.hot_cache is want and config.runtime().search.hot_cache is want
     assert config.runtime().llm.profile == "roofline"
 
 

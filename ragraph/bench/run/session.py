@@ -125,7 +125,8 @@ async def measure_rates(bench: Workbench, probed: str) -> Rates:
     config = bench.config
     questions = [q for q, _ in bench.questions.single_hop]
     rates = await probe_rates(create_llm(bench.runtime), bench.search, questions, config.nprobes,
-                              max(config.concurrencies), shares_cores(config.engine, config.url),
+                              max(config.concurrencies),
+                              shares_cores(config.run.llm.engine, config.run.llm.url),
                               usable_cores())
     return replace(rates, probed=probed)
 
