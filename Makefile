@@ -32,7 +32,7 @@ setup:
 # where it is needed: by test-all, and by hand before `ragraph bench --engine openai` against
 # a llama-server (docs/benchmarks/llama-server.md).
 llama-server:
-	$(BIN)/python -m ragraph.bench.llama_server build
+	$(BIN)/python -m ragraph.bench.server.llama_server build
 
 # pytest exits 5 when it collected nothing: a broken suite, reported as such.
 PYTEST = rc=0; $(BIN)/python -m pytest $(1) || rc=$$?; \

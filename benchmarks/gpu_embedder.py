@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragraph.bench.questions import FALLBACK, NQ_FILE
+from ragraph.bench.data.questions import FALLBACK, NQ_FILE
 from ragraph.runtime.retrieval.embed.embedder import Embedder, EmbedderConfig
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ragraph.bench.machine import detect
+from ragraph.bench.measure.machine import detect
 from ragraph.eval import load_corpus
 from ragraph.runtime.retrieval.build.ingest import add_documents, build_index, passage_embedder
 

@@ -1,12 +1,12 @@
 """The online pass ablation (`ragraph bench --ablation --rates ... --no-offline`) where the
 default Wikipedia index is not built: the same cells, tables, CSV and plot, on a bench index
 whose real part is the first passages of a shared-data corpus, embedded with the real MiniLM,
-padded with synthetic vectors drawn around them (`bench.synthetic`, as every bench index).
+padded with synthetic vectors drawn around them (`bench.data.synthetic`, as every bench index).
 
     python benchmarks/online_ablation.py --rates 2,4,8 --workflows irg,multistep \
         --variants=-O0,-O2,'-O2 -speculate' --scale 400000 --nlist 512 --nprobe 256
 
-Queries are the real benchmark questions (`bench.questions`), embedded by MiniLM: successive
+Queries are the real benchmark questions (`bench.data.questions`), embedded by MiniLM: successive
 rounds of a request share their locality as real text does. Not a test: timings depend on the
 machine and its load. The index is cached under --cache (not the user's bench cache).
 """
@@ -20,14 +20,14 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from ragraph.bench import plots, repeats, report
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.driver import caption_for
-from ragraph.bench.index import IndexSpec, ensure_bench_index
-from ragraph.bench.questions import load_questions
-from ragraph.bench.realbase import RealBase, RealPassage
-from ragraph.bench.results import write_csv
-from ragraph.bench.session import Workbench, load_graphs, run_cells
+from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+from ragraph.bench.data.questions import load_questions
+from ragraph.bench.data.realbase import RealBase, RealPassage
+from ragraph.bench.output import plots, repeats, report
+from ragraph.bench.output.results import write_csv
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.driver import caption_for
+from ragraph.bench.run.session import Workbench, load_graphs, run_cells
 from ragraph.runtime.app import open_search
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,8 +84,9 @@ def main() -> None:
 
     def done(rows) -> None:
         for r in rows:
-            console.log(f"{r.cell.workload} {r.cell.rate:g}/s {r.executor}: mean {r.mean_s:.2f} "
-                        f"p50 {r.p50_s:.2f} p95 {r.p95_s:.2f}, spec {r.speculations}/"
+            s = r.summary
+            console.log(f"{r.cell.workload} {r.cell.rate:g}/s {r.executor}: mean {s.mean_s:.2f} "
+                        f"p50 {s.p50_s:.2f} p95 {s.p95_s:.2f}, spec {r.speculations}/"
                         f"{r.speculation_adopted}/{r.rollbacks}, warm {r.warm_searches}")
 
     rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _o: None, done))

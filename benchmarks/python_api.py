@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 import ragraph
-from ragraph.bench.machine import detect
-from ragraph.bench.target import requests_for
+from ragraph.bench.measure.machine import detect
+from ragraph.bench.run.target import requests_for
 from ragraph.runtime.app import execute, open_search, open_services
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.retrieval.ivf.cost import calibrated

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import httpx
 
-from ragraph.bench.http_load import LoadSpec, drive
-from ragraph.bench.target import requests_for
+from ragraph.bench.run.http_load import LoadSpec, drive
+from ragraph.bench.run.target import requests_for
 
 REPO = Path(__file__).resolve().parents[1]
 

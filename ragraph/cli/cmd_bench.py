@@ -131,10 +131,10 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 
 
 def config_from(args: argparse.Namespace):
-    from ragraph.bench.config import BenchConfig
-    from ragraph.bench.machine import available_memory_bytes
-    from ragraph.bench.presets import ablation_preset, llamacpp_preset, quick, seeds_preset
-    from ragraph.bench.traffic import Traffic
+    from ragraph.bench.data.traffic import Traffic
+    from ragraph.bench.measure.machine import available_memory_bytes
+    from ragraph.bench.run.config import BenchConfig, bench_run
+    from ragraph.bench.run.presets import ablation_preset, llamacpp_preset, quick, seeds_preset
 
     knobs, swept = bench_knobs(args)
     config = BenchConfig(
@@ -143,9 +143,9 @@ def config_from(args: argparse.Namespace):
         offline=not args.no_offline, mix=not args.no_mix, plots=not args.no_plots,
         # Given up front too: an online-only run is checked for its rates as it is built.
         rates=numbers(args.rates, "--rates", float),
-        traffic=Traffic.parse(args.traffic), **knobs,
+        traffic=Traffic.parse(args.traffic), run=bench_run(**knobs),
     )
-    if config.engine in ("llamacpp", "openai"):
+    if config.run.llm.engine in ("llamacpp", "openai"):
         config = llamacpp_preset(config)
     if args.quick:
         config = quick(config)
@@ -165,10 +165,10 @@ def config_from(args: argparse.Namespace):
 
 
 def bench_knobs(args: argparse.Namespace) -> tuple[dict[str, object], dict[str, object]]:
-    """The run's knobs for `BenchConfig`: the --config file's with the flags given over them;
+    """The run's knobs for `BenchConfig.run`: the --config file's with the flags given over them;
     and the swept values given (the flags' lists, else the file's one value), which override a
     preset's."""
-    from ragraph.bench.config import RUN_KNOBS, file_knobs
+    from ragraph.bench.run.config import RUN_KNOBS, file_knobs
 
     file = file_knobs(args.config) if args.config is not None else {}
     flags = {name: getattr(args, name) for name in RUN_KNOBS}
@@ -183,10 +183,10 @@ def bench_knobs(args: argparse.Namespace) -> tuple[dict[str, object], dict[str, 
 
 
 def run_scale(args: argparse.Namespace) -> int:
-    from ragraph.bench import scale
+    from ragraph.bench.run import scale
 
     urls = _names(args.replicas) or ()
-    config = scale.ScaleConfig(
+    config = scale.ScaleBenchConfig(
         address=args.ray, index=args.index, data=args.data if args.data.is_dir() else None,
         shard_counts=numbers(args.shard_counts, "--shard-counts", int),
         replica_counts=numbers(args.replica_counts, "--replica-counts", int),
@@ -205,8 +205,8 @@ def _workflow(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragraph.bench.driver import bench_cache, build_apart, build_index, index_ready
-    from ragraph.bench.driver import run as run_bench
+    from ragraph.bench.run.driver import bench_cache, build_apart, build_index, index_ready
+    from ragraph.bench.run.driver import run as run_bench
     from ragraph.errors import ConfigError
 
     if args.repeat is not None and (args.ray is not None or args.target):
@@ -238,8 +238,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_target(args: argparse.Namespace, console: Console) -> int:
-    from ragraph.bench.http_load import LoadSpec
-    from ragraph.bench.target import run_target as drive_target
+    from ragraph.bench.run.http_load import LoadSpec
+    from ragraph.bench.run.target import run_target as drive_target
 
     clients = numbers(args.concurrency, "--concurrency", int) or (8,)
     spec = LoadSpec(target=args.target.rstrip("/"), requests=args.requests or 64, rate=None,

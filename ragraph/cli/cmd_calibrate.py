@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def grid_from(args: argparse.Namespace):
-    from ragraph.bench.calibrate import CalibrationGrid
+    from ragraph.bench.measure.calibrate import CalibrationGrid
 
     overrides = {
         "prefill": numbers(args.prefill, "--prefill", int),
@@ -51,7 +51,7 @@ def grid_from(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragraph.bench.calibrate import Calibration, calibrate
+    from ragraph.bench.measure.calibrate import Calibration, calibrate
     from ragraph.runtime.devices import cuda_available
     from ragraph.runtime.llm.sim.profile import write_profile
     from ragraph.runtime.llm.sim.shape import parse_shape

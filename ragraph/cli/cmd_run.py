@@ -10,7 +10,6 @@ from ragraph.cli.options import add_runtime_flags, runtime_config
 from ragraph.cli.run_input import add_search_flags, search_options
 from ragraph.console import new_console
 from ragraph.errors import ConfigError
-from ragraph.runtime.config import RuntimeConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,10 +40,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def config_from(args: argparse.Namespace) -> RuntimeConfig:
-    return runtime_config(args)
-
-
 def _check_files(args: argparse.Namespace) -> None:
     if args.output is not None and args.input is None:
         raise ConfigError("--output", "needs --input")
@@ -67,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     search_options(args)  # a bad --k, --mode or --filter fails before any model loads
     if args.limit is not None and args.limit < 1:
         raise ConfigError("--limit", f"must be positive, got {args.limit}")
-    config = config_from(args)
+    config = runtime_config(args)
     from ragraph.api.load import compile_catalog
 
     # Compiled once, here: a bad spec fails before any model loads, and the run uses this.

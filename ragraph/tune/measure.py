@@ -1,5 +1,5 @@
 """One point measured: its answers scored as `ragraph eval` scores a predictions file, its speed
-by the bench's offline protocol (`bench.cells.run_cell`: every dev question at once, at the
+by the bench's offline protocol (`bench.run.cells.run_cell`: every dev question at once, at the
 point's concurrency, on the shared index; throughput and p95 as the bench reports them)."""
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class BenchMeasure:
     search: SearchService
 
     async def __call__(self, point: Point) -> Measurement:
-        from ragraph.bench.cells import Cell, Job, Variant, run_cell
+        from ragraph.bench.run.cells import Cell, Job, Variant, run_cell
 
         outcomes: list[Outcome] = []
         cell = Cell(self.graph.name, point.nprobe, None, point.concurrency)
@@ -112,7 +112,7 @@ class BenchMeasure:
         executor = self.runtime.scheduler.executor
         [row] = await run_cell(cell, [job], self.runtime, self.search,
                                [Variant(executor, executor, point.passes)], outcomes.append)
-        return scored(point, outcomes, row.throughput_rps, row.p95_s)
+        return scored(point, outcomes, row.summary.throughput_rps, row.summary.p95_s)
 
     async def warm_up(self, point: Point) -> None:
         """An untimed run of a few questions before the first point: a process's first run

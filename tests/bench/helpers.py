@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragraph.bench.realbase import RealBase, RealPassage
+from ragraph.bench.data.realbase import RealBase, RealPassage
+from ragraph.runtime.outcome import Summary
 from tests.runtime.fakes import HashEmbedder
 
 TOPICS = ("Eiffel Tower", "photosynthesis", "Ada Lovelace", "the Nile", "jazz", "Mars")
@@ -20,3 +21,10 @@ def toy_base(n: int = 600) -> RealBase:
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return RealBase("toy" + "0" * 61, passages, vectors.astype(np.float32),
                     {"toy": n}, ("toy corpus",))
+
+
+def summary(requests: int, errors: int, wall_s: float, throughput_rps: float, p50_s: float,
+            p95_s: float, mean_s: float) -> Summary:
+    """A run's summary with the fields the bench's tables and CSV read (p99 as p95, no first
+    token)."""
+    return Summary(requests, errors, wall_s, throughput_rps, p50_s, p95_s, p95_s, mean_s, None)

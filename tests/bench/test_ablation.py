@@ -6,9 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from ragraph.bench.ablation import ablation, contributions
-from ragraph.bench.cells import Cell, CellResult
+from ragraph.bench.run.ablation import ablation, contributions
+from ragraph.bench.run.cells import Cell, CellResult
 from ragraph.passes import CANONICAL_ORDER, parse_spec
+
+from .helpers import summary
 
 
 def test_ablation_runs_O0_each_pass_alone_O2_without_each_pass_and_O2():
@@ -24,11 +26,15 @@ def test_ablation_runs_O0_each_pass_alone_O2_without_each_pass_and_O2():
 
 
 def test_contributions_are_ratios_between_the_runs():
-    base = CellResult(Cell("irg", 32, None), "-O0", "sim", True, 10, 0, 1.0, 1.0, 1.0, 2.0, 1.0,
-                      None, 0, None, 0.0)
-    rows = [base, replace(base, executor="only reorder", throughput_rps=1.5, p95_s=1.0),
-            replace(base, executor="-O2", throughput_rps=3.0, p95_s=0.5),
-            replace(base, executor="-O2 -reorder", throughput_rps=2.0, p95_s=1.0)]
+    base = CellResult(Cell("irg", 32, None), "-O0", "sim", True,
+                      summary(10, 0, 1.0, 1.0, 1.0, 2.0, 1.0), None, 0, None, 0.0)
+
+    def ran(executor: str, throughput_rps: float, p95_s: float) -> CellResult:
+        return replace(base, executor=executor, summary=replace(
+            base.summary, throughput_rps=throughput_rps, p95_s=p95_s))
+
+    rows = [base, ran("only reorder", 1.5, 1.0), ran("-O2", 3.0, 0.5),
+            ran("-O2 -reorder", 2.0, 1.0)]
     found = {c.name: c for c in contributions(rows)}
     reorder = found["reorder"]
     assert reorder.alone_thr == pytest.approx(1.5) and reorder.alone_p95 == pytest.approx(2.0)

@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from ragraph.bench.arrivals import arrive, offsets_for, poisson_offsets
+from ragraph.bench.run.arrivals import arrive, offsets_for, poisson_offsets
 from ragraph.errors import ConfigError
 from ragraph.runtime.request import Request
 

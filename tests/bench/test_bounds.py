@@ -8,12 +8,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from ragraph.bench.bounds import LlmRates, Rates, Work, fit_line, least_time
-from ragraph.bench.llm_work import LlmWork
-from ragraph.bench.probe import DECODE_TOKENS, probe_llm, run_prompts, shares_cores
+from ragraph.bench.measure.bounds import LlmRates, Rates, Work, fit_line, least_time
+from ragraph.bench.measure.llm_work import LlmWork
+from ragraph.bench.measure.probe import DECODE_TOKENS, probe_llm, run_prompts, shares_cores
 from ragraph.runtime.llm.protocol import PASS_BUCKETS, pass_bucket
 from ragraph.runtime.llm.sim.clock import VirtualClock
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
+
+from .helpers import summary
 
 LLM = LlmRates(prefill_tok_s=1000.0, step_s=0.02, token_s=0.005, timed_by="engine timers")
 
@@ -115,12 +117,12 @@ def test_a_rows_work_is_priced_and_written_to_the_csv_and_the_json(tmp_path):
     import json
     from dataclasses import replace
 
-    from ragraph.bench import results as R
-    from ragraph.bench.cells import Cell, CellResult
-    from ragraph.bench.work import with_bound
+    from ragraph.bench.output import results as R
+    from ragraph.bench.run.cells import Cell, CellResult
+    from ragraph.bench.run.work import with_bound
 
-    row = CellResult(Cell("oneshot", 32, None, 8), "ragraph", "llamacpp", False, 10, 0, 12.0,
-                     10 / 12, 1.0, 2.0, 1.2, None, 0, None, 0.0)
+    row = CellResult(Cell("oneshot", 32, None, 8), "ragraph", "llamacpp", False,
+                     summary(10, 0, 12.0, 10 / 12, 1.0, 2.0, 1.2), None, 0, None, 0.0)
     # The same work as the first test: 2,000 prompt tokens computed, 400 generated in 100
     # steps, 50 queries embedded; llm_tokens counts the computed prompt plus the generated.
     row = replace(row, llm=LlmWork(llm_tokens=2400, completion_tokens=400, decode_steps=100),
@@ -143,14 +145,14 @@ def test_a_rows_work_is_priced_and_written_to_the_csv_and_the_json(tmp_path):
 def test_a_missed_llamacpp_target_says_how_near_ragraph_ran_to_its_bound():
     from dataclasses import replace
 
-    from ragraph.bench import reasons as W
-    from ragraph.bench import results as R
-    from ragraph.bench.cells import Cell, CellResult
-    from ragraph.bench.work import with_bound
+    from ragraph.bench.output import reasons as W
+    from ragraph.bench.output import results as R
+    from ragraph.bench.run.cells import Cell, CellResult
+    from ragraph.bench.run.work import with_bound
 
     def run(executor: str, thr: float) -> CellResult:
-        return replace(CellResult(Cell("hyde", 32, None, 8), executor, "llamacpp", False, 10, 0,
-                                  12.0, thr, 1.0, 2.0, 1.2, None, 0, None, 0.0),
+        return replace(CellResult(Cell("hyde", 32, None, 8), executor, "llamacpp", False,
+                                  summary(10, 0, 12.0, thr, 1.0, 2.0, 1.2), None, 0, None, 0.0),
                        queries_embedded=50, llm=LlmWork(llm_tokens=2400, completion_tokens=400,
                                                         decode_steps=100, prefill_s=8.0,
                                                         decode_s=2.0))
@@ -351,7 +353,7 @@ class TwoCoreSearch:
 
 
 def test_embedding_beside_scans_on_two_cores_stays_within_the_bound():
-    from ragraph.bench.search_probe import probe_search
+    from ragraph.bench.measure.search_probe import probe_search
 
     fake, T = TwoCoreSearch(), TwoCoreSearch
     found = probe_search(fake, [f"q{i}" for i in range(40)], [256], cores=2, batch=32,
@@ -406,13 +408,13 @@ def test_a_bench_run_probes_again_after_its_last_cell_and_prices_each_run_at_the
     import json
     from dataclasses import replace
 
-    from ragraph.bench import results as R
-    from ragraph.bench import session
-    from ragraph.bench.bounds import AFTER, BEFORE
-    from ragraph.bench.cells import Cell, CellResult
-    from ragraph.bench.config import BenchConfig
-    from ragraph.bench.questions import load_questions
-    from ragraph.bench.report import bound_legend
+    from ragraph.bench.data.questions import load_questions
+    from ragraph.bench.measure.bounds import AFTER, BEFORE
+    from ragraph.bench.output import results as R
+    from ragraph.bench.output.report import bound_legend
+    from ragraph.bench.run import session
+    from ragraph.bench.run.cells import Cell, CellResult
+    from ragraph.bench.run.config import BenchConfig
     from ragraph.runtime.config import RuntimeConfig
 
     fast_prompts = replace(rates(True), probed=BEFORE)
@@ -425,8 +427,8 @@ def test_a_bench_run_probes_again_after_its_last_cell_and_prices_each_run_at_the
         assert got.probed == probed
         return got
 
-    row = CellResult(Cell("oneshot", 32, None, 8), "ragraph", "llamacpp", False, 10, 0, 12.0,
-                     10 / 12, 1.0, 2.0, 1.2, None, 0, None, 0.0)
+    row = CellResult(Cell("oneshot", 32, None, 8), "ragraph", "llamacpp", False,
+                     summary(10, 0, 12.0, 10 / 12, 1.0, 2.0, 1.2), None, 0, None, 0.0)
     prompts = replace(row, llm=LlmWork(llm_tokens=4100, completion_tokens=100, decode_steps=100))
     steps = replace(row, executor="ragraph, no prefix store",
                     llm=LlmWork(llm_tokens=1100, completion_tokens=1000, decode_steps=1000))
@@ -526,7 +528,7 @@ def test_a_bucket_of_passes_costs_the_larger_of_its_tokens_and_its_fixed_costs()
 def test_the_legend_states_the_prompt_pass_floor():
     from dataclasses import replace
 
-    from ragraph.bench.report import _pass_floor
+    from ragraph.bench.output.report import _pass_floor
 
     assert "each prompt pass at no less than 5.79 ms" in _pass_floor(replace(LLM, pass_s=0.00579))
     assert _pass_floor(LLM) == ""  # not measured (an HTTP server's wall-clock probe)

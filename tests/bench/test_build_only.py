@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragraph.bench import driver
-from ragraph.bench.index import IndexSpec, ensure_bench_index
+from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+from ragraph.bench.run import driver
 from ragraph.cli.main import main
 
 from .helpers import toy_base
@@ -50,7 +50,7 @@ def test_a_build_logged_to_a_file_names_each_stage_as_it_starts(tmp_path: Path, 
 
     from rich.console import Console
 
-    from ragraph.bench.config import BenchConfig
+    from ragraph.bench.run.config import BenchConfig
 
     log = io.StringIO()
     seen_mid_stage = []
@@ -89,7 +89,7 @@ def test_a_missing_index_is_built_in_a_process_of_its_own_before_the_cells(tmp_p
     index in another process first, and builds nothing apart when it is there."""
     import os
 
-    from ragraph.bench.config import BenchConfig
+    from ragraph.bench.run.config import BenchConfig
 
     config = BenchConfig(workflow_dir=tmp_path, out=tmp_path)
     driver.build_apart(config, build=_build_writes_the_pid)
@@ -115,7 +115,7 @@ def test_a_missing_index_is_built_in_a_process_of_its_own_before_the_cells(tmp_p
 def test_an_error_in_the_build_process_reaches_the_user_with_its_field(tmp_path: Path):
     import pytest
 
-    from ragraph.bench.config import BenchConfig
+    from ragraph.bench.run.config import BenchConfig
     from ragraph.errors import ConfigError
 
     with pytest.raises(ConfigError, match="--scale: an index of this size") as raised:
@@ -129,8 +129,8 @@ def test_the_index_is_ready_only_once_its_real_base_and_padded_index_are_built(t
     import dataclasses
     import json
 
-    from ragraph.bench import realbase
-    from ragraph.bench.config import BenchConfig
+    from ragraph.bench.data import realbase
+    from ragraph.bench.run.config import BenchConfig
     from ragraph.runtime.retrieval.build import corpus
 
     config = BenchConfig(workflow_dir=tmp_path, data=None, scale=3000)
@@ -159,7 +159,7 @@ def _build_dies(config) -> None:
 def test_a_build_process_that_dies_is_an_error_saying_so(tmp_path: Path):
     import pytest
 
-    from ragraph.bench.config import BenchConfig
+    from ragraph.bench.run.config import BenchConfig
     from ragraph.errors import RagraphError
 
     with pytest.raises(RagraphError, match="ended without finishing"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ragraph.bench.calibrate import Calibration, CalibrationGrid, calibrate
+from ragraph.bench.measure.calibrate import Calibration, CalibrationGrid, calibrate
 from ragraph.cli.main import main
 from ragraph.errors import ConfigError
 from ragraph.ir import Sampling

@@ -1,5 +1,5 @@
-"""The bench's count of what a run embedded (`bench.counting`): queries as they are embedded,
-their tokens only when the run's totals are read."""
+"""The bench's count of what a run embedded (`bench.measure.counting`): queries as they are
+embedded, their tokens only when the run's totals are read."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ragraph.bench.counting import CountingEmbedder, Embedded, counted, embedded
+from ragraph.bench.measure.counting import CountingEmbedder, Embedded, counted, embedded
 from tests.runtime.fakes import HashEmbedder
 
 

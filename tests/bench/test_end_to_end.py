@@ -9,20 +9,20 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ragraph.bench import plots, report
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.driver import caption_for
-from ragraph.bench.index import IndexSpec, ensure_bench_index
-from ragraph.bench.questions import load_questions
-from ragraph.bench.results import write_json
-from ragraph.bench.session import Workbench, run_cells
+from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+from ragraph.bench.data.questions import load_questions
+from ragraph.bench.output import plots, report
+from ragraph.bench.output.results import write_json
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.driver import caption_for
+from ragraph.bench.run.session import Workbench, run_cells
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.retrieval.manifest import load_index
 from ragraph.runtime.search_service import SearchService
 from tests.runtime import workflows
 from tests.runtime.fakes import HashEmbedder
 
-from .helpers import toy_base
+from .helpers import summary, toy_base
 
 
 def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Path):
@@ -40,8 +40,8 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
     # hyde, irg and their mix; offline and one rate; three executors each.
     assert len(rows) == 3 * 2 * 3
     assert {r.executor for r in rows} == {"ragraph", "sequential", "stage-batched"}
-    assert all(r.errors == 0 and r.simulated for r in rows)
-    assert len(done) == sum(r.requests for r in rows)
+    assert all(r.summary.errors == 0 and r.simulated for r in rows)
+    assert len(done) == sum(r.summary.requests for r in rows)
     # Per-request retrieval spans exist for sequential and ragraph (stage-batched has batch spans).
     shares = [r.retrieval_share for r in rows if r.executor != "stage-batched"]
     assert all(s is not None and 0 < s < 1 for s in shares)
@@ -74,7 +74,7 @@ def test_tiny_bench_runs_all_executors_and_writes_tables_and_plots(tmp_path: Pat
 
 
 def test_an_untimed_warm_up_runs_the_first_variant_before_the_first_cell(monkeypatch):
-    from ragraph.bench import session
+    from ragraph.bench.run import session
 
     calls = []
 
@@ -99,7 +99,7 @@ def test_offline_rows_report_the_share_the_hot_cache_served(tmp_path: Path):
     import pytest
 
     pytest.importorskip("torch")
-    from ragraph.bench.driver import _notes
+    from ragraph.bench.run.driver import _notes
     from ragraph.runtime.retrieval.tier.hotcache import HotCacheConfig, HotClusterCache
     from ragraph.runtime.retrieval.tier.tiered import TieredEngine
 
@@ -149,8 +149,8 @@ def test_a_bench_cut_short_keeps_the_cells_it_measured(tmp_path: Path, monkeypat
 
     import pytest
 
-    from ragraph.bench import driver
-    from ragraph.bench.cells import Cell, CellResult
+    from ragraph.bench.run import driver
+    from ragraph.bench.run.cells import Cell, CellResult
 
     info = ensure_bench_index(tmp_path / "cache", toy_base(300), IndexSpec(scale=3000))
     monkeypatch.setattr(driver, "prepare_index", lambda config, cache, bar: (info, []))
@@ -158,8 +158,8 @@ def test_a_bench_cut_short_keeps_the_cells_it_measured(tmp_path: Path, monkeypat
 
     async def two_cells_then_stop(bench, progress, cell_done):
         for rate in (None, 4.0):
-            cell_done([CellResult(Cell("irg", 8, rate, 4), "ragraph", "sim", True, 10, 0, 1.0,
-                                  10.0, 0.5, 1.0, 0.6, None, 0, None, 0.0)])
+            cell_done([CellResult(Cell("irg", 8, rate, 4), "ragraph", "sim", True,
+                                  summary(10, 0, 1.0, 10.0, 0.5, 1.0, 0.6), None, 0, None, 0.0)])
         raise KeyboardInterrupt
 
     monkeypatch.setattr(driver, "run_cells", two_cells_then_stop)

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ragraph.bench import plots, report
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.index import IndexSpec, ensure_bench_index
-from ragraph.bench.online_ablation import highest_rate_within, rate_points
-from ragraph.bench.questions import load_questions
-from ragraph.bench.results import write_csv
-from ragraph.bench.session import Workbench, run_cells
+from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+from ragraph.bench.data.questions import load_questions
+from ragraph.bench.output import plots, report
+from ragraph.bench.output.online_ablation import highest_rate_within, rate_points
+from ragraph.bench.output.results import write_csv
+from ragraph.bench.run.cells import Cell, CellResult
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.session import Workbench, run_cells
 from ragraph.cli import cmd_bench
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import RuntimeConfig
@@ -28,7 +28,7 @@ from ragraph.runtime.search_service import SearchService
 from tests.runtime import workflows
 from tests.runtime.fakes import HashEmbedder
 
-from .helpers import toy_base
+from .helpers import summary, toy_base
 
 CHOSEN = ("-O0", "-O2 -speculate", "-O2", "sequential")
 
@@ -76,7 +76,7 @@ def test_online_ablation_writes_a_row_per_variant_and_rate_with_speculation_coun
     rows = asyncio.run(run_cells(bench, lambda cell, total: lambda _outcome: None))
     assert [(r.cell.rate, r.executor) for r in rows] == [(rate, v) for rate in (10.0, 20.0)
                                                          for v in CHOSEN]
-    assert all(r.errors == 0 and r.agree in (None, 1.0) for r in rows)  # the same answers
+    assert all(r.summary.errors == 0 and r.agree in (None, 1.0) for r in rows)  # the same answers
     write_csv(tmp_path / "bench.csv", rows, {"caption": "test"})
     with (tmp_path / "bench.csv").open(encoding="utf-8") as handle:
         written = list(csv.DictReader(handle))
@@ -97,8 +97,9 @@ def test_online_ablation_writes_a_row_per_variant_and_rate_with_speculation_coun
 
 def run(variant: str, rate: float, mean: float, p95: float, started=0, adopted=0,
         errors=0) -> CellResult:
-    return CellResult(Cell("irg", 256, rate), variant, "sim", True, 10, errors, 1.0, rate,
-                      mean, p95, mean, None, started, None, 0.0, speculation_adopted=adopted)
+    return CellResult(Cell("irg", 256, rate), variant, "sim", True,
+                      summary(10, errors, 1.0, rate, mean, p95, mean), None, started, None, 0.0,
+                      speculation_adopted=adopted)
 
 
 def test_rate_points_compare_with_O0_and_find_the_highest_rate_within_the_slo():

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.machine import available_memory_bytes
-from ragraph.bench.presets import SEEDS_RATES, llamacpp_preset, quick, seeds_preset
+import pytest
+
+from ragraph.bench.measure.machine import available_memory_bytes
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.presets import SEEDS_RATES, llamacpp_preset, quick, seeds_preset
+from ragraph.errors import ConfigError
+from ragraph.runtime.config import RuntimeConfig
 
 GIB = 2**30
 
@@ -32,7 +36,7 @@ def test_quick_seeds_is_small():
 
 
 def test_llamacpp_preset_compares_with_the_langgraph_app():
-    config = llamacpp_preset(BenchConfig(engine="llamacpp"))
+    config = llamacpp_preset(BenchConfig.of(engine="llamacpp"))
     assert config.executors == ("ragraph", "langgraph") and config.concurrencies == (8, 16)
     labels = [v.label for v in config.variants()]
     assert labels == ["ragraph", "ragraph, no prefix store", "langgraph"]
@@ -58,8 +62,22 @@ def test_flags_given_on_the_command_line_win_over_the_preset() -> None:
 def test_seeds_index_size_holds_still_while_free_memory_moves():
     """Each exact size is a new index to build (8 minutes, 14 GB): a few hundred MB more or
     less available must not change it."""
-    from ragraph.bench.presets import SCALE_QUANTUM
+    from ragraph.bench.run.presets import SCALE_QUANTUM
 
     sizes = {seeds_preset(BenchConfig(), int(22.8 * GIB) + delta).scale
              for delta in range(0, 200 * 2**20, 20 * 2**20)}
     assert len(sizes) == 1 and sizes.pop() % SCALE_QUANTUM == 0
+
+
+def test_the_bench_holds_the_run_settings_its_cells_share():
+    """One RuntimeConfig, built once: the knobs given over a run's defaults but the engine (the
+    bench's is sim); each cell adds only the swept values and the index."""
+    assert BenchConfig().run == RuntimeConfig.of(engine="sim")
+    config = BenchConfig.of(engine="llamacpp", passes="-O0", gen_threads=1, concurrencies=(8,))
+    runtime = config.runtime("/tmp/bench-index")
+    assert (runtime.llm.engine, runtime.llm.gen_threads, runtime.scheduler.passes) == (
+        "llamacpp", 1, "-O0")
+    assert (runtime.scheduler.concurrency, runtime.search.index) == (8, "/tmp/bench-index")
+    assert runtime == config.run.with_knobs(concurrency=8, nprobe=32, index="/tmp/bench-index")
+    with pytest.raises(ConfigError, match="^--gen-threads: must be at most"):
+        BenchConfig.of(gen_threads=100_000)  # named as the bench's flag

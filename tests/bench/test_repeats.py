@@ -10,19 +10,22 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ragraph.bench import repeats
-from ragraph.bench.bounds import Bound
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.config import BenchConfig
+from ragraph.bench.measure.bounds import Bound
+from ragraph.bench.output import repeats
+from ragraph.bench.run.cells import Cell, CellResult
+from ragraph.bench.run.config import BenchConfig
 from ragraph.errors import ConfigError
+
+from .helpers import summary
 
 OFFLINE = Cell("irg", 32, None, 8)
 
 
 def run(executor: str, thr: float, repeat: int, cell: Cell = OFFLINE,
         bound_s: float | None = None) -> CellResult:
-    r = CellResult(cell, executor, "llamacpp", False, 10, 0, 10.0 / thr, thr, 1.0, 2.0, 1.0,
-                   None, 0, None, 0.0, repeat=repeat)
+    r = CellResult(cell, executor, "llamacpp", False,
+                   summary(10, 0, 10.0 / thr, thr, 1.0, 2.0, 1.0), None, 0, None, 0.0,
+                   repeat=repeat)
     if bound_s is None:
         return r
     # Only the bound's time matters to a share.
@@ -34,7 +37,7 @@ def run(executor: str, thr: float, repeat: int, cell: Cell = OFFLINE,
 def test_the_median_run_is_a_whole_run_the_lower_middle_of_an_even_count():
     runs = [run("ragraph", t, i) for i, t in enumerate((0.9, 0.7, 0.8))]
     assert repeats.median_run(runs).repeat == 2  # 0.8
-    assert repeats.median_run(runs[:2]).throughput_rps == 0.7
+    assert repeats.median_run(runs[:2]).summary.throughput_rps == 0.7
 
 
 def test_medians_keep_one_run_per_cell_and_executor_in_the_order_they_ran():
@@ -43,7 +46,7 @@ def test_medians_keep_one_run_per_cell_and_executor_in_the_order_they_ran():
             run("ragraph", 0.7, 1), run("langgraph", 0.6, 1), run("ragraph", 0.45, 1, online),
             run("ragraph", 0.8, 2), run("langgraph", 0.4, 2), run("ragraph", 0.5, 2, online)]
     got = repeats.medians(rows)
-    assert [(r.cell, r.executor, r.throughput_rps) for r in got] == [
+    assert [(r.cell, r.executor, r.summary.throughput_rps) for r in got] == [
         (OFFLINE, "ragraph", 0.8), (OFFLINE, "langgraph", 0.5), (online, "ragraph", 0.45)]
     single = rows[:3]
     assert repeats.medians(single) == single
@@ -101,9 +104,9 @@ def test_the_flag_reaches_the_config():
 
 
 def test_a_repeated_bench_runs_every_cell_again_at_the_first_repeats_rates(tmp_path: Path):
-    from ragraph.bench.index import IndexSpec, ensure_bench_index
-    from ragraph.bench.questions import load_questions
-    from ragraph.bench.session import Workbench, run_cells
+    from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+    from ragraph.bench.data.questions import load_questions
+    from ragraph.bench.run.session import Workbench, run_cells
     from ragraph.runtime.config import RuntimeConfig
     from ragraph.runtime.retrieval.manifest import load_index
     from ragraph.runtime.search_service import SearchService
@@ -134,8 +137,8 @@ def test_the_driver_prints_medians_then_the_spread_then_each_cells_note_once(tmp
                                                                             monkeypatch):
     import io
 
-    from ragraph.bench import driver
-    from ragraph.bench.index import IndexSpec, ensure_bench_index
+    from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+    from ragraph.bench.run import driver
 
     from .helpers import toy_base
 

@@ -8,17 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from ragraph.bench import reasons as W
-from ragraph.bench import results as R
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.llm_work import LlmWork
-from ragraph.bench.session import auto_rates
+from ragraph.bench.measure.llm_work import LlmWork
+from ragraph.bench.output import reasons as W
+from ragraph.bench.output import results as R
+from ragraph.bench.run.cells import Cell, CellResult
+from ragraph.bench.run.session import auto_rates
+
+from .helpers import summary
 
 
 def row(executor: str, rate: float | None, thr: float, p95: float, workload="oneshot",
         share=None) -> CellResult:
-    return CellResult(Cell(workload, 32, rate), executor, "sim", True, 10, 0, 1.0, thr,
-                      p95 / 2, p95, p95 / 2, share, 0, None, 0.0)
+    return CellResult(Cell(workload, 32, rate), executor, "sim", True,
+                      summary(10, 0, 1.0, thr, p95 / 2, p95, p95 / 2), share, 0, None, 0.0)
 
 
 def test_throughput_and_latency_ratios_are_ragraph_over_each_baseline():
@@ -81,7 +83,8 @@ def test_a_target_beyond_what_the_llm_engine_serves_is_called_out_of_reach():
     a request, so no executor passes 63 req/s, 1.31x the thread pool's 47.9: a 1.5x target is
     out of reach whatever ragraph schedules; 1.3x over stage-batched is not."""
     def offline(executor: str, thr: float, engine_s: float) -> CellResult:
-        return replace(row(executor, None, thr, 2.0), requests=128, wall_s=128 / thr,
+        base = row(executor, None, thr, 2.0)
+        return replace(base, summary=replace(base.summary, requests=128, wall_s=128 / thr),
                        llm=LlmWork(prefill_s=0.8 * engine_s, decode_s=0.2 * engine_s))
 
     rows = [offline("ragraph", 54.9, 2.02), offline("sequential", 47.9, 2.26),
@@ -129,8 +132,8 @@ def test_traffic_that_repeats_questions_raises_the_llamacpp_targets():
 
 
 def test_the_reuse_line_gives_the_prompt_tokens_each_side_reused():
-    from ragraph.bench.config import NO_REUSE
-    from ragraph.bench.report import reuse_lines
+    from ragraph.bench.output.report import reuse_lines
+    from ragraph.bench.run.config import NO_REUSE
 
     rows = [replace(row(name, None, thr, 9.0), cell=Cell("hyde", 32, None, 8),
                     llm=LlmWork(cached_tokens=tokens)) for name, thr, tokens in (("ragraph", 1.2, 5000), (NO_REUSE, 1.0, 900),
@@ -157,9 +160,9 @@ def test_a_missed_llamacpp_target_says_where_the_engine_time_went():
 def test_the_time_split_sets_each_pass_kind_beside_its_price_with_forwards_and_copies():
     from rich.console import Console
 
-    from ragraph.bench.bounds import LlmRates, Rates
-    from ragraph.bench.report import time_split_table
-    from ragraph.bench.work import with_bound
+    from ragraph.bench.measure.bounds import LlmRates, Rates
+    from ragraph.bench.output.report import time_split_table
+    from ragraph.bench.run.work import with_bound
 
     # 1,000 prompt tokens at 1,000 a second: 1 s; 100 steps of 2 sequences: 2 + 1 s.
     rates = Rates(LlmRates(1000.0, 0.02, 0.005, "engine timers"), 0.01, 1e6, ((32, 5e4),), True)
@@ -200,6 +203,18 @@ def test_csv_has_one_row_per_cell_and_executor_with_context(tmp_path: Path):
     assert got[0]["mode"] == "offline" and got[1]["rate_rps"] == "2.0"
     assert all(g["caption"].startswith("engine: SIMULATED") for g in got)
 
+
+
+def test_the_csv_keeps_the_summary_columns_in_place_and_no_others(tmp_path: Path):
+    """A row holds its run's Summary; the CSV's columns stay those of earlier runs' files: the
+    summary's flat, where they always were, without the p99 and first-token times."""
+    path = tmp_path / "bench.csv"
+    R.write_csv(path, [row("ragraph", None, 6.0, 1.0)], {"caption": "c"})
+    header = path.read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert header[:13] == ["executor", "engine", "simulated", "requests", "errors", "wall_s",
+                           "throughput_rps", "p50_s", "p95_s", "mean_s", "retrieval_share",
+                           "speculations", "speculation_hit_rate"]
+    assert "summary" not in header and "p99_s" not in header and "ttft_p50_s" not in header
 
 def test_a_ratio_the_rates_offered_did_not_reach_is_not_settled():
     # oneshot at nprobe 128 on 8.9M vectors: every executor kept up with the paper's 28 req/s.
@@ -246,8 +261,8 @@ JSON_RUN_KEYS = ["cell", *CSV_COLUMNS[:CSV_COLUMNS.index("workload")], "mode", "
 def test_the_csv_and_json_keep_their_columns_and_the_llm_engines_counts(tmp_path: Path):
     import json
 
-    from ragraph.bench.bounds import LlmRates, Rates
-    from ragraph.bench.work import with_bound
+    from ragraph.bench.measure.bounds import LlmRates, Rates
+    from ragraph.bench.run.work import with_bound
 
     rates = Rates(LlmRates(1000.0, 0.02, 0.005, "engine timers"), 0.01, 1e6, ((32, 5e4),), True)
     counted = replace(row("ragraph", None, 1.0, 2.0), queries_embedded=50, llm=LlmWork(

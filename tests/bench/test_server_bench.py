@@ -9,18 +9,20 @@ import json
 
 import pytest
 
-from ragraph.bench import server_stats as S
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.llm_work import LlmWork
-from ragraph.bench.reasons import why_server_bound
-from ragraph.bench.results import server_targets
-from ragraph.bench.server_alone import LABEL, completion_body, replay
+from ragraph.bench.measure.llm_work import LlmWork
+from ragraph.bench.output.reasons import why_server_bound
+from ragraph.bench.output.results import server_targets
+from ragraph.bench.run.cells import Cell, CellResult
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.server import stats as S
+from ragraph.bench.server.alone import LABEL, completion_body, replay
 from ragraph.errors import ConfigError
 from ragraph.ir import Sampling
 from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.chat import chat_turn
 from tests.llm.fakeserver import FakeServer
+
+from .helpers import summary
 
 # A llama-server /metrics page (build b1-0c1e570), trimmed.
 METRICS = """# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed
@@ -147,10 +149,10 @@ def test_the_replay_sends_each_threads_calls_in_order_as_the_apps_openai_client_
 
 def test_on_a_server_the_bench_needs_a_url_and_adds_the_server_alone() -> None:
     with pytest.raises(ConfigError, match="--url"):
-        BenchConfig(engine="openai")
+        BenchConfig.of(engine="openai")
     with pytest.raises(ConfigError, match="--url"):
-        BenchConfig(engine="sim", url="http://127.0.0.1:8080")
-    config = BenchConfig(engine="openai", url="http://127.0.0.1:8080",
+        BenchConfig.of(engine="sim", url="http://127.0.0.1:8080")
+    config = BenchConfig.of(engine="openai", url="http://127.0.0.1:8080",
                          executors=("ragraph", "langgraph"))
     assert [v.label for v in config.variants()] == ["ragraph", "langgraph", LABEL]
     assert config.runtime().llm.url == "http://127.0.0.1:8080"
@@ -158,8 +160,7 @@ def test_on_a_server_the_bench_needs_a_url_and_adds_the_server_alone() -> None:
 
 def row(executor: str, rps: float, p95: float, conc: int = 16, **kw: object) -> CellResult:
     return CellResult(cell=Cell("irg", 32, None, conc), executor=executor, engine="openai-http",
-                      simulated=False, requests=32, errors=0, wall_s=32 / rps,
-                      throughput_rps=rps, p50_s=p95 / 2, p95_s=p95, mean_s=p95 / 2,
+                      simulated=False, summary=summary(32, 0, 32 / rps, rps, p95 / 2, p95, p95 / 2),
                       retrieval_share=None, speculations=0, speculation_hit_rate=None,
                       synthetic_share=0.0, **kw)
 
@@ -200,7 +201,7 @@ def test_a_keyed_server_gets_the_key_on_every_call_of_the_bench() -> None:
 
 
 def test_the_bench_passes_the_model_and_server_options_to_both_clients() -> None:
-    config = BenchConfig(engine="openai", url="http://127.0.0.1:1", openai_endpoint="chat",
+    config = BenchConfig.of(engine="openai", url="http://127.0.0.1:1", openai_endpoint="chat",
                          api_key_env="RAGRAPH_TEST_KEY", ctx=4096)
     runtime = config.runtime()
     llm = runtime.llm

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.driver import check_server
-from ragraph.bench.index import IndexSpec, ensure_bench_index
-from ragraph.bench.questions import load_questions
-from ragraph.bench.server_alone import LABEL
-from ragraph.bench.session import Workbench, run_cells
+from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+from ragraph.bench.data.questions import load_questions
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.driver import check_server
+from ragraph.bench.run.session import Workbench, run_cells
+from ragraph.bench.server.alone import LABEL
 from ragraph.errors import ConfigError
 from ragraph.runtime.llm.llamacpp.engine import default_model_path
 from ragraph.runtime.retrieval.manifest import load_index
@@ -34,7 +34,7 @@ def test_the_bench_measures_both_clients_and_the_server_alone_on_a_llama_server(
     (tmp_path / "slots").mkdir()
     with running_cpp_server(default_model_path(), tmp_path / "server.log", slots=4,
                             extra=flags) as (_, url):
-        config = BenchConfig(engine="openai", url=url, workflows=("hyde",),
+        config = BenchConfig.of(engine="openai", url=url, workflows=("hyde",),
                              executors=("ragraph", "langgraph"), nprobes=(8,), offline_requests=4,
                              rates=(), concurrencies=(2,), mix=False, data=None, out=tmp_path)
         assert any("empty slots" in note for note in check_server(config))
@@ -45,7 +45,8 @@ def test_the_bench_measures_both_clients_and_the_server_alone_on_a_llama_server(
                           config.runtime(info.directory))
         rows = asyncio.run(run_cells(bench, lambda cell, total: lambda *_: None))
     assert [r.executor for r in rows] == ["ragraph", "langgraph", LABEL]
-    assert all(r.errors == 0 and r.requests == 4 and r.throughput_rps > 0 for r in rows)
+    assert all(r.summary.errors == 0 and r.summary.requests == 4
+               and r.summary.throughput_rps > 0 for r in rows)
     # The server's own counters: a run on emptied slots computes its prompts (nothing left over
     # from the run before), and decodes in batches.
     assert all(r.llm.llm_tokens > r.llm.completion_tokens > 0 for r in rows)
@@ -72,4 +73,4 @@ def test_a_llama_server_with_a_ram_prompt_cache_is_refused(tmp_path: Path) -> No
     with running_cpp_server(default_model_path(), tmp_path / "server.log", slots=2,
                             extra=flags) as (_, url):
         with pytest.raises(ConfigError, match="--cache-ram 0"):
-            check_server(BenchConfig(engine="openai", url=url, data=None, out=tmp_path))
+            check_server(BenchConfig.of(engine="openai", url=url, data=None, out=tmp_path))

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from ragraph.bench.llm_work import LlmWork
-from ragraph.bench.steps_table import steps_table
+from ragraph.bench.measure.llm_work import LlmWork
+from ragraph.bench.output.steps_table import steps_table
 from ragraph.runtime.llm.protocol import NO_PASSES, pass_bucket
 from tests.bench.test_results import row
 

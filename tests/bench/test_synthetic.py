@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragraph.bench.index import SYNTHETIC_TITLE, IndexSpec, ensure_bench_index, index_dir
-from ragraph.bench.synthetic import PaddingConfig, draw, fit_clusters
+from ragraph.bench.data.index import SYNTHETIC_TITLE, IndexSpec, ensure_bench_index, index_dir
+from ragraph.bench.data.synthetic import PaddingConfig, draw, fit_clusters
 from ragraph.errors import ConfigError
 from ragraph.runtime.retrieval.manifest import Manifest, load_index
 

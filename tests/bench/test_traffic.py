@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from ragraph.bench import report
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.index import IndexSpec, ensure_bench_index
-from ragraph.bench.questions import QuestionPool
-from ragraph.bench.results import write_csv
-from ragraph.bench.session import Workbench, make_jobs, run_cells
-from ragraph.bench.traffic import UNIFORM, Traffic, top_share
+from ragraph.bench.data.index import IndexSpec, ensure_bench_index
+from ragraph.bench.data.questions import QuestionPool
+from ragraph.bench.data.traffic import UNIFORM, Traffic, top_share
+from ragraph.bench.output import report
+from ragraph.bench.output.results import write_csv
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.session import Workbench, make_jobs, run_cells
 from ragraph.errors import ConfigError
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.retrieval.manifest import load_index
@@ -107,7 +107,7 @@ def test_every_executor_of_a_cell_gets_the_same_zipf_requests(tmp_path: Path):
     assert len({r.id for r in jobs[0].requests}) == 24  # ids stay unique
     rows, seen = _run(bench)
     assert [r.executor for r in rows] == ["ragraph", "sequential", "stage-batched"]
-    assert all(r.errors == 0 for r in rows)
+    assert all(r.summary.errors == 0 for r in rows)
     # The executors run one after another: each one's 24 outcomes in turn.
     asked = [sorted((o.rid, o.question) for o in seen[i * 24:(i + 1) * 24]) for i in range(3)]
     assert asked[0] == asked[1] == asked[2]

@@ -60,7 +60,8 @@ def test_bench_reads_the_run_knobs_of_the_file(toml: Path, tmp_path: Path) -> No
     path.write_text('[llm]\nengine = "sim"\nprofile = "roofline"\n[search]\nnprobe = 64\n'
                     '[scheduler]\nconcurrency = 16\n')
     config = cmd_bench.config_from(build_parser().parse_args(["bench", "--config", str(path)]))
-    assert (config.profile, config.nprobes, config.concurrencies) == ("roofline", (64,), (16,))
+    assert (config.run.llm.profile, config.nprobes, config.concurrencies) == ("roofline", (64,),
+                                                                           (16,))
     args = build_parser().parse_args(["bench", "--config", str(path), "--quick",
                                       "--nprobe", "8,16"])
     config = cmd_bench.config_from(args)

@@ -97,7 +97,7 @@ def running_cpp_server(model_path: str, log: Path, slots: int = CPP_SLOTS, threa
     """llama.cpp's C++ `llama-server` (`make llama-server` builds it) on 127.0.0.1 and a free
     port: (its process, its URL). `--no-repack` loads the weights as the embedded engine does
     (`ContextShape.extra_buffers`: llama.cpp's AMX buffers crash on this project's CPUs)."""
-    from ragraph.bench.llama_server import find
+    from ragraph.bench.server.llama_server import find
 
     binary = find()
     if binary is None:
@@ -134,7 +134,7 @@ def fresh_llama_server_cpp(llama_server_cpp: str) -> str:
     """The session's llama-server with every slot emptied: a test starts on no KV that an
     earlier test computed in another batch, as a test on the embedded engine starts on a new
     engine (a batched engine's near-ties can flip with the batch a prompt's KV came from)."""
-    from ragraph.bench.server_stats import erase_slots
+    from ragraph.bench.server.stats import erase_slots
 
     erase_slots(llama_server_cpp, CPP_SLOTS)
     return llama_server_cpp

@@ -57,7 +57,7 @@ def test_decode_pass_lists_every_decoding_sequence_by_id_and_prefills_fill_the_b
 
 
 def test_a_steps_passes_count_the_positions_they_compute() -> None:
-    # What the engine's counters add for pricing attention (bench.bounds): each decoding
+    # What the engine's counters add for pricing attention (bench.measure.bounds): each decoding
     # sequence its one position, each prefill chunk its positions from n_past on.
     a = seq(list(range(1000)), 900, 3)  # prefills 100 tokens at positions 900..999
     b = seq([1, 2, 3], 2, 1, n_prompt=2)  # decodes position 2
@@ -249,7 +249,7 @@ def test_prefilling_sequences_between_decoding_ones_join_the_decode_pass() -> No
 
 
 def test_a_prompt_token_in_the_decode_pass_is_prompt_work_and_no_decoding_sequence() -> None:
-    # The bound (bench.bounds) prices prompt tokens at the prefill rate and each decoding
+    # The bound (bench.measure.bounds) prices prompt tokens at the prefill rate and each decoding
     # sequence at a step's rate a sequence: a prompt token counted as both was priced twice.
     # A prompt whose prefix was reused has its last token left (its logits give the first
     # generated token): it rides in the decode pass, and so does a filler's next token.

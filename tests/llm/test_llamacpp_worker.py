@@ -1,7 +1,8 @@
-"""The llama.cpp decode thread's counters over a whole run, on a fake model: what `bench.bounds`
-prices. Each token is counted once, by what it is: every prompt position once as prompt work
-(prefill passes, fillers riding in the decode pass, a prompt's last token left alone), every
-generated token fed back as a decode step's sequence; each pass's seconds are its own."""
+"""The llama.cpp decode thread's counters over a whole run, on a fake model: what
+`bench.measure.bounds` prices. Each token is counted once, by what it is: every prompt position
+once as prompt work (prefill passes, fillers riding in the decode pass, a prompt's last token
+left alone), every generated token fed back as a decode step's sequence; each pass's seconds are
+its own."""
 
 from __future__ import annotations
 

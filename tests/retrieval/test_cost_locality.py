@@ -11,8 +11,8 @@ import pytest
 from ragraph.errors import ConfigError
 from ragraph.runtime.retrieval.ivf.cost import (
     STARVATION_STEPS,
-    CostModel,
     Pending,
+    SearchCostModel,
     calibrate,
     calibrated,
     optimal_budget_ms,
@@ -32,7 +32,7 @@ from ragraph.runtime.retrieval.protocol import SearchTask
 from .helpers import make_ivf, queries_from
 
 # 1 ms per cluster of 10 vectors of dimension 100: 1e6 ns = 1000 elements * 1000 ns
-UNIT = CostModel(sizes=(10,) * 8, dim=100, ns_per_element=1000.0, ns_per_cluster=0.0)
+UNIT = SearchCostModel(sizes=(10,) * 8, dim=100, ns_per_element=1000.0, ns_per_cluster=0.0)
 
 
 def test_plan_finishes_the_shortest_retrievals_first_until_budget():
@@ -61,7 +61,7 @@ def test_plan_always_makes_progress():
 
 
 def test_plan_respects_cluster_sizes():
-    model = CostModel(sizes=(100, 1, 1, 1), dim=10, ns_per_element=1000.0, ns_per_cluster=0.0)
+    model = SearchCostModel(sizes=(100, 1, 1, 1), dim=10, ns_per_element=1000.0, ns_per_cluster=0.0)
     plan = plan_step([Pending("b", (0,)), Pending("a", (1, 2, 3))], 0.05, model)
     # "a" (0.03 ms left) goes before "b" (1 ms); cluster 0 would then overrun 0.05 ms: the step
     # closes there.
@@ -92,7 +92,7 @@ def test_step_cost_prices_repeated_lists_as_rescans():
     assert UNIT.step_ms(np.array([0, 1, 1, 1, 2])) == pytest.approx(3 + 2 * UNIT.rescan_share)
     assert UNIT.step_ms(np.array([], np.int64)) == 0.0
     with pytest.raises(ConfigError, match="rescan_share"):
-        CostModel(sizes=(1,), dim=4, rescan_share=0.0)
+        SearchCostModel(sizes=(1,), dim=4, rescan_share=0.0)
 
 
 def test_list_major_steps_are_priced_as_the_engine_runs_them():
@@ -114,7 +114,7 @@ def test_cost_model_follows_measurements():
     assert model.clusters_ms([0, 1]) == pytest.approx(4.0, rel=1e-3)
     assert model.observe(0.0, 5.0) is model
     with pytest.raises(ConfigError, match="alpha"):
-        CostModel(sizes=(1,), dim=4, alpha=0.0)
+        SearchCostModel(sizes=(1,), dim=4, alpha=0.0)
 
 
 def test_optimal_budget_is_hedrarag_sqrt_rule():

@@ -146,8 +146,8 @@ def test_gpu_runs_say_an_int8_index_embeds_its_queries_on_the_cpu():
 
 
 def test_a_batch_counts_the_tokens_its_forward_computes(query_embedder):
-    """What a bench's bound prices a query's embedding by (bench.counting): the special tokens
-    in, a text cut where the model stops reading."""
+    """What a bench's bound prices a query's embedding by (bench.measure.counting): the special
+    tokens in, a text cut where the model stops reading."""
     texts = ["who wrote middlemarch", "who wrote the novel middlemarch, and when"]
     alone = [query_embedder.count_tokens([t]) for t in texts]
     assert query_embedder.count_tokens(texts) == sum(alone)

@@ -84,7 +84,7 @@ def test_a_knob_of_the_wrong_type_is_an_error_naming_it():
 
 
 def test_every_value_of_a_bench_sweep_is_bounded():
-    from ragraph.bench.config import BenchConfig
+    from ragraph.bench.run.config import BenchConfig
 
     with pytest.raises(ConfigError, match="^--concurrency: must be at most 4,096, got 100,000"):
         BenchConfig(concurrencies=(8, 100_000))

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ragraph.cli import cmd_bench, cmd_run
+from ragraph.cli import cmd_bench
 from ragraph.cli.main import build_parser, main
+from ragraph.cli.options import runtime_config
 from ragraph.errors import ConfigError
 from ragraph.runtime.app import on_gpu_paths
 from ragraph.runtime.config import RuntimeConfig
@@ -62,10 +63,10 @@ def test_search_engine_gets_the_hot_cache_only_when_it_is_on(monkeypatch) -> Non
                                          (["--no-hot-cache"], False)])
 def test_hot_cache_flags_of_run_and_bench(flags: list[str], want: bool | None) -> None:
     run = build_parser().parse_args(["run", "x.rag", "-q", "x", "--engine", "sim", *flags])
-    assert cmd_run.config_from(run).search.hot_cache is want
+    assert runtime_config(run).search.hot_cache is want
     bench = build_parser().parse_args(["bench", "--profile", "roofline", *flags])
     config = cmd_bench.config_from(bench)
-    assert config.hot_cache is want and config.runtime().search.hot_cache is want
+    assert config.run.search.hot_cache is want and config.runtime().search.hot_cache is want
     assert config.runtime().llm.profile == "roofline"
 
 

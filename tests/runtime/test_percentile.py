@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from ragraph.bench.http_load import LoadReport, LoadSpec, Shot
-from ragraph.bench.server_alone import Replay
+from ragraph.bench.run.http_load import LoadReport, LoadSpec, Shot
+from ragraph.bench.server.alone import Replay
 from ragraph.runtime.outcome import Outcome, percentile, summarize
 from ragraph.serve.adapt import p95
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragraph.runtime.retrieval.ivf.cost import CostModel
+from ragraph.runtime.retrieval.ivf.cost import SearchCostModel
 from ragraph.runtime.scheduler.search_worker import ScanItem, SplitCheck, run_cycle
 
 from .fakes import random_search
@@ -20,7 +20,7 @@ def _items(search, n: int, nprobe: int) -> list[ScanItem]:
             for i, (v, p) in enumerate(zip(vectors, probes, strict=True))]
 
 
-def run_to_end(search, items: list[ScanItem], budget_ms: float, cost: CostModel,
+def run_to_end(search, items: list[ScanItem], budget_ms: float, cost: SearchCostModel,
                split: SplitCheck | None = None) -> tuple[dict, int]:
     """Cycles until every retrieval has its final top-k; how many took a list ahead of its turn."""
     pending = {i.key: i for i in items}
@@ -52,7 +52,7 @@ def assert_faiss_results(search, items: list[ScanItem], finals: dict, nprobe: in
 def test_cycles_with_shared_lists_end_in_faiss_results():
     search = random_search(nprobe=24)
     items = _items(search, 12, 24)
-    cost = CostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
+    cost = SearchCostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
     # A budget of a few clusters: most retrievals are left behind each cycle.
     finals, out_of_order = run_to_end(search, items, 4 * cost.mean_cluster_ms, cost)
     assert out_of_order > 0  # the shared lists were scanned ahead of their turn
@@ -64,7 +64,7 @@ def test_a_cycle_prices_each_k_as_its_own_step():
     scanned twice, not once and then from cache."""
     search = random_search(nprobe=4)
     vectors = search.embedder.embed(["first question", "second question"])
-    cost = CostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
+    cost = SearchCostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
     probe = search.engine.probe(vectors[:1], 4)[0]
     lists = tuple(int(c) for c in probe)
 
@@ -86,7 +86,7 @@ def test_a_step_takes_every_retrieval_whole_where_the_split_costs_the_waiting_mo
     search = random_search(nprobe=24)
     items = _items(search, 16, 24)
     sizes = tuple(int(s) for s in search.engine.cluster_sizes())
-    shared = CostModel(sizes, search.engine.dim, rescan_share=0.1)
+    shared = SearchCostModel(sizes, search.engine.dim, rescan_share=0.1)
     budget = 4 * shared.mean_cluster_ms
     whole = run_cycle(search, items, budget, shared, SplitCheck(waiting=8, beta_ms=0.5))
     assert all(r.final is not None for r in whole.results)
@@ -94,7 +94,7 @@ def test_a_step_takes_every_retrieval_whole_where_the_split_costs_the_waiting_mo
     assert sum(r.final is not None for r in given.results) < len(items)
     # No sharing to lose (a rescan costs a full scan) and no overhead: a budget that finishes
     # one of two retrievals stands; one that finishes none never pays.
-    alone = CostModel(sizes, search.engine.dim, rescan_share=1.0)
+    alone = SearchCostModel(sizes, search.engine.dim, rescan_share=1.0)
     first = min(alone.clusters_ms(i.remaining) for i in items[:2])
     staged = run_cycle(search, items[:2], first * 1.01, alone, SplitCheck())
     assert sum(r.final is not None for r in staged.results) == 1
@@ -105,6 +105,6 @@ def test_a_step_takes_every_retrieval_whole_where_the_split_costs_the_waiting_mo
 def test_whole_steps_chosen_by_the_split_rule_end_in_faiss_results():
     search = random_search(nprobe=24)
     items = _items(search, 12, 24)
-    cost = CostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
+    cost = SearchCostModel(tuple(int(s) for s in search.engine.cluster_sizes()), search.engine.dim)
     finals, _ = run_to_end(search, items, 2 * cost.mean_cluster_ms, cost, SplitCheck(waiting=12))
     assert_faiss_results(search, items, finals, 24)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from ragraph.bench.http_load import LoadSpec, drive
-from ragraph.bench.target import requests_for
+from ragraph.bench.run.http_load import LoadSpec, drive
+from ragraph.bench.run.target import requests_for
 from ragraph.cli.main import main
 
 

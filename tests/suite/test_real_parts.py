@@ -38,7 +38,7 @@ def test_setup_does_not_build_llama_server_and_test_all_does():
     assert "llama_server" not in dry_run("setup")
     assert "ragraph index default" in dry_run("setup")
     test_all = dry_run("test-all")
-    assert test_all.index("ragraph.bench.llama_server build") < test_all.index("pytest")
+    assert test_all.index("ragraph.bench.server.llama_server build") < test_all.index("pytest")
 
 
 def test_the_tiers_select_their_tests_and_test_all_reports():

@@ -179,7 +179,7 @@ class EngineCounters:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     decode_steps: int = 0
-    # The work inside those passes, for pricing it at an engine's rates (`bench.bounds`); 0
+    # The work inside those passes, for pricing it at an engine's rates (`bench.measure.bounds`); 0
     # where not observable: sequences advanced by decode passes (a step's batch, summed; the
     # first token of a generation comes from its prompt's last token, prompt work wherever it
     # is computed), and the KV positions each computed token attended up to (its position,
@@ -197,7 +197,7 @@ class EngineCounters:
     copy_passes: int = 0
     # Prompt passes (llama.cpp: `llama_decode` calls) by the prompt tokens each computed, in
     # power-of-two buckets (`pass_bucket`), and those tokens: each pass reads the weights once
-    # whatever its size, which pricing its tokens alone misses (`bench.bounds`). All zero
+    # whatever its size, which pricing its tokens alone misses (`bench.measure.bounds`). All zero
     # where not observable (HTTP).
     prompt_passes: tuple[int, ...] = NO_PASSES
     prompt_pass_tokens: tuple[int, ...] = NO_PASSES

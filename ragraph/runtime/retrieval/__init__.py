@@ -13,8 +13,8 @@ faiss and torch are imported inside functions, so importing this package stays c
 """
 
 from ragraph.runtime.retrieval.ivf.cost import (
-    CostModel,
     Pending,
+    SearchCostModel,
     StepPlan,
     optimal_budget_ms,
     plan_step,
@@ -32,11 +32,11 @@ from ragraph.runtime.retrieval.protocol import (
 )
 
 __all__ = [
-    "CostModel",
     "History",
     "Metric",
     "Pending",
     "ScanOrder",
+    "SearchCostModel",
     "SearchEngine",
     "SearchTask",
     "StepPlan",

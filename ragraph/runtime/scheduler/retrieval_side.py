@@ -16,7 +16,7 @@ import numpy as np
 from ragraph.program.program import RetrievalChain
 from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.outcome import RunStats
-from ragraph.runtime.retrieval.ivf.cost import CostModel
+from ragraph.runtime.retrieval.ivf.cost import SearchCostModel
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.fanout import count_shared
 from ragraph.runtime.scheduler.inbox import Inbox, PrepareDone, StepDone
@@ -49,7 +49,7 @@ MAX_EMBED_BATCH = 64
 
 
 class RetrievalSide:
-    def __init__(self, services: Services, cost: CostModel, counters: RunStats, inbox: Inbox,
+    def __init__(self, services: Services, cost: SearchCostModel, counters: RunStats, inbox: Inbox,
                  initial_beta_ms: float, budget_ms: float | None,
                  may_speculate: Callable[[], bool],
                  feed_cap: Callable[[int], int | None] = lambda _last: None,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragraph.ir.values import Passages
-from ragraph.runtime.retrieval.ivf.cost import CostModel, Pending, plan_step
+from ragraph.runtime.retrieval.ivf.cost import Pending, SearchCostModel, plan_step
 from ragraph.runtime.retrieval.ivf.locality import History, reorder
 from ragraph.runtime.retrieval.merge import merge_partials
 from ragraph.runtime.retrieval.options import SearchSpec, Where
@@ -119,7 +119,7 @@ class CycleResult:
 
 
 def run_cycle(
-    service: SearchService, items: Sequence[ScanItem], budget_ms: float, cost: CostModel,
+    service: SearchService, items: Sequence[ScanItem], budget_ms: float, cost: SearchCostModel,
     split: SplitCheck | None = None,
 ) -> CycleResult:
     """One step within `budget_ms`; with `split`, a step of every retrieval whole instead
@@ -146,14 +146,14 @@ def run_cycle(
     return CycleResult(results, predicted, scan_s, time.perf_counter() - start, scanned, on_acc)
 
 
-def predicted_ms(steps: Iterable[Sequence[tuple[int, ...]]], cost: CostModel) -> float:
+def predicted_ms(steps: Iterable[Sequence[tuple[int, ...]]], cost: SearchCostModel) -> float:
     """A cycle's scan time: each k is its own engine step (lists that tasks of one step share are
     rescans, lists that two steps share are scanned twice)."""
     return sum(cost.step_ms(np.fromiter((c for cs in step for c in cs), np.int64))
                for step in steps)
 
 
-def _plan(ready: Sequence[ScanItem], budget_ms: float, cost: CostModel,
+def _plan(ready: Sequence[ScanItem], budget_ms: float, cost: SearchCostModel,
           split: SplitCheck | None = None) -> dict[int, tuple[int, ...]]:
     """Whole probe lists for unsplit retrievals; budgeted clusters for the stepwise ones, or
     (`split` given) their whole probe lists where the budget's split does not pay."""
@@ -170,7 +170,8 @@ def _plan(ready: Sequence[ScanItem], budget_ms: float, cost: CostModel,
 
 
 def _split_pays(ready: Sequence[ScanItem], unsplit: dict[int, tuple[int, ...]],
-                staged: dict[int, tuple[int, ...]], cost: CostModel, split: SplitCheck) -> bool:
+                staged: dict[int, tuple[int, ...]], cost: SearchCostModel,
+                split: SplitCheck) -> bool:
     """`policies.split_pays` for this step: the staged clusters against every retrieval whole,
     each k priced as its own engine step as the cycle runs them."""
     rest = {}

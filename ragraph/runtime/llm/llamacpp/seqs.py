@@ -60,8 +60,8 @@ class StepPlan:
     sequence whose id lies between decoding ones (`fill`) gives the decode pass its next prompt
     token, and the pass stays one run.
 
-    The counters (`EngineCounters`, priced by `bench.bounds`) count a token by what it is, once:
-    a prompt token is prompt work at its position wherever it is computed (a filler's, or a
+    The counters (`EngineCounters`, priced by `bench.measure.bounds`) count a token by what it is,
+    once: a prompt token is prompt work at its position wherever it is computed (a filler's, or a
     prompt's last when it is all that is left, as after a reused prefix), and only sequences
     that feed back a generated token are the decode step's. Each pass's seconds are its own
     `llama_decode`'s: no timer splits a forward, so a decode pass's prompt tokens (at most one a

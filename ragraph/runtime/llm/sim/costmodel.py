@@ -15,7 +15,7 @@ from ragraph.errors import ConfigError
 from ragraph.runtime.llm.sim.shape import ModelShape
 
 
-class CostModel(Protocol):
+class LlmCostModel(Protocol):
     """Seconds of one continuous-batching engine step, and how the model is named in output."""
 
     @property

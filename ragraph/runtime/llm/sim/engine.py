@@ -33,7 +33,7 @@ from ragraph.runtime.llm.protocol import (
 )
 from ragraph.runtime.llm.sim.batching import Batching, StepPlan, plan_step
 from ragraph.runtime.llm.sim.clock import Clock, RealClock
-from ragraph.runtime.llm.sim.costmodel import CostModel
+from ragraph.runtime.llm.sim.costmodel import LlmCostModel
 from ragraph.runtime.llm.sim.profile import default_profile
 from ragraph.runtime.llm.sim.profiled import ProfiledCostModel
 from ragraph.runtime.llm.sim.text import BlockPrefixCache, OutputPlan, plan_output, tokenize
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SimConfig:
-    cost: CostModel = field(default_factory=lambda: ProfiledCostModel(default_profile()))
+    cost: LlmCostModel = field(default_factory=lambda: ProfiledCostModel(default_profile()))
     # Llama-3.1-8B's vocabulary and a common serving context (its maximum is 131,072).
     vocab_size: int = 128256
     context_length: int = 32768

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from ragraph.runtime.llm.sim.costmodel import CostModel, GpuCostModel
+from ragraph.runtime.llm.sim.costmodel import GpuCostModel, LlmCostModel
 from ragraph.runtime.llm.sim.profile import GpuProfile, default_profile, load_profile
 
 ROOFLINE = "roofline"  # `--profile roofline`: the datasheet model alone
@@ -112,7 +112,7 @@ def _lerp(xs: Sequence[float], ys: Sequence[float], x: float) -> float | None:
     return ys[i - 1] + t * (ys[i] - ys[i - 1])
 
 
-def cost_model_for(profile: str | None) -> CostModel:
+def cost_model_for(profile: str | None) -> LlmCostModel:
     """The simulated engine's timing: None = the shipped H100 / Llama-3.1-8B profile,
     `roofline` = the datasheet model alone, else a profile file."""
     if profile is None:

@@ -161,9 +161,6 @@ class Embedder:
         """The tokens the model reads of a text (special tokens included); it cuts the rest."""
         return int(self._model.max_seq_length)
 
-    def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
-
 
 @contextlib.contextmanager
 def _torch_threads(threads: int | None) -> Iterator[None]:

@@ -25,7 +25,7 @@ from ragraph.runtime.retrieval.ivf.listmajor import ListMajorRule
 
 
 @dataclass(frozen=True)
-class CostModel:
+class SearchCostModel:
     """Milliseconds to scan one cluster: scale x (ns_per_element x size x dim + ns_per_cluster)."""
 
     sizes: tuple[int, ...]
@@ -90,7 +90,7 @@ class CostModel:
             return float((each * (self.list_first + self.list_share * (count - 1))).sum())
         return float((each * (1 + self.rescan_share * (count - 1))).sum())
 
-    def observe(self, predicted_ms: float, measured_ms: float) -> CostModel:
+    def observe(self, predicted_ms: float, measured_ms: float) -> SearchCostModel:
         """The model after a step predicted at `predicted_ms` took `measured_ms`."""
         if predicted_ms <= 0 or measured_ms <= 0:
             return self
@@ -131,13 +131,13 @@ class StepPlan:
         return sum(len(c) for _, c in self.take)
 
 
-def plan_step(pending: Sequence[Pending], budget_ms: float, cost: CostModel) -> StepPlan:
+def plan_step(pending: Sequence[Pending], budget_ms: float, cost: SearchCostModel) -> StepPlan:
     """Fill the step's `budget_ms` with clusters, the retrievals with the least remaining work
     first (each in its own cluster order); a retrieval passed over for `STARVATION_STEPS` steps
     goes first. When the budget ends the filling, the retrievals left behind, in the same order,
     also take those of their clusters the step already scans, within `RESCAN_ROOM` more of the
-    budget: their lists are read once for all of them (see `CostModel.step_ms`), so they cost a
-    fraction of a scan and bring those retrievals closer to done.
+    budget: their lists are read once for all of them (see `SearchCostModel.step_ms`), so they
+    cost a fraction of a scan and bring those retrievals closer to done.
 
     With a fixed number of requests in flight, throughput is that number over the per-request
     latency, so a step should finish retrievals, not advance all of them a little: sharing every
@@ -176,7 +176,7 @@ def plan_step(pending: Sequence[Pending], budget_ms: float, cost: CostModel) -> 
 
 
 def _join_scanned_lists(pending: Sequence[Pending], order: Sequence[int],
-                        take: dict[int, list[int]], room_ms: float, cost: CostModel) -> None:
+                        take: dict[int, list[int]], room_ms: float, cost: SearchCostModel) -> None:
     """Add to `take`, least remaining work first, the lists of the step that each retrieval
     also probes and has not taken yet, priced as rescans, while `room_ms` lasts."""
     in_step = {c for clusters in take.values() for c in clusters}
@@ -202,7 +202,7 @@ _CALIBRATED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CALIBRATING = threading.Lock()
 
 
-def calibrated(engine, seconds: float = 0.2) -> CostModel:
+def calibrated(engine, seconds: float = 0.2) -> SearchCostModel:
     """`calibrate` once per engine: every scheduler run on it starts from the same model (and
     follows its own measurements from there). Per run, the micro-benchmark was 0.2 s of both
     search cores, a tenth of a 48-request offline bench run."""
@@ -213,7 +213,7 @@ def calibrated(engine, seconds: float = 0.2) -> CostModel:
         return model
 
 
-def calibrate(engine, seconds: float = 0.3, seed: int = 0) -> CostModel:
+def calibrate(engine, seconds: float = 0.3, seed: int = 0) -> SearchCostModel:
     """Fit ns_per_element and ns_per_cluster from a few timed steps on random queries.
 
     Two step shapes (one cluster vs eight clusters per query, same queries) separate the fixed
@@ -222,7 +222,7 @@ def calibrate(engine, seconds: float = 0.3, seed: int = 0) -> CostModel:
     sizes = engine.cluster_sizes()
     dim = engine.dim
     if sizes.sum() == 0:
-        return CostModel(tuple(int(s) for s in sizes), dim, list_rule=engine.list_rule)
+        return SearchCostModel(tuple(int(s) for s in sizes), dim, list_rule=engine.list_rule)
     from ragraph.runtime.retrieval.protocol import SearchTask
 
     rng = np.random.default_rng(seed)
@@ -246,7 +246,7 @@ def calibrate(engine, seconds: float = 0.3, seed: int = 0) -> CostModel:
 
 
 def _fit(best: dict[int, tuple[float, float, int]], sizes: tuple[int, ...], dim: int,
-         rule: ListMajorRule | None) -> CostModel:
+         rule: ListMajorRule | None) -> SearchCostModel:
     (ns1, el1, n1), (ns8, el8, n8) = best[1], best[8]
     # Solve ns = a * elements + b * clusters for the two shapes; fall back to all-per-element.
     det = el1 * n8 - el8 * n1
@@ -254,4 +254,4 @@ def _fit(best: dict[int, tuple[float, float, int]], sizes: tuple[int, ...], dim:
     b = (el1 * ns8 - el8 * ns1) / det if det else 0.0
     if a <= 0 or b < 0:
         a, b = (ns1 + ns8) / (el1 + el8), 0.0
-    return CostModel(sizes, dim, ns_per_element=a, ns_per_cluster=b, list_rule=rule)
+    return SearchCostModel(sizes, dim, ns_per_element=a, ns_per_cluster=b, list_rule=rule)

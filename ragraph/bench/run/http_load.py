@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import httpx
 import numpy as np
 
-from ragraph.bench.arrivals import arrive, poisson_offsets
+from ragraph.bench.run.arrivals import arrive, poisson_offsets
 from ragraph.errors import ConfigError
 from ragraph.runtime.outcome import percentile
 from ragraph.runtime.request import Request

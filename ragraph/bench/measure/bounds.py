@@ -4,11 +4,11 @@ A run's work is what its engines counted: the prompt tokens the LLM engine compu
 ones excluded) and the positions they sat at, its decode steps, the sequences those steps
 advanced and the positions those attended up to, the queries embedded and the vectors the search
 engine scanned. The rates are the engines' own, measured alone in the same bench run before its
-first cell and again after its last (`bench.probe`); a run is priced at whichever probe gives
-its work the lesser time (`bench.work.with_least_bound`). A query's embedding costs a fixed part
-and a part a token it holds (the tokens are counted at the embedder); a vector scanned costs the
-least a vector cost in the probe's steps (faiss's rows, or a list-major step of as many queries
-as the run keeps in flight).
+first cell and again after its last (`bench.measure.probe`); a run is priced at whichever probe
+gives its work the lesser time (`bench.run.work.with_least_bound`). A query's embedding costs a
+fixed part and a part a token it holds (the tokens are counted at the embedder); a vector
+scanned costs the least a vector cost in the probe's steps (faiss's rows, or a list-major step
+of as many queries as the run keeps in flight).
 
 The LLM engine's time is linear in that work (the engine's own cost model, fitted to the probe):
 - a prompt token costs `1 / prefill_tok_s`, plus `prefill_pos_s` for each earlier position it
@@ -19,8 +19,9 @@ The LLM engine's time is linear in that work (the engine's own cost model, fitte
   each position each sequence attends to. Summed over the run's steps at whatever batches and
   contexts it ran, that is `step_s * steps + token_s * sequences + context_s * positions`,
   exactly under the model: only the totals are needed.
-  The position cost is the cheaper of one sequence's and the run's batch's (`bench.probe`): on
-  a GPU a batch reads its KV cache far cheaper a position than one sequence does.
+  The position cost is the cheaper of one sequence's and the run's batch's
+  (`bench.measure.probe`): on a GPU a batch reads its KV cache far cheaper a position than one
+  sequence does.
 Every pass reads the weights once whatever it computes, so a prompt pass costs at least a
 decode step's fixed cost `step_s` (`pass_s`: no more than the probe's smallest prompt pass
 took): the engines count their prompt passes by size, and each is priced at no less than that
@@ -58,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragraph.bench.llm_work import LlmWork
+from ragraph.bench.measure.llm_work import LlmWork
 
 BEFORE = "before the first cell"
 AFTER = "after the last cell"
@@ -118,7 +119,7 @@ class Rates:
     embed_tok_core_s: float = 0.0
     probe_tokens: float = 0.0  # tokens a probe question held
     # When these were measured: a bench run probes before its first cell and again after its
-    # last, and prices each run at whichever gives its work the lesser time (`bench.work`).
+    # last, and prices each run at whichever gives its work the lesser time (`bench.run.work`).
     probed: str = BEFORE
 
     def embedding(self, queries: int, tokens: int) -> tuple[float, float]:

@@ -1,7 +1,8 @@
 """Counting the queries a run embeds, and their tokens: at the embedder, so every executor is
 counted alike (ragraph's batches, the baselines' one query a call, the LangGraph app's
 retriever). A query's cost grows with its tokens (the bench's IRG queries, a question and the
-last answer, cost several times a bare question), so a bound prices both (`bench.bounds`)."""
+last answer, cost several times a bare question), so a bound prices both
+(`bench.measure.bounds`)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ from typing import TypeVar
 
 from rich.table import Table
 
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.results import baselines_in, ratio
+from ragraph.bench.output.results import baselines_in, ratio
+from ragraph.bench.run.cells import Cell, CellResult
 
 RunKey = tuple[Cell, str]  # a cell and an executor
 T = TypeVar("T")
@@ -41,7 +41,7 @@ def _middle(ordered: Sequence[T]) -> T:
 def median_run(runs: Sequence[CellResult]) -> CellResult:
     """The run of median throughput: a whole run, so its latencies, counters and bound stay
     those of one run."""
-    return _middle(sorted(runs, key=lambda r: r.throughput_rps))
+    return _middle(sorted(runs, key=lambda r: r.summary.throughput_rps))
 
 
 def medians(rows: Sequence[CellResult]) -> list[CellResult]:
@@ -76,14 +76,14 @@ def spreads(rows: Sequence[CellResult], baseline: str) -> list[Spread]:
     """Every (cell, executor)'s spread over the repeats; ragraph's ratio to `baseline` is taken
     within each repeat, where the two ran minutes apart on the same machine."""
     by_key = runs_by_key(rows)
-    theirs = {(r.cell, r.repeat): r.throughput_rps for r in rows if r.executor == baseline}
+    theirs = {(r.cell, r.repeat): r.summary.throughput_rps for r in rows if r.executor == baseline}
     out = []
     for (cell, executor), runs in by_key.items():
         shares = [r.bound_share for r in runs if r.bound_share is not None]
-        ratios = [x for r in runs if executor != baseline
-                  and (x := ratio(r.throughput_rps, theirs.get((cell, r.repeat)))) is not None]
-        out.append(Spread(cell, executor, len(runs),
-                          _range([r.throughput_rps for r in runs]),  # type: ignore[arg-type]
+        rps = [r.summary.throughput_rps for r in runs]
+        ratios = [x for r, mine in zip(runs, rps, strict=True) if executor != baseline
+                  and (x := ratio(mine, theirs.get((cell, r.repeat)))) is not None]
+        out.append(Spread(cell, executor, len(runs), _range(rps),  # type: ignore[arg-type]
                           _range(shares), _range(ratios)))
     return out
 

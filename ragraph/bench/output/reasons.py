@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragraph.bench.cells import CellResult
-from ragraph.bench.results import Target, by_executor
-from ragraph.bench.server_alone import LABEL as SERVER_ALONE
+from ragraph.bench.output.results import Target, by_executor
+from ragraph.bench.run.cells import CellResult
+from ragraph.bench.server.alone import LABEL as SERVER_ALONE
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ def offline_busy(results: Sequence[CellResult]) -> dict[tuple[str, int], dict[st
         if r.cell.rate is None:
             out.setdefault((r.cell.workload, r.cell.nprobe), {})[r.executor] = Busy(
                 r.cpu_busy, r.embed_busy, r.llm.llm_tokens, r.engine_busy or 0.0,
-                r.throughput_rps, r.llm.prefill_s / r.wall_s if r.wall_s > 0 else 0.0)
+                r.summary.throughput_rps,
+                r.llm.prefill_s / r.summary.wall_s if r.summary.wall_s > 0 else 0.0)
     return out
 
 
@@ -142,8 +143,8 @@ def why_engine_bound(target: Target, cell: Sequence[CellResult]) -> str:
     if target.met or ours is None or theirs is None:
         return ""
     if target.metric == "p95":
-        return (f"ragraph p95 {ours.p95_s:.1f} s vs {theirs.p95_s:.1f} s: requests wait behind "
-                "a batch's prefills instead of a lock")
+        return (f"ragraph p95 {ours.summary.p95_s:.1f} s vs {theirs.summary.p95_s:.1f} s: "
+                "requests wait behind a batch's prefills instead of a lock")
     mine, app = ours.llm, theirs.llm
     if not mine.prefill_s:
         return "the engine reported no timings: look at a trace (ragraph run --trace)"
@@ -155,15 +156,15 @@ def why_engine_bound(target: Target, cell: Sequence[CellResult]) -> str:
 
 
 def _at_bound(r: CellResult, baseline: CellResult) -> str:
-    """ragraph's share of the least time its own work could take (`bench.bounds`), and the
+    """ragraph's share of the least time its own work could take (`bench.measure.bounds`), and the
     ratio to `baseline` that running at that bound would give."""
     share = r.bound_share
     if share is None or r.bound is None:
         return ""
     said = (f". ragraph ran at {share * 100:.0f}% of its bound ({r.bound.total_s:.0f} s: its own "
             "work at the engines' own rates, measured alone)") + _beyond_price(r)
-    if baseline.throughput_rps and r.bound.total_s > 0:
-        reach = r.requests / r.bound.total_s / baseline.throughput_rps
+    if baseline.summary.throughput_rps and r.bound.total_s > 0:
+        reach = r.summary.requests / r.bound.total_s / baseline.summary.throughput_rps
         said += f"; at its bound it would reach {_fmt(reach)} {baseline.executor}"
     return said
 
@@ -188,14 +189,15 @@ def why_server_bound(target: Target, cell: Sequence[CellResult]) -> str:
     if target.met or ours is None or theirs is None:
         return ""
     if target.metric == "p95":
-        return (f"ragraph p95 {ours.p95_s:.1f} s vs {theirs.p95_s:.1f} s: its requests wait "
-                "in the server's queue behind other requests' prompts")
+        return (f"ragraph p95 {ours.summary.p95_s:.1f} s vs {theirs.summary.p95_s:.1f} s: its "
+                "requests wait in the server's queue behind other requests' prompts")
     said = ""
-    if alone is not None and alone.throughput_rps > 0:
+    most = alone.summary.throughput_rps if alone is not None else 0.0
+    if most > 0:
         said = (f"the server alone, replaying the app's generation calls with nothing between "
-                f"them, served {alone.throughput_rps:.2f} req/s: the app had "
-                f"{theirs.throughput_rps / alone.throughput_rps * 100:.0f}% of that and ragraph "
-                f"{ours.throughput_rps / alone.throughput_rps * 100:.0f}%, so a client that "
+                f"them, served {most:.2f} req/s: the app had "
+                f"{theirs.summary.throughput_rps / most * 100:.0f}% of that and ragraph "
+                f"{ours.summary.throughput_rps / most * 100:.0f}%, so a client that "
                 f"gives this server the app's work gains at most {_fmt(target.ceiling)}; more "
                 "needs less work for the server. ")
     mine, app = ours.llm, theirs.llm

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragraph.bench.realbase import RealBase
-from ragraph.bench.synthetic import PaddingConfig, draw, fit_clusters
+from ragraph.bench.data.realbase import RealBase
+from ragraph.bench.data.synthetic import PaddingConfig, draw, fit_clusters
 from ragraph.errors import ConfigError
 
 SYNTHETIC_TITLE = "(synthetic padding)"

@@ -8,12 +8,12 @@ from itertools import groupby
 from rich.console import Console
 from rich.table import Table
 
-from ragraph.bench import reasons as W
-from ragraph.bench import results as R
-from ragraph.bench.bounds import LlmRates, Rates
-from ragraph.bench.cells import CellResult
-from ragraph.bench.machine import detect
-from ragraph.bench.steps_table import STEPS_LEGEND, steps_table
+from ragraph.bench.measure.bounds import LlmRates, Rates
+from ragraph.bench.measure.machine import detect
+from ragraph.bench.output import reasons as W
+from ragraph.bench.output import results as R
+from ragraph.bench.output.steps_table import STEPS_LEGEND, steps_table
+from ragraph.bench.run.cells import CellResult
 
 
 def _x(value: float | None) -> str:
@@ -55,7 +55,8 @@ def cells_table(rows: Sequence[CellResult], caption: str) -> Table:
             table.add_row(
                 r.cell.workload if first else "", str(r.cell.nprobe) if first else "",
                 _load(r) if first else "", str(r.cell.concurrency) if first else "",
-                r.executor, f"{r.p50_s:.2f}", f"{r.p95_s:.2f}", f"{r.throughput_rps:.2f}",
+                r.executor, f"{r.summary.p50_s:.2f}", f"{r.summary.p95_s:.2f}",
+                f"{r.summary.throughput_rps:.2f}",
                 *vs, _pct(r.bound_share), _pct(r.retrieval_share),
                 _pct(r.speculation_hit_rate) if mine else "",
                 _pct(r.cpu_busy), _pct(r.embed_busy), _pct(r.engine_busy),
@@ -92,7 +93,7 @@ def time_split_table(rows: Sequence[CellResult], caption: str) -> Table:
         batch = (f"{llm.completion_tokens / llm.decode_steps:.1f}" if llm.decode_steps
                  else "1" if r.executor == "langgraph" else "-")
         table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
-                      f"{r.wall_s:.1f}", _priced(llm.prefill_s, r, "prefill_s"),
+                      f"{r.summary.wall_s:.1f}", _priced(llm.prefill_s, r, "prefill_s"),
                       _priced(llm.decode_s, r, "decode_s"),
                       f"{llm.prefill_forwards:,}" if llm.prefill_forwards else "-",
                       (f"{llm.kv_copies:,} ({llm.copy_passes:,})" if llm.kv_copies else "-"),
@@ -117,8 +118,9 @@ def server_work_table(rows: Sequence[CellResult], caption: str) -> Table:
         table.add_column(col, justify="left" if col in ("workload", "executor") else "right")
     for r in rows:
         llm = r.llm
-        table.add_row(r.cell.workload, str(r.cell.concurrency), r.executor, f"{r.wall_s:.1f}",
-                      f"{r.throughput_rps:.2f}", f"{llm.prompt_tokens:,}",
+        table.add_row(r.cell.workload, str(r.cell.concurrency), r.executor,
+                      f"{r.summary.wall_s:.1f}", f"{r.summary.throughput_rps:.2f}",
+                      f"{llm.prompt_tokens:,}",
                       f"{llm.cached_tokens:,}", f"{llm.completion_tokens:,}",
                       f"{llm.decode_steps:,}",
                       "-" if r.server_batch is None else f"{r.server_batch:.1f}",
@@ -176,7 +178,7 @@ def targets_table(targets: Sequence[R.Target], shares: dict[tuple[str, int], flo
 
 def ablation_table(rows: Sequence[CellResult], caption: str) -> Table:
     """Each pass's contribution, per cell: alone over -O0, and what -O2 loses without it."""
-    from ragraph.bench.ablation import contributions
+    from ragraph.bench.run.ablation import contributions
 
     table = Table(title="What each pass is worth (offline; throughput and p95 ratios: higher "
                   "is better)", caption=caption)
@@ -196,19 +198,20 @@ def ablation_table(rows: Sequence[CellResult], caption: str) -> Table:
 def reuse_lines(rows: Sequence[CellResult]) -> list[str]:
     """What the llama.cpp prefix store is worth, per cell: ragraph with and without it, and the
     prompt tokens the LangGraph app's llama-cpp-python reused beside them."""
-    from ragraph.bench.config import NO_REUSE
+    from ragraph.bench.run.config import NO_REUSE
 
     out = []
     for _, group in groupby(rows, key=_cell_key):
         by = {r.executor: r for r in group}
         on, off, app = by.get("ragraph"), by.get(NO_REUSE), by.get("langgraph")
-        if on is None or off is None or not off.throughput_rps:
+        if on is None or off is None or not off.summary.throughput_rps:
             continue
-        gain = on.throughput_rps / off.throughput_rps - 1
+        gain = on.summary.throughput_rps / off.summary.throughput_rps - 1
         theirs = "" if app is None else f"; the LangGraph app {app.llm.cached_tokens:,}"
         out.append(f"prefix reuse, {on.cell.workload} at {on.cell.concurrency} in flight: "
                    f"{on.llm.cached_tokens:,} prompt tokens reused "
-                   f"({off.llm.cached_tokens:,} without the store{theirs}), {on.throughput_rps:.2f} vs {off.throughput_rps:.2f} req/s "
+                   f"({off.llm.cached_tokens:,} without the store{theirs}), "
+                   f"{on.summary.throughput_rps:.2f} vs {off.summary.throughput_rps:.2f} req/s "
                    f"({gain:+.0%})")
     return out
 
@@ -216,7 +219,7 @@ def reuse_lines(rows: Sequence[CellResult]) -> list[str]:
 def popularity_note(rows: Sequence[CellResult], traffic: str) -> str:
     """Document popularity per cell under the run's traffic, beside RAGCache's measure. Every
     executor of a cell asks the same questions; ragraph's row (else the first) stands for it."""
-    from ragraph.bench.traffic import RAGCACHE_TOP_SHARE, TOP_FRACTION
+    from ragraph.bench.data.traffic import RAGCACHE_TOP_SHARE, TOP_FRACTION
 
     cells = []
     for _, group in groupby(rows, key=_cell_key):
@@ -246,7 +249,7 @@ def fanout_lines(rows: Sequence[CellResult]) -> list[str]:
 
 def bounds_table(rows: Sequence[CellResult], caption: str) -> Table:
     """Each run against the least time its own work could take on these engines
-    (`bench.bounds`), and that time's parts."""
+    (`bench.measure.bounds`), and that time's parts."""
     table = Table(title="Bounds: the least time each run's work could take on these engines "
                   "(at bound = bound / wall)", caption=caption)
     for col in ("workload", "load", "conc", "executor", "wall s", "bound s", "LLM s",
@@ -257,7 +260,8 @@ def bounds_table(rows: Sequence[CellResult], caption: str) -> Table:
             continue
         b = r.bound
         table.add_row(r.cell.workload, _load(r), str(r.cell.concurrency), r.executor,
-                      f"{r.wall_s:.2f}", f"{b.total_s:.2f}", f"{b.llm_s:.2f}", f"{b.cores_s:.2f}",
+                      f"{r.summary.wall_s:.2f}", f"{b.total_s:.2f}", f"{b.llm_s:.2f}",
+                      f"{b.cores_s:.2f}",
                       f"{b.embed_s:.2f}", f"{b.search_s:.2f}", _pct(r.bound_share))
     return table
 
@@ -330,7 +334,7 @@ def print_all(console: Console, rows: Sequence[CellResult], slo_s: float, engine
 
 def _ablation_tables(console: Console, rows: Sequence[CellResult], slo_s: float,
                      caption: str) -> None:
-    from ragraph.bench import online_ablation
+    from ragraph.bench.output import online_ablation
 
     offline = [r for r in rows if r.cell.rate is None]
     if offline:

@@ -10,8 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ragraph.bench.http_load import LoadReport, LoadSpec, drive, workflows_of
-from ragraph.bench.questions import load_questions
+from ragraph.bench.data.questions import load_questions
+from ragraph.bench.run.http_load import LoadReport, LoadSpec, drive, workflows_of
 from ragraph.runtime.request import Request
 
 

@@ -28,7 +28,10 @@ STEP_QUERIES = 16
 
 
 @dataclass(frozen=True)
-class ScaleConfig:
+class ScaleBenchConfig:
+    """The sweep `ragraph bench --ray` runs (shard and replica counts, the workload), not the
+    run's own Ray part (`runtime.config.ScaleConfig`), which each row builds from it."""
+
     address: str
     index: Path | None = None  # None: the embedded default index
     shard_counts: tuple[int, ...] = (1, 2, 3)
@@ -61,8 +64,8 @@ class ScaleRow:
     retries: int
 
 
-def run(config: ScaleConfig, console: Console) -> list[ScaleRow]:
-    from ragraph.bench.questions import load_questions
+def run(config: ScaleBenchConfig, console: Console) -> list[ScaleRow]:
+    from ragraph.bench.data.questions import load_questions
     from ragraph.runtime.app import open_search
     from ragraph.runtime.config import RuntimeConfig
 
@@ -101,7 +104,7 @@ def search_qps(search: SearchService, vectors: np.ndarray, nprobe: int) -> float
     return len(vectors) / (time.perf_counter() - start)
 
 
-def _sharded(config: ScaleConfig, directory: Path, single: SearchService,
+def _sharded(config: ScaleBenchConfig, directory: Path, single: SearchService,
              shards: int) -> SearchService:
     from ragraph.runtime.distributed import options
     from ragraph.runtime.distributed.search import open_sharded_search
@@ -110,7 +113,7 @@ def _sharded(config: ScaleConfig, directory: Path, single: SearchService,
     return open_sharded_search(config.address, directory, single.embedder, scale, config.nprobe)
 
 
-def _workflow_row(config: ScaleConfig, search: SearchService, questions, shards: int,
+def _workflow_row(config: ScaleBenchConfig, search: SearchService, questions, shards: int,
                   replicas: int, qps: float) -> tuple[dict[str, str | None], ScaleRow]:
     from ragraph import dsl
     from ragraph.passes import compile
@@ -133,7 +136,7 @@ def _workflow_row(config: ScaleConfig, search: SearchService, questions, shards:
                              len(result.faults))
 
 
-def _replicas(config: ScaleConfig, n: int):
+def _replicas(config: ScaleBenchConfig, n: int):
     from ragraph.runtime.distributed.replicas import ReplicaRouter
     from ragraph.runtime.llm.http.openai import OpenAIHttpConfig, OpenAIHttpEngine
     from ragraph.runtime.llm.sim.engine import SimEngine

@@ -10,7 +10,7 @@ from itertools import groupby
 
 from rich.table import Table
 
-from ragraph.bench.cells import CellResult
+from ragraph.bench.run.cells import CellResult
 
 REFERENCE = "-O0"  # what every variant's latency is compared with
 
@@ -43,15 +43,15 @@ class RatePoint:
 def rate_points(rows: Sequence[CellResult]) -> list[RatePoint]:
     """Every online run of `rows`, by workload, nprobe, rate, in the variants' order."""
     online = [r for r in rows if r.cell.rate is not None]
-    reference = {_at(r): r.mean_s for r in online if r.executor == REFERENCE}
+    reference = {_at(r): r.summary.mean_s for r in online if r.executor == REFERENCE}
     out = []
     for r in online:
         ref = reference.get(_at(r))
         out.append(RatePoint(r.cell.workload, r.cell.nprobe, r.cell.rate or 0.0, r.executor,
-                             r.mean_s, r.p50_s, r.p95_s,
-                             r.mean_s / ref if ref else None, r.speculations,
+                             r.summary.mean_s, r.summary.p50_s, r.summary.p95_s,
+                             r.summary.mean_s / ref if ref else None, r.speculations,
                              r.speculation_adopted, r.rollbacks, r.rollback_tokens,
-                             r.warm_searches, r.errors))
+                             r.warm_searches, r.summary.errors))
     order = {v: i for i, v in enumerate(dict.fromkeys(p.variant for p in out))}
     return sorted(out, key=lambda p: (p.workload, p.nprobe, p.rate, order[p.variant]))
 

@@ -1,5 +1,5 @@
 """The embedder's and the search engine's own costs, measured alone before a bench run's first
-cell (`bench.bounds`), each on one thread and on every core.
+cell (`bench.measure.bounds`), each on one thread and on every core.
 
 The embedder: a batch of PROBE_QUERIES questions and one of the same questions four times as
 long, each on one thread and on every core: a query's cost and a token's (IRG's queries, a
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragraph.bench.bounds import fit_line
-from ragraph.bench.counting import count_tokens
+from ragraph.bench.measure.bounds import fit_line
+from ragraph.bench.measure.counting import count_tokens
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask
 from ragraph.runtime.search_service import SearchService
 

@@ -1,7 +1,7 @@
 """What each pass is worth: the same workload under -O0, each pass alone, -O2 without each pass,
 and -O2, in one run (HedraRAG's ablation figures are the anchor), the baselines beside them.
 Offline (everything at t=0) and online (Poisson arrivals at each of --rates: where speculation
-and sub-stages act, as HedraRAG measures them; `bench.online_ablation`).
+and sub-stages act, as HedraRAG measures them; `bench.output.online_ablation`).
 
 A pass that needs another (reorder, speculate and prefix-layout need split-stages) runs "alone"
 with what it needs; -O2 without split-stages also drops the passes that need it (said in the
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragraph.bench.cells import CellResult, Variant, plain
+from ragraph.bench.run.cells import CellResult, Variant, plain
 from ragraph.errors import ConfigError
 from ragraph.passes import CANONICAL_ORDER, PASSES
 
@@ -69,7 +69,7 @@ def contributions(rows: Sequence[CellResult]) -> list[Contribution]:
     def ratio(a: str, b: str, field: str, inverse: bool = False) -> float | None:
         if a not in by or b not in by:
             return None
-        x, y = getattr(by[a], field), getattr(by[b], field)
+        x, y = getattr(by[a].summary, field), getattr(by[b].summary, field)
         num, den = (y, x) if inverse else (x, y)
         return num / den if den else None
 

@@ -19,21 +19,22 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ragraph.bench import machine as M
-from ragraph.bench import plots, repeats, report, server_stats
-from ragraph.bench.cells import Cell, CellResult
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.index import (
+from ragraph.bench.data.index import (
     BenchIndexInfo,
     IndexSpec,
     ensure_bench_index,
     index_dir_for,
     is_current,
 )
-from ragraph.bench.questions import load_questions
-from ragraph.bench.realbase import cached_base, ensure_real_base
-from ragraph.bench.results import Target, write_csv, write_json
-from ragraph.bench.session import WARM_UP_REQUESTS, Workbench, load_graphs, run_cells
+from ragraph.bench.data.questions import load_questions
+from ragraph.bench.data.realbase import cached_base, ensure_real_base
+from ragraph.bench.measure import machine as M
+from ragraph.bench.output import plots, repeats, report
+from ragraph.bench.output.results import Target, write_csv, write_json
+from ragraph.bench.run.cells import Cell, CellResult
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.session import WARM_UP_REQUESTS, Workbench, load_graphs, run_cells
+from ragraph.bench.server import stats as server_stats
 from ragraph.console import new_console
 from ragraph.runtime.app import open_search
 from ragraph.runtime.llm.sim.engine import SimConfig
@@ -129,9 +130,10 @@ def build_index(config: BenchConfig, console: Console) -> BenchIndexInfo:
 
 
 def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulated: bool) -> str:
-    label = M.engine_label(config.engine, engine, simulated)
-    if config.url is not None:
-        label += f" on {server_stats.describe(config.url, config.api_key)}"
+    url = config.run.llm.url
+    label = M.engine_label(config.run.llm.engine, engine, simulated)
+    if url is not None:
+        label += f" on {server_stats.describe(url, config.api_key)}"
     runtime = config.runtime()
     return (f"engine: {label} | machine: {M.detect().describe()} | index: {info.real:,} real + "
             f"{info.synthetic:,} SYNTHETIC vectors, IVF{info.nlist} | concurrency "
@@ -143,7 +145,7 @@ def caption_for(config: BenchConfig, info: BenchIndexInfo, engine: str, simulate
 
 async def run(config: BenchConfig, console: Console) -> BenchReport:
     started = time.perf_counter()
-    if config.engine == "sim":
+    if config.run.llm.engine == "sim":
         SimConfig.of(config.runtime().llm)  # a bad --profile fails before the index is built
     server_notes = check_server(config)  # a server that cannot be measured fairly fails here
     with progress_bars(console) as bar:
@@ -178,14 +180,14 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
                 run = f" run {r.repeat + 1}" if config.repeat > 1 else ""
                 bar.console.log(f"{r.cell.workload} nprobe {r.cell.nprobe} {load} "
                                 f"c{r.cell.concurrency}{run} {r.executor}: "
-                                f"p50 {r.p50_s:.2f} s, p95 {r.p95_s:.2f} s, "
-                                f"{r.throughput_rps:.2f} req/s, {r.errors} errors")
+                                f"p50 {r.summary.p50_s:.2f} s, p95 {r.summary.p95_s:.2f} s, "
+                                f"{r.summary.throughput_rps:.2f} req/s, {r.summary.errors} errors")
 
         rows = await run_cells(bench, cell_progress, cell_done)
     medians = repeats.medians(rows)
     notes += server_notes + list(questions.notes) + _notes(config, medians)
     spread = [repeats.spread_table(rows, caption)] if config.repeat > 1 else []
-    found = report.print_all(console, medians, config.slo_s, config.engine, caption, notes,
+    found = report.print_all(console, medians, config.slo_s, config.run.llm.engine, caption, notes,
                              config.ablation, repeats=config.traffic.alpha is not None,
                              last=spread)
     # Written again whole: the second probe may have lowered bounds, and with no cell run the
@@ -200,19 +202,20 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
 def check_server(config: BenchConfig) -> list[str]:
     """On --engine openai: a llama-server whose slots the bench can empty between runs and
     that keeps no RAM prompt cache (ConfigError otherwise); notes on what the bench does."""
-    if config.url is None:
+    url = config.run.llm.url
+    if url is None:
         return []
     key = config.api_key
-    slots = server_stats.slot_count(config.url, api_key=key)
+    slots = server_stats.slot_count(url, api_key=key)
     if slots is None:
-        return [f"{config.url} is not a llama-server (no total_slots in /props): its caches are "
+        return [f"{url} is not a llama-server (no total_slots in /props): its caches are "
                 "not emptied between runs, its own counters are not read"]
-    server_stats.check_no_prompt_cache(config.url, slots, api_key=key)
+    server_stats.check_no_prompt_cache(url, slots, api_key=key)
     notes = [f"every run starts on empty slots (all {slots} erased before it, and no RAM prompt "
              "cache); 'server alone' is the LangGraph app's generation calls replayed straight "
              "to the server, each app thread's calls in their order, with nothing between them: "
              "the app's server work alone (its latencies are per call, not per request)"]
-    if server_stats.read_counters(config.url, api_key=key) is None:
+    if server_stats.read_counters(url, api_key=key) is None:
         notes.append("the server has no /metrics (start it with --metrics): its work per run is "
                      "not reported")
     return notes

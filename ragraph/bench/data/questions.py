@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragraph.bench.traffic import UNIFORM, Traffic
+from ragraph.bench.data.traffic import UNIFORM, Traffic
 from ragraph.runtime.request import Request
 
 # Workflows that decompose or fan out a question read multi-hop questions.

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ragraph.bench.bounds import BEFORE, Rates
-from ragraph.bench.cells import CellResult
-from ragraph.bench.server_alone import LABEL as SERVER_ALONE
+from ragraph.bench.measure.bounds import BEFORE, Rates
+from ragraph.bench.run.cells import CellResult
+from ragraph.bench.server.alone import LABEL as SERVER_ALONE
 
 BASELINES = ("sequential", "stage-batched", "langgraph")
 
@@ -105,15 +105,15 @@ def throughput_ratio(cell: Sequence[CellResult], baseline: str) -> float | None:
     rows = by_executor(cell)
     if "ragraph" not in rows or baseline not in rows:
         return None
-    return ratio(rows["ragraph"].throughput_rps, rows[baseline].throughput_rps)
+    return ratio(rows["ragraph"].summary.throughput_rps, rows[baseline].summary.throughput_rps)
 
 
 def latency_ratio(cell: Sequence[CellResult], baseline: str, field: str = "p50_s") -> float | None:
-    """How many times lower ragraph's latency is (baseline / ragraph)."""
+    """How many times lower ragraph's latency is (baseline / ragraph); `field` of `Summary`."""
     rows = by_executor(cell)
     if "ragraph" not in rows or baseline not in rows:
         return None
-    return ratio(getattr(rows[baseline], field), getattr(rows["ragraph"], field))
+    return ratio(getattr(rows[baseline].summary, field), getattr(rows["ragraph"].summary, field))
 
 
 # Completed over offered requests a second from which an online run kept up with its arrivals:
@@ -132,9 +132,9 @@ def slo_points(results: Sequence[CellResult], slo_s: float) -> list[SloPoint]:
     for r in results:
         key = (r.cell.workload, r.cell.nprobe, r.executor)
         best.setdefault(key, SloPoint(*key, None, "-"))
-        if r.errors or r.p95_s > slo_s:
+        if r.summary.errors or r.summary.p95_s > slo_s:
             continue
-        rps = r.throughput_rps
+        rps = r.summary.throughput_rps
         src = "offline" if r.cell.rate is None else f"online @ {r.cell.rate:.2f}/s"
         if r.cell.concurrency:
             src += f", {r.cell.concurrency} in flight"
@@ -157,8 +157,8 @@ def engine_ceiling_rps(cell: Sequence[CellResult]) -> float | None:
     measured it: one over the least engine time a request took among the executors (their
     largest batches; a prompt's prefill is compute-bound and cannot be batched away). None where
     the engine reports no times."""
-    costs = [r.llm.busy_s / r.requests for r in cell
-             if r.requests and not r.errors and r.llm.busy_s > 0]
+    costs = [r.llm.busy_s / r.summary.requests for r in cell
+             if r.summary.requests and not r.summary.errors and r.llm.busy_s > 0]
     return 1 / min(costs) if costs else None
 
 
@@ -232,7 +232,7 @@ SERVER_CONCURRENCY = 16
 def server_targets(rows: Sequence[CellResult], baseline: str = "langgraph") -> list[Target]:
     """Offline, at 16 in flight (or the highest concurrency run): ragraph >= 1.5x the LangGraph
     app's throughput on every workflow, p95 no worse. The ceiling is the server alone on the
-    app's generation calls over the app (`bench.server_alone`): the most a client gains that
+    app's generation calls over the app (`bench.server.alone`): the most a client gains that
     gives the server the same work."""
     offline = [r for r in rows if r.cell.rate is None]
     concs = sorted({r.cell.concurrency for r in offline})
@@ -244,8 +244,9 @@ def server_targets(rows: Sequence[CellResult], baseline: str = "langgraph") -> l
         cell = by_executor([r for r in offline if (r.cell.workload, r.cell.nprobe,
                                                    r.cell.concurrency) == (workload, nprobe, conc)])
         alone, theirs = cell.get(SERVER_ALONE), cell.get(baseline)
-        ceiling = ratio(alone.throughput_rps if alone and not alone.errors else None,
-                        theirs.throughput_rps if theirs else None)
+        served = alone.summary if alone else None
+        ceiling = ratio(served.throughput_rps if served and not served.errors else None,
+                        theirs.summary.throughput_rps if theirs else None)
         out.append(Target(workload, nprobe, baseline, SERVER_WANT,
                           throughput_ratio(list(cell.values()), baseline), conc,
                           ceiling=ceiling))
@@ -274,12 +275,20 @@ def write_csv(path: Path, results: Sequence[CellResult], context: dict[str, str]
         writer.writerows(rows)
 
 
+# The run summary's fields the CSV and JSON leave out: their columns predate these two, and
+# readers of earlier runs' files (docs/benchmarks, `--repeat` spreads) expect the same columns.
+SUMMARY_LEFT_OUT = ("p99_s", "ttft_p50_s")
+
+
 def columns(r: CellResult, leave: tuple[str, ...]) -> dict[str, object]:
-    """The row's fields but `leave`, with the LLM engine's counts (`LlmWork`) flat in their
-    place, one column each, named as the count is."""
+    """The row's fields but `leave`, with the run's summary (`Summary`, but SUMMARY_LEFT_OUT)
+    and the LLM engine's counts (`LlmWork`) flat in their place, one column each, named as
+    the field is."""
     row: dict[str, object] = {}
     for name, value in asdict(r).items():
-        if name == "llm":
+        if name == "summary":
+            row.update((k, v) for k, v in value.items() if k not in SUMMARY_LEFT_OUT)
+        elif name == "llm":
             row.update(value)
         elif name not in leave:
             row[name] = value
@@ -293,7 +302,8 @@ _BOUND_COLUMNS = {"bound_s": "total_s", "bound_llm_s": "llm_s", "bound_prefill_s
 
 
 def bound_columns(r: CellResult) -> dict[str, float | str]:
-    """The run's bound (`bench.bounds`) in flat columns; empty strings where not measured."""
+    """The run's bound (`bench.measure.bounds`) in flat columns; empty strings where not
+    measured."""
     row: dict[str, float | str] = {
         column: "" if r.bound is None else getattr(r.bound, name)
         for column, name in _BOUND_COLUMNS.items()}

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragraph.bench.cells import Variant, plain
-from ragraph.bench.server_alone import LABEL as SERVER_ALONE
-from ragraph.bench.traffic import UNIFORM, Traffic
+from ragraph.bench.data.traffic import UNIFORM, Traffic
+from ragraph.bench.run.cells import Variant, plain
+from ragraph.bench.server.alone import LABEL as SERVER_ALONE
 from ragraph.errors import ConfigError
 from ragraph.runtime.checks import MAX_CONCURRENCY, MAX_NPROBE, positive_int
 from ragraph.runtime.config import EXECUTORS, RuntimeConfig
@@ -21,26 +21,49 @@ EXECUTOR_ORDER = ("ragraph", "sequential", "stage-batched")
 LLAMACPP_EXECUTORS = ("ragraph", "langgraph")
 LLAMACPP_WORKFLOWS = ("hyde", "irg", "oneshot", "multistep")
 NO_REUSE = "ragraph, no prefix store"
-# The run's knobs a bench takes as they are (`runtime()`), from flags or a --config file; it
-# sweeps concurrency and nprobe itself (`concurrencies`, `nprobes`) and builds its own index.
+# The run's knobs a bench takes as they are (`BenchConfig.run`), from flags or a --config file;
+# it sweeps concurrency and nprobe itself (`concurrencies`, `nprobes`), gives each run its
+# executor and builds its own index.
 RUN_KNOBS = ("engine", "model", "url", "ctx", "chat_template", "openai_endpoint", "api_key_env",
              "gen_threads", "search_threads", "passes", "hot_cache", "profile", "sim_batching",
              "sim_budget", "release")
 
 
+def bench_run(**knobs: object) -> RuntimeConfig:
+    """The run settings every cell shares: `knobs` (of RUN_KNOBS) over a run's defaults but
+    the engine (a bench's is the simulated one), a bad one named as the bench's flag."""
+    knobs = {"engine": "sim", **knobs}
+    check_engine(knobs["engine"], knobs.get("url"))  # type: ignore[arg-type]
+    try:
+        return RuntimeConfig.of(**knobs)
+    except ConfigError as err:
+        raise as_flag(err) from err
+
+
+def check_engine(engine: str, url: str | None) -> None:
+    """The engines a bench runs on, and a server's URL with --engine openai alone."""
+    if engine not in BENCH_ENGINES:
+        raise ConfigError("--engine", f"must be one of {', '.join(BENCH_ENGINES)}")
+    if (engine == "openai") != (url is not None):
+        raise ConfigError("--url", "--engine openai needs the server's --url, and only it "
+                          "takes one")
+
+
+def as_flag(err: ConfigError) -> ConfigError:
+    """`err` named as the bench's flag (`--gen-threads`) rather than the run's knob."""
+    flag = f"--{err.field.replace('_', '-')}"
+    return ConfigError(flag, str(err).removeprefix(f"{err.field}: "))
+
+
 @dataclass(frozen=True)
 class BenchConfig:
+    # The run's own settings every cell shares (the engine, model, server, passes, threads...:
+    # RUN_KNOBS, `bench_run`); each run of a cell sets its executor, concurrency and nprobe.
+    # --engine openai: `run.llm.url` is the server both ragraph and the app call.
+    run: RuntimeConfig = field(default_factory=bench_run)
     workflows: tuple[str, ...] = ("oneshot", "multistep", "irg")
     workflow_dir: Path = Path("workflows")
     mix: bool = True  # also a random mix of the workflows
-    engine: str = "sim"
-    model: str | None = None
-    url: str | None = None  # --engine openai: the server both ragraph and the app call
-    # The model's and server's options, as `ragraph run` takes them (`cli.options`).
-    ctx: int | None = None
-    chat_template: str | None = None
-    openai_endpoint: str = "completions"
-    api_key_env: str | None = None
     executors: tuple[str, ...] = EXECUTOR_ORDER
     nprobes: tuple[int, ...] = (32, 128)
     offline: bool = True
@@ -57,39 +80,33 @@ class BenchConfig:
     scale: int = 2_000_000
     nlist: int | None = None
     seed: int = 0
-    # Which questions each run asks: uniform (each in turn) or Zipf popularity (`bench.traffic`).
+    # Which questions each run asks: uniform (each in turn) or Zipf popularity
+    # (`bench.data.traffic`).
     traffic: Traffic = UNIFORM
     data: Path | None = None
     out: Path = Path("bench-out")
     slo_s: float = 10.0
-    # None: this machine's split for the engine (`runtime.threads.default_split`).
-    gen_threads: int | None = None
-    search_threads: int | None = None
-    passes: str = "-O2"
     plots: bool = True
     quick: bool = False
-    # Each pass's worth instead of the executors side by side (`bench.ablation`); `variants`:
+    # Each pass's worth instead of the executors side by side (`bench.run.ablation`); `variants`:
     # only those of the ablation's runs, by label (None: all).
     ablation: bool = False
     variants_chosen: tuple[str, ...] | None = None
     # Every cell run this many times in turn; the tables read each executor's median run
-    # (`bench.repeats`).
+    # (`bench.output.repeats`).
     repeat: int = 1
-    hot_cache: bool | None = None  # None: off (runtime/devices.py says why)
-    profile: str | None = None  # sim: None = the shipped H100 profile (RuntimeConfig.profile)
-    # sim: the simulated GPU's step policy and budget (`LlmConfig.sim_batching`, `sim_budget`)
-    sim_batching: str = "vllm"
-    sim_budget: int = 8192
-    release: str = "step"  # ragraph's prompt release (`SchedulerConfig.release`)
+
+    @classmethod
+    def of(cls, **settings: object) -> BenchConfig:
+        """The bench's settings with the run's knobs (RUN_KNOBS, by their flags' names:
+        `engine="openai", url=...`) among them, those going to `run`."""
+        knobs = {name: settings.pop(name) for name in RUN_KNOBS if name in settings}
+        return cls(run=bench_run(**knobs), **settings)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         if not self.workflows:
             raise ConfigError("--workflows", "name at least one workflow")
-        if self.engine not in BENCH_ENGINES:
-            raise ConfigError("--engine", f"must be one of {', '.join(BENCH_ENGINES)}")
-        if (self.engine == "openai") != (self.url is not None):
-            raise ConfigError("--url", "--engine openai needs the server's --url, and only it "
-                              "takes one")
+        check_engine(self.run.llm.engine, self.run.llm.url)
         for name in self.executors:
             if name not in EXECUTORS:
                 raise ConfigError("--executors", f"unknown executor {name!r}")
@@ -115,40 +132,39 @@ class BenchConfig:
         if self.variants_chosen is not None and not self.ablation:
             raise ConfigError("--variants", "chooses among the ablation's runs: give --ablation")
         self.variants()  # an unknown --variants label fails here, before any index is built
-        try:  # the run's own knobs are checked where the run's configuration is
+        try:  # the first concurrency and nprobe are checked where the run's settings are
             self.runtime()
-        except ConfigError as err:  # named as the bench's flag
-            flag = f"--{err.field.replace('_', '-')}"
-            raise ConfigError(flag, str(err).removeprefix(f"{err.field}: ")) from err
+        except ConfigError as err:
+            raise as_flag(err) from err
 
     def runtime(self, index: str | None = None) -> RuntimeConfig:
         """The run settings every cell shares, on the bench index at `index`."""
-        knobs = {name: getattr(self, name) for name in RUN_KNOBS}
-        return RuntimeConfig.of(**knobs, index=index, concurrency=self.concurrencies[0],
-                                nprobe=self.nprobes[0])
+        return self.run.with_knobs(index=index, concurrency=self.concurrencies[0],
+                                   nprobe=self.nprobes[0])
 
     @property
     def api_key(self) -> str | None:
         """The upstream server's key, from the variable --api-key-env names."""
         from ragraph.runtime.llm.http.openai import api_key_from
 
-        return api_key_from(self.api_key_env)
+        return api_key_from(self.run.llm.api_key_env)
 
     def variants(self) -> list[Variant]:
         """The runs of every cell: each executor, or the pass ablation of ragraph. On llama.cpp
         ragraph also runs without its prefix store: what document-prefix reuse is worth. On a
         server, after the LangGraph app, the server alone on the app's generation calls: the
-        most any client of it could serve (`bench.server_alone`)."""
-        from ragraph.bench.ablation import ablation_variants
+        most any client of it could serve (`bench.server.alone`)."""
+        from ragraph.bench.run.ablation import ablation_variants
 
+        passes, engine = self.run.scheduler.passes, self.run.llm.engine
         if self.ablation:
-            return ablation_variants(self.executors, self.passes, self.variants_chosen)
-        out = plain(self.executors, self.passes)
-        if self.engine == "llamacpp" and "ragraph" in self.executors:
-            out.insert(1, Variant(NO_REUSE, "ragraph", self.passes, (("prefix_reuse", False),)))
-        if self.engine == "openai" and "langgraph" in self.executors:
-            out.insert(out.index(plain(("langgraph",), self.passes)[0]) + 1,
-                       Variant(SERVER_ALONE, SERVER_ALONE, self.passes))
+            return ablation_variants(self.executors, passes, self.variants_chosen)
+        out = plain(self.executors, passes)
+        if engine == "llamacpp" and "ragraph" in self.executors:
+            out.insert(1, Variant(NO_REUSE, "ragraph", passes, (("prefix_reuse", False),)))
+        if engine == "openai" and "langgraph" in self.executors:
+            out.insert(out.index(plain(("langgraph",), passes)[0]) + 1,
+                       Variant(SERVER_ALONE, SERVER_ALONE, passes))
         return out
 
     @property

@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragraph.bench.cells import CellResult
+from ragraph.bench.run.cells import CellResult
 
 STYLE = {"ragraph": ("tab:red", "o"), "sequential": ("tab:blue", "s"),
          "stage-batched": ("tab:green", "^"), "langgraph": ("tab:purple", "D")}
@@ -52,9 +52,10 @@ def _panel(ax, rows: Sequence[CellResult], workload: str, slo_s: float) -> None:
         if not mine:
             continue
         color, marker = STYLE[executor]
-        ax.plot([r.cell.rate for r in mine], [r.p95_s for r in mine], color=color, marker=marker,
+        rates = [r.cell.rate for r in mine]
+        ax.plot(rates, [r.summary.p95_s for r in mine], color=color, marker=marker,
                 label=f"{executor} p95")
-        ax.plot([r.cell.rate for r in mine], [r.p50_s for r in mine], color=color, marker=marker,
+        ax.plot(rates, [r.summary.p50_s for r in mine], color=color, marker=marker,
                 linestyle=":", alpha=0.6, label=f"{executor} p50")
     _axes(ax, workload, slo_s)
 
@@ -67,7 +68,7 @@ def _variants_panel(ax, rows: Sequence[CellResult], workload: str, slo_s: float)
     for label, color in zip(labels, colors, strict=True):
         mine = sorted((r for r in rows if r.executor == label), key=lambda r: r.cell.rate)
         baseline = label in STYLE and label != "ragraph"
-        ax.plot([r.cell.rate for r in mine], [r.mean_s for r in mine], color=color,
+        ax.plot([r.cell.rate for r in mine], [r.summary.mean_s for r in mine], color=color,
                 marker="s" if baseline else "o", linestyle="--" if baseline else "-",
                 label=f"{label} mean")
     _axes(ax, workload, slo_s)

@@ -3,13 +3,13 @@ the llama-cpp-python sdist this venv runs, and cached per version as pip caches 
 
 `llama-server` is what people put in front of a GGUF (continuous batching over `-np` slots,
 prompt caching; the engine under Ollama and LM Studio). No registry package ships a maintained
-build of it, so it is compiled here: `python -m ragraph.bench.llama_server build` (what
+build of it, so it is compiled here: `python -m ragraph.bench.server.llama_server build` (what
 `make llama-server` runs) downloads the sdist with pip, builds the one target with cmake (from
 PATH, else PyPI's) and a C++ compiler, and keeps the binary under `$RAGRAPH_CACHE/bin` (default ~/.cache/ragraph/bin). A second build of
 the same version on the same kind of CPU finds it there and returns at once.
 
-    python -m ragraph.bench.llama_server build     # build unless cached; print the path
-    python -m ragraph.bench.llama_server path      # print the cached path, exit 1 if none
+    python -m ragraph.bench.server.llama_server build     # build unless cached; print the path
+    python -m ragraph.bench.server.llama_server path      # print the cached path, exit 1 if none
 """
 
 from __future__ import annotations

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ragraph.bench.arrivals import offsets_for
-from ragraph.bench.bounds import AFTER, BEFORE, Rates
-from ragraph.bench.cells import Cell, CellResult, Job, run_cell
-from ragraph.bench.config import BenchConfig
-from ragraph.bench.questions import QuestionPool
-from ragraph.bench.server_alone import LABEL as SERVER_ALONE
-from ragraph.bench.work import with_bound, with_least_bound
+from ragraph.bench.data.questions import QuestionPool
+from ragraph.bench.measure.bounds import AFTER, BEFORE, Rates
+from ragraph.bench.run.arrivals import offsets_for
+from ragraph.bench.run.cells import Cell, CellResult, Job, run_cell
+from ragraph.bench.run.config import BenchConfig
+from ragraph.bench.run.work import with_bound, with_least_bound
+from ragraph.bench.server.alone import LABEL as SERVER_ALONE
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.search_service import SearchService
@@ -30,7 +30,7 @@ class Workbench:
     questions: QuestionPool
     search: SearchService
     runtime: RuntimeConfig
-    rates: Rates | None = None  # the engines' own, measured alone (`bench.probe`)
+    rates: Rates | None = None  # the engines' own, measured alone (`bench.measure.probe`)
 
 
 CellProgress = Callable[[Cell, int], Callable[[object], None]]
@@ -64,7 +64,7 @@ def make_jobs(bench: Workbench, workload: str, rate: float | None, count: int,
 def auto_rates(offline: Sequence[CellResult], points: int) -> tuple[float, ...]:
     """A geometric sweep from half the slowest executor's offline throughput to twice the
     fastest one's: it brackets every executor's saturation point (the knee of the curves)."""
-    thr = [r.throughput_rps for r in offline if r.throughput_rps > 0]
+    thr = [r.summary.throughput_rps for r in offline if r.summary.throughput_rps > 0]
     if not thr:
         return ()
     lo, hi = 0.5 * min(thr), 2.0 * max(thr)
@@ -82,7 +82,7 @@ async def run_cells(bench: Workbench, progress: CellProgress,
     if probing:
         bench = replace(bench, rates=await measure_rates(bench, BEFORE))
     # The online rates the first repeat chose, offered again in every later one, so that a
-    # cell's runs are the same requests at the same rates (`bench.repeats`).
+    # cell's runs are the same requests at the same rates (`bench.output.repeats`).
     swept: dict[tuple[str, int, int], tuple[float, ...]] = {}
     for repeat in range(config.repeat):
         for w, workload in enumerate(config.workloads):
@@ -116,16 +116,17 @@ async def warm_up(bench: Workbench) -> None:
 
 
 async def measure_rates(bench: Workbench, probed: str) -> Rates:
-    """The engines' own rates, each alone (`bench.probe`), `probed` before the first cell
+    """The engines' own rates, each alone (`bench.measure.probe`), `probed` before the first cell
     (after the warm-up) or after the last: what every cell's bound is priced at."""
-    from ragraph.bench.probe import probe_rates, shares_cores
+    from ragraph.bench.measure.probe import probe_rates, shares_cores
     from ragraph.runtime.app import create_llm
     from ragraph.runtime.threads import usable_cores
 
     config = bench.config
     questions = [q for q, _ in bench.questions.single_hop]
     rates = await probe_rates(create_llm(bench.runtime), bench.search, questions, config.nprobes,
-                              max(config.concurrencies), shares_cores(config.engine, config.url),
+                              max(config.concurrencies),
+                              shares_cores(config.run.llm.engine, config.run.llm.url),
                               usable_cores())
     return replace(rates, probed=probed)
 
@@ -167,7 +168,7 @@ async def _cell(bench: Workbench, cell: Cell, count: int, seed: int,
                 progress: CellProgress, repeat: int) -> list[CellResult]:
     jobs = make_jobs(bench, cell.workload, cell.rate, count, seed)
     variants = bench.config.variants()
-    # The server alone answers no requests: it replays generation calls (`bench.server_alone`).
+    # The server alone answers no requests: it replays generation calls (`bench.server.alone`).
     tick = progress(cell, count * sum(v.executor != SERVER_ALONE for v in variants))
     rows = await run_cell(cell, jobs, bench.runtime, bench.search, variants, tick)
     return [replace(with_bound(r, bench.rates), repeat=repeat) for r in rows]

@@ -1,5 +1,5 @@
 """The engines' own rates, measured alone before a bench run's first cell and again after its
-last (`bench.bounds`).
+last (`bench.measure.bounds`).
 
 The LLM engine (a fresh one, as every executor gets), on prompts of exact token counts (the
 engine's own tokenizer; words where it has none), each starting with its own words so that no
@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from ragraph.bench.bounds import LlmRates, Rates, fit_line
-from ragraph.bench.search_probe import probe_search
+from ragraph.bench.measure.bounds import LlmRates, Rates, fit_line
+from ragraph.bench.measure.search_probe import probe_search
 from ragraph.errors import EngineError
 from ragraph.ir.nodes import Sampling
 from ragraph.runtime.llm.protocol import (

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
 
-from ragraph.bench.llama_forward import RandomLlama
+from ragraph.bench.measure.llama_forward import RandomLlama
 from ragraph.errors import ConfigError
 from ragraph.runtime.llm.sim.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim.profile import DecodePoint, GpuProfile, PrefillPoint
@@ -194,7 +194,7 @@ def _device_name(cuda: bool) -> str:
 
     if cuda:
         return torch.cuda.get_device_name()
-    from ragraph.bench.machine import detect
+    from ragraph.bench.measure.machine import detect
 
     return f"CPU ({detect().describe()})"
 

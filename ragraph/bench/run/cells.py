@@ -13,20 +13,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragraph.api.load import compile_catalog
-from ragraph.bench.arrivals import arrive
-from ragraph.bench.bounds import Bound
-from ragraph.bench.counting import counted, embedded
-from ragraph.bench.llm_work import LlmWork
-from ragraph.bench.server_alone import LABEL as SERVER_ALONE
-from ragraph.bench.server_alone import replay
-from ragraph.bench.server_stats import ServerCounters, erase_slots, read_counters, slot_count
-from ragraph.bench.traffic import top_share
+from ragraph.bench.data.traffic import top_share
+from ragraph.bench.measure.bounds import Bound
+from ragraph.bench.measure.counting import counted, embedded
+from ragraph.bench.measure.llm_work import LlmWork
+from ragraph.bench.run.arrivals import arrive
+from ragraph.bench.server.alone import LABEL as SERVER_ALONE
+from ragraph.bench.server.alone import replay
+from ragraph.bench.server.stats import ServerCounters, erase_slots, read_counters, slot_count
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.app import app_client, execute, open_services
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.http.openai import api_key_from
-from ragraph.runtime.outcome import Outcome, RunStats, summarize
+from ragraph.runtime.outcome import Outcome, RunStats, Summary, summarize
 from ragraph.runtime.request import Request
 from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.threads import usable_cores
@@ -78,13 +78,8 @@ class CellResult:
     executor: str
     engine: str
     simulated: bool
-    requests: int
-    errors: int
-    wall_s: float
-    throughput_rps: float
-    p50_s: float
-    p95_s: float
-    mean_s: float
+    # Requests, errors, wall time, throughput and latencies, as every run reports them.
+    summary: Summary
     retrieval_share: float | None  # of the summed request time, spent in retrieval nodes
     speculations: int
     speculation_hit_rate: float | None
@@ -116,27 +111,29 @@ class CellResult:
     hot_served: float | None = None
     # Share of the index's vectors the tier held at the end of the run (its hot set).
     hot_resident: float | None = None
-    # Document popularity (`bench.traffic.top_share`): share of the passages retrieved that the
-    # top 3% of the documents served, over each request's final top-k (None: none retrieved).
+    # Document popularity (`bench.data.traffic.top_share`): share of the passages retrieved
+    # that the top 3% of the documents served, over each request's final top-k (None: none
+    # retrieved).
     top_docs_share: float | None = None
     # Work beside the LLM engine's: queries embedded and their tokens, vectors scanned
     # (ragraph's own count; 0 where the executor does not count them), and the least time the
-    # run's work could take on these engines (`bench.bounds`; None: not measured).
+    # run's work could take on these engines (`bench.measure.bounds`; None: not measured).
     queries_embedded: int = 0
     query_tokens: int = 0
     vectors_scanned: int = 0
     bound: Bound | None = None
-    repeat: int = 0  # which repeat of the cell this run was (`bench.repeats`), from 0
+    repeat: int = 0  # which repeat of the cell this run was (`bench.output.repeats`), from 0
 
     @property
     def bound_share(self) -> float | None:
         """The bound's time over this run's: 1.0 is as fast as these engines allow."""
-        return None if self.bound is None else self.bound.share(self.wall_s)
+        return None if self.bound is None else self.bound.share(self.summary.wall_s)
 
     @property
     def engine_busy(self) -> float | None:
         """Share of the wall time the LLM engine computed (simulated seconds for sim)."""
-        return self.llm.busy_s / self.wall_s if self.wall_s > 0 else None
+        wall = self.summary.wall_s
+        return self.llm.busy_s / wall if wall > 0 else None
 
 
 async def run_cell(cell: Cell, jobs: Sequence[Job], runtime: RuntimeConfig, search: SearchService,
@@ -237,17 +234,14 @@ def _server_work(result: CellResult, config: RuntimeConfig,
 
 async def _server_alone(cell: Cell, config: RuntimeConfig, sent: Sent,
                         requests: int) -> CellResult:
-    """The app's server work alone (`server_alone`): its calls replayed straight to it."""
+    """The app's server work alone (`bench.server.alone`): its calls replayed straight to it."""
     before = await asyncio.to_thread(_server_before, config)
     done = await replay(config.llm.url or "", config.llm.model or "default", sent,
                         api_key=api_key_from(config.llm.api_key_env))
     result = CellResult(
         cell=cell, executor=SERVER_ALONE, engine="openai-http", simulated=False,
-        requests=requests, errors=done.failed, wall_s=done.wall_s,
-        throughput_rps=requests / done.wall_s if done.wall_s > 0 else 0.0,
-        p50_s=done.latency(50), p95_s=done.latency(95),
-        mean_s=sum(done.latencies) / len(done.latencies) if done.latencies else 0.0,
-        retrieval_share=None, speculations=0, speculation_hit_rate=None, synthetic_share=0.0)
+        summary=done.summary(requests), retrieval_share=None, speculations=0,
+        speculation_hit_rate=None, synthetic_share=0.0)
     return result if before is None else await asyncio.to_thread(_server_work, result, config,
                                                                  before)
 
@@ -267,14 +261,11 @@ def _served_between(before, after) -> float | None:
 
 def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: list[Outcome],
             stats: list[RunStats], tracer: Tracer, wall: float) -> CellResult:
-    summary = summarize(outcomes, wall)
     speculations = sum(s.speculations for s in stats)
     hits = sum(s.speculation_hits for s in stats)
     return CellResult(
         cell=cell, executor=executor, engine=engine, simulated=simulated,
-        requests=summary.requests, errors=summary.errors, wall_s=wall,
-        throughput_rps=summary.throughput_rps, p50_s=summary.p50_s, p95_s=summary.p95_s,
-        mean_s=summary.mean_s, retrieval_share=retrieval_share(tracer, outcomes),
+        summary=summarize(outcomes, wall), retrieval_share=retrieval_share(tracer, outcomes),
         speculations=speculations,
         speculation_hit_rate=hits / speculations if speculations else None,
         synthetic_share=synthetic_share(outcomes),

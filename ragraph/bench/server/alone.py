@@ -23,11 +23,11 @@ from typing import Any
 
 import httpx
 
-from ragraph.bench.server_stats import auth
+from ragraph.bench.server.stats import auth
 from ragraph.ir import Sampling
 from ragraph.runtime.executors.app_clients import SentCall
 from ragraph.runtime.llm.chat import Prompt, as_dicts
-from ragraph.runtime.outcome import percentile
+from ragraph.runtime.outcome import Summary, percentile
 
 LABEL = "server alone"
 
@@ -56,6 +56,16 @@ class Replay:
 
     def latency(self, q: float) -> float:
         return percentile(self.latencies, q, 0.0)
+
+    def summary(self, requests: int) -> Summary:
+        """The replay as a run's summary: the cell's `requests` over the replay's wall time,
+        the latencies of its calls (a call has no first token apart from its answer)."""
+        wall, latencies = self.wall_s, self.latencies
+        return Summary(requests=requests, errors=self.failed, wall_s=wall,
+                       throughput_rps=requests / wall if wall > 0 else 0.0,
+                       p50_s=self.latency(50), p95_s=self.latency(95), p99_s=self.latency(99),
+                       mean_s=sum(latencies) / len(latencies) if latencies else 0.0,
+                       ttft_p50_s=None)
 
 
 def lanes(calls: Sequence[SentCall]) -> list[list[SentCall]]:

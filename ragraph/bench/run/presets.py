@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ragraph.bench.config import LLAMACPP_EXECUTORS, LLAMACPP_WORKFLOWS, BenchConfig
+from ragraph.bench.run.config import LLAMACPP_EXECUTORS, LLAMACPP_WORKFLOWS, BenchConfig
 
 
 def quick(config: BenchConfig) -> BenchConfig:
@@ -20,7 +20,7 @@ def quick(config: BenchConfig) -> BenchConfig:
     index (IVF512, ~800 vectors per list as in the full IVF4096 x 4M setting), nprobe 128 only,
     offline plus three request rates of 8 s each, no mix, no plots. llamacpp and openai: 16
     questions at 8 in flight."""
-    if config.engine in ("llamacpp", "openai"):
+    if config.run.llm.engine in ("llamacpp", "openai"):
         return replace(config, offline_requests=16, concurrencies=(8,), quick=True)
     return replace(config, scale=400_000, nprobes=(128,), offline_requests=48, rate_points=3,
                    window_s=8.0, max_online_requests=240, mix=False, plots=False, quick=True)
@@ -40,7 +40,7 @@ ABLATION_WORKFLOWS = ("oneshot", "hyde", "multistep", "irg")
 
 
 def ablation_preset(config: BenchConfig) -> BenchConfig:
-    """Every pass combination of `bench.ablation`, the baselines beside them, on HedraRAG's
+    """Every pass combination of `bench.run.ablation`, the baselines beside them, on HedraRAG's
     workflows: offline, and online at --rates (or a preset's rates) when given."""
     return replace(config, ablation=True, workflows=ABLATION_WORKFLOWS,
                    rates=config.rates or (), mix=False)

@@ -1,12 +1,12 @@
-"""A run's measured work, as `bench.bounds` prices it: the queries its executor embedded
-(`bench.counting`) and the counters its engines kept, and the least time it could take."""
+"""A run's measured work, as `bench.measure.bounds` prices it: the queries its executor embedded
+(`bench.measure.counting`) and the counters its engines kept, and the least time it could take."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ragraph.bench.bounds import Rates, Work, least_time
-from ragraph.bench.cells import CellResult
+from ragraph.bench.measure.bounds import Rates, Work, least_time
+from ragraph.bench.run.cells import CellResult
 
 
 def work_of(row: CellResult) -> Work:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from ragraph.bench.cells import CellResult
+from ragraph.bench.run.cells import CellResult
 
 STEPS_LEGEND = (
     "engine steps: decode-only steps advance the running sequences and nothing else; mixed "
@@ -26,7 +26,7 @@ def steps_table(rows: Sequence[CellResult], caption: str) -> Table:
         llm = r.llm
         seen = llm.decode_only_steps or llm.mixed_steps or llm.prompt_pass_count
         table.add_row(r.cell.workload, str(r.cell.nprobe), str(r.cell.concurrency), r.executor,
-                      f"{r.throughput_rps:.2f}",
+                      f"{r.summary.throughput_rps:.2f}",
                       f"{llm.decode_only_steps:,}" if seen else "-",
                       f"{llm.mixed_steps:,}" if seen else "-",
                       f"{llm.prompt_pass_count:,}" if seen else "-",

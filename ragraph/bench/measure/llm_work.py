@@ -11,7 +11,7 @@ from ragraph.runtime.llm.protocol import NO_PASSES, EngineCounters
 class LlmWork:
     """What the LLM engine counted over a run (0: not counted). Built from its counters in
     `of` alone; the bench's CSV and JSON write each field as a column of that name, and the
-    bound (`bench.bounds`) prices it whole: a new counter the bench should see is a field
+    bound (`bench.measure.bounds`) prices it whole: a new counter the bench should see is a field
     here, and nothing else copies it."""
 
     # Tokens computed: prompt tokens not served from reused KV, plus the generated ones. About
