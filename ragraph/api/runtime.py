@@ -206,7 +206,7 @@ class Runtime:
         return add_documents(Path(self.config.search.index), files,
                              embedder_url=self.config.search.embedder_url, **reading)
 
-    # -- what the CLI reads ----------------------------------------------------------------------
+    # -- what a caller reads after a run ------------------------------------------------------
 
     @property
     def counters(self) -> EngineCounters:
