@@ -20,6 +20,7 @@ import networkx as nx
 from ragraph.ir.chat import flat_prompt
 from ragraph.ir.edges import EdgeKind
 from ragraph.ir.fanout import Binding
+from ragraph.ir.filters import Condition
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import Generate, Merge, Node, Retrieve, Sampling
 from ragraph.ir.overlap import Fork, Prefetch, SpecVerify
@@ -59,6 +60,7 @@ class RetrievalChain:
     # overlap the search (else its request has only searches, or nothing, left).
     feeds_generation: bool = True
     mode: str = "dense"  # the retrieve node's ranking: dense, or hybrid with keywords
+    where: tuple[Condition, ...] = ()  # the retrieve node's filter (ir/filters.py)
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,7 @@ def _lead_to_search(graph: RAGraph) -> frozenset[str]:
 def _retrieval_of_node(r: Retrieve, feeders: frozenset[str]) -> RetrievalChain:
     return RetrievalChain(r.id, r.query, r.output, r.topk, r.nprobe, stepwise=False,
                           order="probe", keep=0, speculate_into=None, each=r.each,
-                          feeds_generation=r.id in feeders, mode=r.mode)
+                          feeds_generation=r.id in feeders, mode=r.mode, where=r.where)
 
 
 def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node],
@@ -199,7 +201,8 @@ def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node],
                           stepwise=True, order=order, keep=commit.cache,
                           speculate_into=_speculative_target(graph, search.id),
                           each=embed.each, via=_merge_after(graph, commit),
-                          feeds_generation=commit.id in feeders, mode=commit.mode)
+                          feeds_generation=commit.id in feeders, mode=commit.mode,
+                          where=commit.where)
 
 
 def _merge_after(graph: RAGraph, commit: RetrieveCommit) -> Merge | None:

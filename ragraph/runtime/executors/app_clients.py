@@ -292,6 +292,8 @@ class AppRetriever:
     def retrieve(self, query: str, spec: SearchSpec, nprobe: int | None) -> Passages:
         import faiss  # noqa: PLC0415
 
+        if spec.where is not None:  # faiss's search with the filter's selector (a node's filter)
+            return self.search.search(query, spec, nprobe)
         vector = self.search.embed(query).reshape(1, -1)
         params = faiss.SearchParametersIVF(nprobe=self.probes(nprobe))
         distances, ids = self.search.engine.index.search(vector, spec.k, params=params)
