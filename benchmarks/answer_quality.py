@@ -134,7 +134,7 @@ def qa_part(args: argparse.Namespace, search_of) -> dict:
     ensure_index(args.data, index, QA_CORPORA)
     search = search_of(index)
     results = {}
-    for sets in qa_sets(args.data, args.n):
+    for sets in (s for s in qa_sets(args.data, args.n) if s.name in args.sets):
         results[sets.name] = measure(search, sets, K_VALUES, args.nprobe)
         if not args.no_llm:
             results[sets.name]["llm"] = answers(index, sets.questions, args.nprobe)
@@ -162,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=100, help="questions a QA dataset (the first N)")
     p.add_argument("--part", choices=("qa", "docs", "all"), default="all")
     p.add_argument("--no-llm", action="store_true", help="retrieval only")
+    p.add_argument("--sets", type=lambda v: v.split(","), default=["NQ", "HotpotQA", "MuSiQue"],
+                   help="the QA datasets, comma-separated (one a process runs them at once)")
     args = p.parse_args(argv)
 
     def search_of(index: Path):  # noqa: ANN202
