@@ -37,27 +37,29 @@ class Sets:
     by: str  # how gold passages are matched: "text" or "title"
 
 
-def corpus(data: Path) -> list:
-    """The passages to index, each once (title, text)."""
+DISTRACTORS = ("hotpotqa_train_corpus.json", "2wikimultihopqa_corpus.json")
+
+
+def corpus(data: Path, corpora: tuple[str, ...] = DISTRACTORS) -> list:
+    """The passages to index, each once (title, text): the NQ gold passages and `corpora`."""
     from ragraph.runtime.retrieval.build.builder import CorpusRecord
 
     seen, out = set(), []
     nq = [p for ex in load_dataset(data / "nq-open-oracle.jsonl.gz") for p in ex.gold_passages]
-    for p in (*nq, *load_corpus(data / "hotpotqa_train_corpus.json"),
-              *load_corpus(data / "2wikimultihopqa_corpus.json")):
+    for p in (*nq, *(p for name in corpora for p in load_corpus(data / name))):
         if (p.title, p.text) not in seen:
             seen.add((p.title, p.text))
             out.append(CorpusRecord(None, p.title, p.text))
     return out
 
 
-def ensure_index(data: Path, directory: Path) -> None:
+def ensure_index(data: Path, directory: Path, corpora: tuple[str, ...] = DISTRACTORS) -> None:
     from ragraph.runtime.retrieval.build.builder import BuildConfig, build_index
     from ragraph.runtime.retrieval.build.ingest import passage_embedder
 
     if (directory / "manifest.json").is_file():
         return
-    records = corpus(data)
+    records = corpus(data, corpora)
     build_index(records, directory, BuildConfig(), passage_embedder(), source="retrieval-quality")
 
 
@@ -111,22 +113,33 @@ def depth_sweep(search, sets: Sets, depths: tuple[int, ...], k: int,
     return {d: statistics.fmean(v) for d, v in out.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, required=True)
-    p.add_argument("--index", type=Path, required=True, help="built here on first use")
-    p.add_argument("--nq", type=int, default=300, help="NQ questions (the first N)")
-    p.add_argument("--nprobe", type=int, default=32)
-    p.add_argument("--threads", type=int, default=1, help="faiss and embedding threads")
-    p.add_argument("--out", type=Path, help="the results as JSON")
-    args = p.parse_args(argv)
+def opened(index: Path, nprobe: int, threads: int):  # noqa: ANN201
+    """The index's search service, as a run opens it (`threads`: faiss's and the embedder's)."""
     from ragraph.runtime.app import open_search
     from ragraph.runtime.config import RuntimeConfig
 
+    config = RuntimeConfig.of(engine="sim", index=str(index), nprobe=nprobe,
+                              search_threads=threads)
+    return open_search(config, embed_threads=threads)
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """The options both quality scripts take."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--nprobe", type=int, default=32)
+    p.add_argument("--threads", type=int, default=1, help="faiss and embedding threads")
+    p.add_argument("--out", type=Path, help="the results as JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__)
+    p.add_argument("--index", type=Path, required=True, help="built here on first use")
+    p.add_argument("--nq", type=int, default=300, help="NQ questions (the first N)")
+    args = p.parse_args(argv)
     ensure_index(args.data, args.index)
-    config = RuntimeConfig.of(engine="sim", index=str(args.index), nprobe=args.nprobe,
-                              search_threads=args.threads)
-    search = open_search(config, embed_threads=args.threads)
+    search = opened(args.index, args.nprobe, args.threads)
     results = {s.name: {**measure(search, s, (1, 5, 10), args.nprobe),
                         "fusion_depth_recall@5": depth_sweep(search, s, (5, 10, 20, 50), 5,
                                                              args.nprobe)}

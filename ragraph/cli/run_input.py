@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragraph.errors import ConfigError, RagraphError
+from ragraph.ir.filters import parse_filter
 from ragraph.runtime.request import Request
 from ragraph.runtime.retrieval.options import MODES, NO_OPTIONS, SearchOptions
 
@@ -62,13 +63,10 @@ def add_search_flags(p: argparse.ArgumentParser) -> None:
 
 def search_options(args: argparse.Namespace) -> SearchOptions:
     """`ragraph run --k N --mode hybrid --filter source=guides/*.md --filter title=X`."""
-    where: dict[str, str | int] = {}
-    for item in args.filter or ():
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ConfigError("--filter", f"must be FIELD=VALUE (source=GLOB for the document "
-                              f"path), got {item!r}")
-        where[name] = int(value) if value.isdigit() and name != "source" else value
+    try:
+        where = dict(parse_filter(args.filter or ()))
+    except ValueError as err:
+        raise ConfigError("--filter", str(err)) from err
     return SearchOptions.of(args.k, args.mode, where or None)
 
 

@@ -1,7 +1,8 @@
 """Node options `(name = value, ...)`: known names, and values checked where they are written.
 
 Generation options are the fields of `Sampling` and `chat`; retrieval options are `topk`,
-`nprobe` and `mode` (`"dense"` or `"hybrid"`); merge options `k` and `topk`. Each
+`nprobe`, `mode` (`"dense"` or `"hybrid"`) and `filter` (`"FIELD=VALUE"` or a list of them, as
+`ragraph run --filter` takes them); merge options `k` and `topk`. Each
 value is validated on its own by the IR's own constructors, so the error points at that value and
 the rules live in one place (ragraph.ir.nodes).
 """
@@ -15,9 +16,10 @@ from typing import Any
 from ragraph.dsl import ast
 from ragraph.errors import WorkflowError
 from ragraph.ir import Merge, Retrieve, Sampling, Template
+from ragraph.ir.filters import parse_filter
 
 GENERATE_OPTIONS = (*(f.name for f in dataclasses.fields(Sampling)), "chat")
-RETRIEVE_OPTIONS = ("topk", "nprobe", "mode")
+RETRIEVE_OPTIONS = ("topk", "nprobe", "mode", "filter")
 MERGE_OPTIONS = ("k", "topk")
 
 
@@ -53,15 +55,31 @@ def _chat_option(value: Any, opt: ast.Option, chat_form: ast.ChatBody | None) ->
 
 
 def retrieve_options(options: tuple[ast.Option, ...]) -> dict[str, Any]:
-    """`topk` / `nprobe` / `mode` keyword arguments for `RAGraph.add_retrieval`."""
+    """`topk` / `nprobe` / `mode` / `filter` keyword arguments for `RAGraph.add_retrieval`."""
     values = _by_name(options, RETRIEVE_OPTIONS, "retrieve")
+    # Parsed items are valid conditions; what can be wrong is the items themselves.
+    where = {"filter": dict(_filter_option(*values.pop("filter")))} if "filter" in values else {}
     probe = Template.parse("")
     for name, (value, opt) in values.items():
         try:
             Retrieve(id="option-check", query=probe, output="docs", **{name: value})
         except WorkflowError as err:
             raise WorkflowError(err.message, span=opt.value.span) from err
-    return {name: value for name, (value, _) in values.items()}
+    return {**{name: value for name, (value, _) in values.items()}, **where}
+
+
+def _filter_option(value: Any, opt: ast.Option) -> tuple[tuple[str, str | int], ...]:
+    """`filter = "source=guides/*.md"` or `filter = ["source=*.md", "title=Serving"]`."""
+    items = (value,) if isinstance(value, str) else value
+    if not items or not isinstance(items, tuple) or not all(isinstance(i, str) for i in items):
+        raise WorkflowError(f"filter must be a \"FIELD=VALUE\" string or a list of them, got "
+                            f"{value!r}", span=opt.value.span,
+                            hint='filter = "source=guides/*.md" or filter = '
+                                 '["source=*.md", "title=Serving"]')
+    try:
+        return parse_filter(items)
+    except ValueError as err:
+        raise WorkflowError(f"filter {err}", span=opt.value.span) from err
 
 
 def merge_options(options: tuple[ast.Option, ...], method: str) -> dict[str, Any]:

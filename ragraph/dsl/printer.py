@@ -29,6 +29,7 @@ from ragraph.ir import (
     Sampling,
 )
 from ragraph.ir.fanout import RRF_K
+from ragraph.ir.filters import Condition, filter_items
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _INT = re.compile(r"[0-9]+\Z")
@@ -67,7 +68,8 @@ def _node(graph: RAGraph, nid: str) -> str:
                 f"{node.method}({_name(node.input, 'variable')})\n")
     if isinstance(node, Retrieve):
         opts = ([("topk", node.topk)] + ([("nprobe", node.nprobe)] if node.nprobe else [])
-                + ([("mode", node.mode)] if node.mode != "dense" else []))
+                + ([("mode", node.mode)] if node.mode != "dense" else [])
+                + ([("filter", _filter(node.where))] if node.where else []))
         head = (f"retrieve {_ref(nid)}{_each(node.each)} -> {_name(node.output, 'variable')}"
                 f"{_options(opts, nid)}:")
         var = node.query.single_variable
@@ -90,6 +92,12 @@ def _sampling_options(sampling: Sampling) -> list[tuple[str, object]]:
     defaults = Sampling()
     return [(f.name, getattr(sampling, f.name)) for f in dataclasses.fields(Sampling)
             if getattr(sampling, f.name) != getattr(defaults, f.name)]
+
+
+def _filter(where: tuple[Condition, ...]) -> str | tuple[str, ...]:
+    """One `FIELD=VALUE` item as a string, several as a list (both read back the same)."""
+    items = filter_items(where)
+    return items[0] if len(items) == 1 else tuple(items)
 
 
 def _options(options: list[tuple[str, object]], nid: str) -> str:

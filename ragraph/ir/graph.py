@@ -130,12 +130,14 @@ class RAGraph:
         nprobe: int | None = None,
         each: Mapping[str, str] | tuple[Binding, ...] | None = None,
         mode: str = "dense",
+        filter: Mapping[str, str | int] | None = None,  # noqa: A002
         span: Span | None = None,
     ) -> Retrieve:
         """`query` is a variable name (`"hypo"`) or a template (`"{question} {answer}"`).
         `each={"q": "queries"}`: a map, one search per item of `queries` (`query="q"`).
         `mode="hybrid"`: fused with the index's keyword search (BM25) by reciprocal rank
-        fusion."""
+        fusion. `filter={"source": "guides/*.md", "title": "Serving"}`: only passages whose
+        source matches the glob and whose fields equal the values (as `run`'s `filter`)."""
         nid = self._new_id(id, span)
         if isinstance(query, str) and query.isidentifier():
             template = Template.variable(query)
@@ -143,7 +145,8 @@ class RAGraph:
             template = _template(query, nid, span)
         return self.add_node(_made("retrieval", nid, span, lambda: Retrieve(
             id=nid, query=template, output=output, topk=topk, nprobe=nprobe, each=bindings(each),
-            mode=mode, span=span)))  # type: ignore[return-value]
+            mode=mode, where=tuple(sorted((filter or {}).items())),
+            span=span)))  # type: ignore[return-value]
 
     def add_merge(
         self,

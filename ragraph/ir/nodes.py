@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from ragraph.errors import Span, WorkflowError
 from ragraph.ir.chat import flat_prompt
 from ragraph.ir.fanout import MERGES, RRF_K, Binding, template_reads
+from ragraph.ir.filters import Condition, check_conditions
 from ragraph.ir.template import Template
 
 START = "START"
@@ -179,6 +180,8 @@ class Retrieve(Node):
     # "dense": the vector index alone; "hybrid": fused with the keyword index (BM25) by
     # reciprocal rank fusion (runtime/retrieval/options.py).
     mode: str = "dense"
+    # Only passages these (field, value) conditions allow (ir/filters.py); () allows all.
+    where: tuple[Condition, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.topk, int) or isinstance(self.topk, bool) or not 1 <= self.topk <= 1000:
@@ -186,6 +189,9 @@ class Retrieve(Node):
         if self.mode not in RETRIEVE_MODES:
             raise WorkflowError(f"mode must be one of {', '.join(RETRIEVE_MODES)}, got "
                                 f"{self.mode!r}", node=self.id)
+        wrong = check_conditions(self.where)
+        if wrong is not None:
+            raise WorkflowError(wrong, node=self.id)
         if self.nprobe is not None and (
             not isinstance(self.nprobe, int) or isinstance(self.nprobe, bool) or self.nprobe < 1
         ):

@@ -25,6 +25,7 @@ from ragraph.errors import WorkflowError
 from ragraph.ir.chat import flat_prompt
 from ragraph.ir.edges import EdgeKind
 from ragraph.ir.fanout import Binding, template_reads
+from ragraph.ir.filters import Condition
 from ragraph.ir.nodes import Node, Sampling, check_chat, register_node
 from ragraph.ir.template import Template
 
@@ -180,6 +181,7 @@ class RetrieveCommit(SubStage):
     cache: int = 0
     mapped: bool = False
     mode: str = "dense"  # the original retrieval's (hybrid: fused with the keyword index)
+    where: tuple[Condition, ...] = ()  # the original retrieval's filter (ir/filters.py)
 
     def reads(self) -> frozenset[str]:
         return frozenset({slot(self.origin, "topk")})

@@ -101,7 +101,7 @@ def _lead_to_search(graph: RAGraph) -> frozenset[str]:
 def _retrieval_of_node(r: Retrieve, feeders: frozenset[str]) -> RetrievalChain:
     return RetrievalChain(r.id, r.query, r.output, r.topk, r.nprobe, stepwise=False,
                           order="probe", keep=0, speculate_into=None, each=r.each,
-                          feeds_generation=r.id in feeders, mode=r.mode)
+                          feeds_generation=r.id in feeders, mode=r.mode, where=r.where)
 
 
 def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node],
@@ -115,7 +115,8 @@ def _retrieval_of_chain(graph: RAGraph, origin: str, chain: dict[type, Node],
                           stepwise=True, order=order, keep=commit.cache,
                           speculate_into=_speculative_target(graph, search.id),
                           each=embed.each, via=_merge_after(graph, commit),
-                          feeds_generation=commit.id in feeders, mode=commit.mode)
+                          feeds_generation=commit.id in feeders, mode=commit.mode,
+                          where=commit.where)
 
 
 def _merge_after(graph: RAGraph, commit: RetrieveCommit) -> Merge | None:

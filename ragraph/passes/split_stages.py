@@ -55,7 +55,8 @@ class SplitStages(Pass):
             Probe(id=ids[1], origin=r.id, nprobe=r.nprobe, span=r.span),
             SearchSteps(id=ids[2], origin=r.id, topk=r.topk, span=r.span),
             RetrieveCommit(id=ids[3], origin=r.id, output=r.output, topk=r.topk,
-                           mapped=bool(r.each), mode=r.mode, span=r.span),
+                           mapped=bool(r.each), mode=r.mode, where=r.where,
+                           span=r.span),
         ]
 
     def _generation(self, graph: RAGraph, g: Generate) -> list[Node]:

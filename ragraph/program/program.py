@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from ragraph.ir.chat import flat_prompt
 from ragraph.ir.control import Successor
+from ragraph.ir.filters import Condition
 from ragraph.ir.fanout import Binding
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import Merge, Node, Sampling
@@ -46,6 +47,7 @@ class RetrievalChain:
     # overlap the search (else its request has only searches, or nothing, left).
     feeds_generation: bool = True
     mode: str = "dense"  # the retrieve node's ranking: dense, or hybrid with keywords
+    where: tuple[Condition, ...] = ()  # the retrieve node's filter (ir/filters.py)
 
 
 @dataclass(frozen=True)

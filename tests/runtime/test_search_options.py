@@ -46,10 +46,10 @@ def _source(i: int) -> str:
     return f"{'guides' if i % 3 else 'api'}/doc{i % 40}.{'md' if i % 2 else 'txt'}"
 
 
-def graph(mode: str = "dense") -> RAGraph:
+def graph(mode: str = "dense", where: dict[str, str] | None = None) -> RAGraph:
     g = RAGraph("ask")
     g.add_input("question")
-    g.add_retrieval("search", topk=4, query="question", output="docs", mode=mode)
+    g.add_retrieval("search", topk=4, query="question", output="docs", mode=mode, filter=where)
     g.add_generation("answer", prompt="{docs}\nQuestion: {question}\nAnswer:", output="answer",
                      max_tokens=6)
     for a, b in ((START, "search"), ("search", "answer"), ("answer", END)):
@@ -68,11 +68,13 @@ def requests() -> list[Request]:
                     search=OPTIONS[i % len(OPTIONS)]) for i in range(18)]
 
 
-async def run(g: RAGraph, search: SearchService, executor: str, passes: str):
+async def run(g: RAGraph, search: SearchService, executor: str, passes: str,
+              asked: list[Request] | None = None):
     config = RuntimeConfig.of(engine="sim", executor=executor, passes=passes, concurrency=6,
                               budget_ms=0.05)
     async with SimEngine(FAST) as engine:
-        return await execute(compile_catalog(g, config.scheduler.passes), requests(), config,
+        return await execute(compile_catalog(g, config.scheduler.passes),
+                             requests() if asked is None else asked, config,
                              Services(llm=engine, search=search))
 
 
@@ -96,6 +98,44 @@ def test_every_executor_gives_the_same_passages(search, mode):
         if spec.where is not None:
             allowed = set(search.store.allowed_ids(spec.where).tolist())
             assert set(ids) <= allowed
+
+
+NODE_FILTER = {"source": "guides/*.md"}  # a retrieve node's `filter = "source=guides/*.md"`
+
+
+def filtered_requests() -> list[Request]:
+    """Questions to a node with a filter: most keep it; some change k or the mode, and one in
+    four replaces it with its own (as a request's k replaces topk)."""
+    options = [SearchOptions(), SearchOptions(k=2), SearchOptions(mode="hybrid"),
+               SearchOptions(where=Where(source="api/*"))]
+    return [Request(id=f"f{i}", question=f"Where is the {WORDS[(i * 3) % 8]}?",
+                    search=options[i % len(options)]) for i in range(12)]
+
+
+@pytest.mark.parametrize("mode", ["dense", "hybrid"])
+def test_a_nodes_filter_gives_the_same_passages_on_every_executor(search, mode):
+    results = {}
+    for executor, passes in [*VARIANTS, ("langgraph", "-O0")]:
+        # langgraph takes no per-request options: the questions that keep the node's alone
+        asked = [r for r in filtered_requests() if executor != "langgraph" or r.search.empty]
+        result = asyncio.run(run(graph(mode, NODE_FILTER), search, executor, passes, asked))
+        assert all(o.error is None for o in result.outcomes), [o.error for o in result.outcomes]
+        results[(executor, passes)] = {
+            o.rid: (o.answer, [(p.id, p.score) for p in o.passages]) for o in result.outcomes}
+    reference = results[("sequential", "-O0")]
+    for variant, got in results.items():
+        assert got == {rid: reference[rid] for rid in got}, f"{variant} differs"
+    node_where = (("source", "guides/*.md"),)
+    changed = 0
+    for request in filtered_requests():
+        spec = request.search.spec(4, mode, node_where)
+        ids = [pid for pid, _ in reference[request.id][1]]
+        assert ids == [p.id for p in search.search(request.question, spec, None)]
+        assert len(ids) == spec.k  # filtered inside the scan: k passages, not fewer
+        assert set(ids) <= set(search.store.allowed_ids(spec.where).tolist())
+        unfiltered = search.search(request.question, SearchSpec(spec.k, spec.mode), None)
+        changed += ids != [p.id for p in unfiltered]
+    assert changed  # the node's filter is applied, not only accepted
 
 
 def test_hybrid_is_the_fusion_of_both_rankings(search):

@@ -288,6 +288,8 @@ class AppRetriever:
     search: SearchService
 
     def retrieve(self, query: str, spec: SearchSpec, nprobe: int | None) -> Passages:
+        if spec.where is not None:  # faiss's search with the filter's selector (a node's filter)
+            return self.search.search(query, spec, nprobe)
         dense = self.search.faiss_search(self.search.embed(query), spec.k, nprobe)
         return self.search.ranked(dense, query, spec)
 

@@ -30,7 +30,7 @@ from ragraph.runtime.executors.app_clients import AppLLM, AppRetriever
 from ragraph.runtime.executors.base import clock
 from ragraph.runtime.executors.langgraph_report import NodeDone, NodeReports
 from ragraph.runtime.llm.chat import Prompt
-from ragraph.runtime.retrieval.options import SearchSpec
+from ragraph.runtime.retrieval.options import NO_OPTIONS
 
 # State keys of the lowering itself, beside the workflow's variables.
 RID, LOOPS, PATH, NEXT, PASSAGES, FAN = ("ragraph_rid", "ragraph_loops", "ragraph_path",
@@ -73,8 +73,8 @@ class _App(Interpreter[_Visit, Prompt]):
 
     async def search(self, chain: RetrievalChain, req: _Visit, query: str,
                      branch: int | None) -> Passages:
-        passages = self.retriever.retrieve(query, SearchSpec(chain.topk, chain.mode),
-                                           chain.nprobe)
+        spec = NO_OPTIONS.spec(chain.topk, chain.mode, chain.where)
+        passages = self.retriever.retrieve(query, spec, chain.nprobe)
         if branch is None:  # one faiss search over the whole probe list, as the baselines say
             probes = self.retriever.probes(chain.nprobe)
             req.searched = Searched(query, probes, steps=1, clusters=probes, passages=passages)

@@ -84,7 +84,7 @@ class Baseline(Interpreter[RequestState, Prompt]):
     async def search(self, chain: RetrievalChain, req: RequestState, query: str,
                      branch: int | None) -> Passages:
         loop = asyncio.get_running_loop()
-        spec = req.request.search.spec(chain.topk, chain.mode)
+        spec = req.request.search.spec(chain.topk, chain.mode, chain.where)
         return await loop.run_in_executor(self.pool, search_blocking, self.services, chain,
                                           query, spec)
 

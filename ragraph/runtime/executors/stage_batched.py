@@ -144,7 +144,8 @@ def search_batch(services: Services, ready: list[_Active]) -> list[BaseException
     chains = [r.program.retrievals[s.node] for s, r in ready]
     queries: list = [attempt(_queries_of, r, c, s) for (s, r), c in zip(ready, chains, strict=True)]
     asks = [(i, q) for i, qs in enumerate(queries) if isinstance(qs, list) for q in qs]
-    specs = [s.request.search.spec(c.topk, c.mode) for (s, _), c in zip(ready, chains, strict=True)]
+    specs = [s.request.search.spec(c.topk, c.mode, c.where)
+             for (s, _), c in zip(ready, chains, strict=True)]
     found = _search_all(services, [q for _, q in asks], [chains[i] for i, _ in asks],
                         [specs[i] for i, _ in asks])
     for i, (_, runner) in enumerate(ready):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragraph.errors import ConfigError
+from ragraph.ir.filters import Condition
 from ragraph.ir.nodes import RETRIEVE_MODES as MODES
 
 RRF_K = 60
@@ -49,6 +50,11 @@ class Where:
         return {**({"source": self.source} if self.source is not None else {}),
                 **dict(self.fields)}
 
+    @classmethod
+    def of(cls, conditions: tuple[Condition, ...]) -> Where | None:
+        """A retrieve node's filter (ir/filters.py): None when it has none."""
+        return cls.from_json(dict(conditions), "filter") if conditions else None
+
 
 @dataclass(frozen=True)
 class SearchOptions:
@@ -77,10 +83,13 @@ class SearchOptions:
         where = filter if isinstance(filter, Where | None) else Where.from_json(filter, "filter")
         return cls(k, mode, where)
 
-    def spec(self, workflow_k: int, workflow_mode: str = "dense") -> SearchSpec:
-        """One retrieval's search: these options over its node's `topk` and `mode`."""
+    def spec(self, workflow_k: int, workflow_mode: str = "dense",
+             workflow_where: tuple[Condition, ...] = ()) -> SearchSpec:
+        """One retrieval's search: these options over its node's `topk`, `mode` and filter
+        (a request's filter replaces the node's, as its `k` replaces `topk`)."""
         return SearchSpec(self.k if self.k is not None else workflow_k,
-                          self.mode if self.mode is not None else workflow_mode, self.where)
+                          self.mode if self.mode is not None else workflow_mode,
+                          self.where if self.where is not None else Where.of(workflow_where))
 
     def over(self, base: SearchOptions) -> SearchOptions:
         """These options where given, `base`'s elsewhere (a call's over a question's own)."""

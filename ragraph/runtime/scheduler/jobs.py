@@ -176,7 +176,8 @@ class RetJob(Job):
 
     def scan_item(self, want_partial: bool) -> ScanItem:
         assert self.vector is not None and self.probe is not None  # embedded and probed
-        spec = self.state.request.search.spec(self.chain.topk, self.chain.mode)
+        spec = self.state.request.search.spec(self.chain.topk, self.chain.mode,
+                                              self.chain.where)
         return ScanItem(key=self.key, k=spec.k, query=self.query, mode=spec.mode,
                         where=spec.where,
                         stepwise=self.chain.stepwise, vector=self.vector, probe=self.probe,
