@@ -18,8 +18,8 @@ from typing import Any, Generic, TypeVar
 
 from ragraph.ir.chat import flat_prompt
 from ragraph.ir.control import Successor
-from ragraph.ir.filters import Condition
 from ragraph.ir.fanout import Binding
+from ragraph.ir.filters import Condition
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import Merge, Node, Sampling
 from ragraph.ir.overlap import Prefetch
