@@ -142,6 +142,10 @@ class DecodeWorker:
             return "empty prompt", "engine"
         too_long = length_problem(len(prompt), self._limits.context_length)
         if too_long:
+            trained = self._model.n_ctx_train
+            if trained > self._limits.context_length:  # ragraph's default, not the model's limit
+                too_long += (f"; the model reads up to {trained:,} tokens: raise `ctx` "
+                             "(--ctx, [llm] ctx in a config file, Runtime(ctx=...))")
             return too_long, "input"
         bad = [t for t in prompt if not 0 <= t < self._model.n_vocab]
         if bad:
