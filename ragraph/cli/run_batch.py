@@ -12,8 +12,8 @@ from rich.table import Table
 
 from ragraph.cli.run_input import BadLine, read_requests, search_options
 from ragraph.cli.run_output import Journal, Row, answered, replace_with
-from ragraph.cli.run_single import answer_all, engine_label, open_run
-from ragraph.runtime.app import RunResult, open_services
+from ragraph.cli.run_single import engine_label, open_run
+from ragraph.runtime.app import RunResult, execute, open_services
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.outcome import Outcome
@@ -82,7 +82,7 @@ async def _answer(catalog: Catalog, config: RuntimeConfig, requests: list[Reques
     with Progress(*columns, console=err, transient=True) as bar:
         task = bar.add_task("run", total=len(requests))
         async with open_services(config, search, tracer) as services:
-            result = await answer_all(catalog, requests, config, services, done)
+            result = await execute(catalog, requests, config, services, done)
     if args.trace:
         tracer.write(args.trace)
         err.print(f"trace written to {args.trace}")

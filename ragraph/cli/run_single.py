@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import TypeVar
 
 from rich.console import Console
 from rich.table import Table
 
 from ragraph.cli.run_input import search_options
-from ragraph.runtime.app import RunResult, execute, open_services, run_result
+from ragraph.runtime.app import execute, open_services
 from ragraph.runtime.catalog import Catalog
 from ragraph.runtime.config import RuntimeConfig
-from ragraph.runtime.executors.base import Services
 from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.request import Request, initial_variables
 from ragraph.runtime.trace import Tracer
@@ -83,7 +81,7 @@ async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
         note = chat_note(catalog, services.llm)
         if note:
             err.print(f"[dim]{note}[/dim]")
-        result = await answer_all(catalog, [request], config, services)
+        result = await execute(catalog, [request], config, services)
     outcome = result.outcomes[0]
     if args.trace:
         tracer.write(args.trace)
@@ -96,24 +94,6 @@ async def run_question(catalog: Catalog, question: str, config: RuntimeConfig,
         _explain(outcome, tracer, console)
         console.print(f"speculation: {result.stats.describe_speculation()}")
     return 0
-
-
-async def answer_all(catalog: Catalog, requests: list[Request], config: RuntimeConfig,
-                     services: Services, on_done: Callable[[Outcome], None] | None = None
-                     ) -> RunResult:
-    """`requests` through one run of the executor on this loop, each under its own id. The
-    wall time counts from when the executor takes the first request: its own set-up (the cost
-    model's calibration, the LangGraph app's model) is not the requests' time."""
-    started: list[float] = []
-
-    async def arrivals() -> AsyncIterator[Request]:
-        started.append(time.perf_counter())
-        for request in requests:
-            yield request
-
-    result = await execute(catalog, arrivals(), config, services, on_done)
-    wall = time.perf_counter() - started[0]
-    return run_result(result.outcomes, result.stats, wall, result.executor, services)
 
 
 def _explain(outcome: Outcome, tracer: Tracer, console: Console) -> None:
