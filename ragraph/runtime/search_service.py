@@ -30,7 +30,7 @@ from ragraph.runtime.retrieval.protocol import (
 
 if TYPE_CHECKING:
     from ragraph.runtime.distributed.faults import Fault
-    from ragraph.runtime.retrieval.ivf.cost import CostModel
+    from ragraph.runtime.retrieval.ivf.cost import SearchCostModel
     from ragraph.runtime.retrieval.ivf.listmajor import ListMajorRule
     from ragraph.runtime.retrieval.tier.hotcache import HotClusterCache
 
@@ -124,7 +124,7 @@ class SearchService:
     def cluster_of(self, ids: np.ndarray) -> np.ndarray:
         return self.engine.cluster_of(ids)
 
-    def cost_model(self) -> CostModel:
+    def cost_model(self) -> SearchCostModel:
         """The engine's calibrated cost model (measured once per engine: blocking, ~0.2 s the
         first time)."""
         from ragraph.runtime.retrieval.ivf.cost import calibrated  # noqa: PLC0415
