@@ -131,6 +131,31 @@ def test_an_engine_holding_nothing_is_fed_first_and_batches_double_until_one_is_
     assert p.feed_batch(12, timed=True, last=8) is None  # the usual batches
 
 
+def test_an_engine_that_batches_on_its_own_gets_batches_it_can_wait_out():
+    # 150 ms of decoding left: 13 queries embed (10 ms each) and search (20 ms) before then.
+    assert p.feed_batch(12, True, 8, drain_ms=150.0, per_query_ms=10.0, search_ms=20.0) == 13
+    # Nearly drained: FEED_BATCH, never fewer.
+    assert p.feed_batch(12, True, 8, drain_ms=5.0, per_query_ms=10.0, search_ms=20.0) == \
+        p.FEED_BATCH
+    # An engine on the cores (no drain), or no query timed yet: the usual batches.
+    assert p.feed_batch(12, True, 8, drain_ms=None, per_query_ms=10.0) is None
+    assert p.feed_batch(12, True, 8, drain_ms=150.0, per_query_ms=None) is None
+    # The first batches are as before.
+    assert p.feed_batch(0, True, 8, drain_ms=150.0, per_query_ms=10.0) == p.FEED_BATCH
+
+
+def test_prompts_off_the_critical_path_go_in_at_what_a_decode_step_absorbs():
+    sizes = [500.0, 500.0, 100.0]
+    assert p.leaves_to_release(False, 220.0, 0.0, sizes) == 3  # nothing critical decodes
+    assert p.leaves_to_release(True, None, 0.0, sizes) == 3  # steps not observable
+    assert p.leaves_to_release(True, 220.0, 0.0, sizes) == 1  # one at least
+    assert p.leaves_to_release(True, 220.0, 500.0, sizes) == 0  # one still prefilling
+    assert p.leaves_to_release(True, 0.0, 0.0, sizes) == 1  # not timed yet: one at a time
+    assert p.leaves_to_release(True, 1000.0, 100.0, sizes) == 1  # 100 + 500 fit, not + 500
+    assert p.leaves_to_release(True, 1200.0, 100.0, sizes) == 3
+    assert p.leaves_to_release(True, 1200.0, 0.0, []) == 0
+
+
 def test_a_split_pays_when_its_early_finishers_gain_more_than_the_others_lose():
     # 2 retrievals end 30 ms sooner; 10 of the step and 6 queued lose 3 ms of sharing each.
     assert p.split_pays(finishing=2, waiting=16, rest_ms=30.0, lost_ms=3.0)

@@ -37,6 +37,7 @@ class GenerationSide:
         # Prompts recently sent to the engine, for estimating prefix-cache hits (RAGCache).
         self.recent = RecentPrompts(RECENT_PROMPTS)
         self._keys = itertools.count()
+        self.prompt_chars = 0  # characters of every prompt submitted (`_tokens`)
 
     @property
     def load(self) -> int:
@@ -62,11 +63,27 @@ class GenerationSide:
             return None
         return self.busy.sample(self.s.llm.counters().busy_s, clock())
 
-    def feed_cap(self, last: int) -> int | None:
+    def feed_cap(self, last: int, per_query_ms: float | None = None,
+                 search_ms: float | None = None) -> int | None:
         """The cap on the next embedding batch that keeps the engine from waiting on it
         (`policies.feed_batch`), from the real generations it holds or that wait for room."""
-        holding = len(self.ready) + sum(1 for j in self.jobs.values() if not j.speculative)
-        return policies.feed_batch(holding, self.seconds.value is not None, last)
+        held = [j for j in self.jobs.values() if not j.speculative]
+        holding = len(self.ready) + len(held)
+        drain = None if self.load >= self.capacity else self.drain_ms(held)
+        return policies.feed_batch(holding, self.seconds.value is not None, last, drain,
+                                   per_query_ms, search_ms)
+
+    def drain_ms(self, held: list[GenJob]) -> float | None:
+        """The most the generations `held` can still take on an engine that batches on its
+        own: the longest one's tokens left at its decode step's measured time (None elsewhere,
+        or until a decode step was timed)."""
+        if not self.engine_alone or not held:
+            return None
+        c = self.s.llm.counters()
+        if not c.decode_steps:
+            return None
+        left = max(max(j.chain.sampling.max_tokens - j.tokens, 0) for j in held)
+        return left * c.decode_s / c.decode_steps * 1e3
 
     def verify(self, req: LiveRequest, chain: GenerationChain, prompt: Prompt) -> GenJob | None:
         """Speculation's commit point: adopt `chain`'s speculative instance when it started on
@@ -117,8 +134,8 @@ class GenerationSide:
 
     def start_ready(self) -> list[GenJob]:
         """Submit waiting generations while the engine has room, in cache-aware order, or in
-        the critical path's where the engine batches on its own (`order_for_engine`); the jobs
-        that started (a prefetch may start with them)."""
+        the critical path's where the engine batches on its own (`order_for_engine`, its
+        prompts paced by `_paced`); the jobs that started (a prefetch may start with them)."""
         if not self.ready:
             return []
         candidates = [self._candidate(j) for j in self.ready]
@@ -126,8 +143,9 @@ class GenerationSide:
                  else policies.order_prefills(candidates))
         by_key = {str(j.key): j for j in self.ready}
         room = max(self.capacity - self.load, 0)
-        chosen = [by_key[k] for k in order[:room]]
-        self.ready = [by_key[k] for k in order[room:]]
+        chosen = self._paced([by_key[k] for k in order[:room]])
+        going = {j.key for j in chosen}
+        self.ready = [by_key[k] for k in order if by_key[k].key not in going]
         for job in self.ready:
             self.waited[job.key] += 1
         for job in chosen:
@@ -135,6 +153,41 @@ class GenerationSide:
             self.recent.forget(job.key)
             self._submit(job)
         return chosen
+
+    def _paced(self, chosen: list[GenJob]) -> list[GenJob]:
+        """`chosen` less the prompts leading to no search that must wait for the engine's
+        critical-path generations (`policies.leaves_to_release`)."""
+        free = self._free_prompt_tokens()
+        if free is None:
+            return chosen
+        held = [j for j in self.jobs.values() if not j.speculative]
+        critical = any(j.chain.leads_to_search for j in [*held, *chosen])
+        leaves = [j for j in chosen if not j.chain.leads_to_search]
+        prefilling = sum(self._tokens(j) for j in held
+                         if not j.chain.leads_to_search and not j.tokens)
+        n = policies.leaves_to_release(critical, free, prefilling,
+                                       [self._tokens(j) for j in leaves])
+        late = {j.key for j in leaves[n:]}
+        return [j for j in chosen if j.key not in late]
+
+    def _free_prompt_tokens(self) -> float | None:
+        """The prompt tokens the engine computes in one decode step's time, from its own
+        counters, where it batches on its own and its steps are observable (None elsewhere;
+        0 until a decode step and a prompt pass were timed)."""
+        if not self.engine_alone:
+            return None
+        c = self.s.llm.counters()
+        if not c.steps or not self.prompt_chars:
+            return None
+        computed = c.prompt_tokens - c.cached_tokens
+        if not c.decode_steps or c.prefill_s <= 0 or computed <= 0:
+            return 0.0  # not timed yet: one prompt at a time
+        return c.decode_s / c.decode_steps * computed / c.prefill_s
+
+    def _tokens(self, job: GenJob) -> float:
+        """A prompt's tokens, estimated from its characters at the engine's measured ratio."""
+        c = self.s.llm.counters()
+        return len(prompt_text(job.prompt)) * c.prompt_tokens / max(self.prompt_chars, 1)
 
     def _candidate(self, job: GenJob) -> policies.PrefillCandidate:
         """Cached length estimated as the longest prefix shared with a recent prompt: what a
@@ -159,7 +212,9 @@ class GenerationSide:
             self.inbox.put(Generated(job.key, None, err))
             return
         job.started = clock()
-        self.recent.add(prompt_text(job.prompt))
+        text = prompt_text(job.prompt)
+        self.prompt_chars += len(text)
+        self.recent.add(text)
         job.task = asyncio.create_task(self._drain(job))
 
     async def _drain(self, job: GenJob) -> None:

@@ -148,7 +148,8 @@ def join_before_step(per_query_ms: float | None, waiting: int, step_ms: float) -
 FEED_BATCH = 4
 
 
-def feed_batch(holding: int, timed: bool, last: int) -> int | None:
+def feed_batch(holding: int, timed: bool, last: int, drain_ms: float | None = None,
+               per_query_ms: float | None = None, search_ms: float | None = None) -> int | None:
     """The most queries the next embedding batch may take where the LLM engine would otherwise
     wait on it, for retrievals whose results start generations; None: no cap.
     `holding`: the generations the engine holds or that wait for room in it; `timed`: whether
@@ -157,14 +158,47 @@ def feed_batch(holding: int, timed: bool, last: int) -> int | None:
     and searched (on 2 cores at nprobe 256, 4 queries in about 80 ms where 16 and the 48 that
     joined their step took 350-430 before the first prompt); until a generation has been
     timed the batches double, so the engine has work while the next, larger one is searched.
-    Past that, the usual batches: capping them by the engine's predicted drain staggered the
+    Past that, an engine that batches on its own (`drain_ms`: the most its held generations
+    can still take, None elsewhere) gets batches it has the work to wait out: as many queries
+    as embed (`per_query_ms`) and search (`search_ms`) before it drains, at least
+    `FEED_BATCH`. A batch larger than that left a simulated GPU idle, then prefilling it in
+    one pass and decoding alone (HyDE: 0.36 s idle, then 40 prompts in two passes).
+    Elsewhere the usual batches: capping them by the engine's drain there staggered the
     generations and cost more decode steps than the idle time it saved (both measured:
     docs/benchmarks/code-figures.md#search-step-policies)."""
     if holding == 0:
         return FEED_BATCH
     if not timed:
         return max(FEED_BATCH, 2 * last)
-    return None
+    if drain_ms is None or not per_query_ms:
+        return None
+    fits = (drain_ms - (search_ms or 0.0)) / per_query_ms
+    return max(FEED_BATCH, int(fits))
+
+
+def leaves_to_release(critical: bool, free_tokens: float | None, prefilling: float,
+                      sizes: Sequence[float]) -> int:
+    """How many of the prompts `sizes` (estimated tokens, in the order they would go) that lead
+    to no further search go to an engine that batches on its own now.
+    While a generation whose request searches next is in the engine (`critical`), such
+    prompts go in no faster than its decode steps absorb prompt work at no cost:
+    `free_tokens`, the prompt tokens a step computes in the time a decode step takes anyway
+    (None where the engine's steps are not observable: no pacing), less `prefilling`, the
+    tokens of those already sent and not yet prefilled; one at least when none is. A serving
+    engine admits every waiting prompt up to its token budget (8,192 on vLLM), so prompts
+    released together make one long pass that every decoding sequence waits out; the
+    generations on the critical path then finish later and hold their searches back (HyDE on the
+    simulated GPU: its hypothetical passages decoded for 800 ms instead of 480). Without a
+    critical generation nothing waits: whole batches keep the engine busy."""
+    if not critical or free_tokens is None:
+        return len(sizes)
+    n, load = 0, prefilling
+    for size in sizes:
+        if load > 0 and load + size > free_tokens:
+            break
+        load += size
+        n += 1
+    return n
 
 
 # The engine's busy share from which it is the bound, and the search thread's under which it

@@ -52,7 +52,8 @@ class RetrievalSide:
     def __init__(self, services: Services, cost: SearchCostModel, counters: RunStats, inbox: Inbox,
                  initial_beta_ms: float, budget_ms: float | None,
                  may_speculate: Callable[[], bool],
-                 feed_cap: Callable[[int], int | None] = lambda _last: None,
+                 feed_cap: Callable[[int, float | None, float | None], int | None] =
+                 lambda _last, _query, _search: None,
                  release: str = "step",
                  engine_share: Callable[[], float | None] = lambda: None) -> None:
         self.s, self.cost, self.n, self.inbox = services, cost, counters, inbox
@@ -130,7 +131,7 @@ class RetrievalSide:
         """The engine's cap on the next batch where the waiting retrievals start generations."""
         if not any(j.chain.feeds_generation for j in self.to_prepare):
             return None
-        return self.feed_cap(self._last_batch)
+        return self.feed_cap(self._last_batch, self.embed_ms.value, self.t_r.value)
 
     def streams(self) -> bool:
         """Whether prompts go to the engine as their retrievals finish
