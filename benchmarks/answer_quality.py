@@ -100,13 +100,15 @@ def docs_retrieval(search, questions: list[DocQuestion], nprobe: int) -> dict:
         "median_ms": statistics.median(seconds[m]) * 1e3} for m in MODES}}
 
 
-def answers(index: Path, questions: list, nprobe: int) -> dict:
-    """The LLM's answers to `questions` over `index`, dense then hybrid: F1, EM, seconds."""
+def answers(index: Path, questions: list, nprobe: int, ctx: int | None = None) -> dict:
+    """The LLM's answers to `questions` over `index`, dense then hybrid: F1, EM, seconds.
+    `ctx`: the model's context in tokens (None: ragraph's default)."""
     import ragraph
 
     out = {}
     asked = [{"id": q.id, "question": q.question} for q in questions]
-    with ragraph.Runtime(engine="llamacpp", index=str(index), nprobe=nprobe) as rt:
+    knobs = {} if ctx is None else {"ctx": ctx}
+    with ragraph.Runtime(engine="llamacpp", index=str(index), nprobe=nprobe, **knobs) as rt:
         for mode in ("dense", "hybrid"):
             start = time.perf_counter()
             got = rt.batch(str(WORKFLOW), asked, mode=mode)
@@ -137,7 +139,7 @@ def qa_part(args: argparse.Namespace, search_of) -> dict:
     for sets in (s for s in qa_sets(args.data, args.n) if s.name in args.sets):
         results[sets.name] = measure(search, sets, K_VALUES, args.nprobe)
         if not args.no_llm:
-            results[sets.name]["llm"] = answers(index, sets.questions, args.nprobe)
+            results[sets.name]["llm"] = answers(index, sets.questions, args.nprobe, args.ctx)
         show(sets.name, results[sets.name])
     return {"passages": len(search.store), **results}
 
@@ -151,7 +153,7 @@ def docs_part(args: argparse.Namespace, search_of) -> dict:
         results[name] = {"passages": len(search.store),
                          **docs_retrieval(search, questions, args.nprobe)}
         if not args.no_llm:
-            results[name]["llm"] = answers(index, questions, args.nprobe)
+            results[name]["llm"] = answers(index, questions, args.nprobe, args.ctx)
         show(name, results[name])
     return results
 
@@ -162,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=100, help="questions a QA dataset (the first N)")
     p.add_argument("--part", choices=("qa", "docs", "all"), default="all")
     p.add_argument("--no-llm", action="store_true", help="retrieval only")
+    p.add_argument("--ctx", type=int, help="the model's context in tokens (MuSiQue's long "
+                   "passages need 4096: one prompt of 2,247 tokens)")
     p.add_argument("--sets", type=lambda v: v.split(","), default=["NQ", "HotpotQA", "MuSiQue"],
                    help="the QA datasets, comma-separated (one a process runs them at once)")
     args = p.parse_args(argv)
