@@ -332,3 +332,26 @@ def test_the_search_thread_scans_on_the_split_s_threads():
                 side.close()
     finally:
         faiss.omp_set_num_threads(before)
+
+
+def test_queries_still_join_a_step_once_batches_are_capped_by_the_engines_drain(monkeypatch):
+    """On an engine that batches on its own, a batch is capped to what the engine can wait out
+    (`policies.feed_batch`'s drain); where waiting queries embed cheaply beside a step they
+    still join it: the larger step shares its lists. Capping kept them out, and IRG at nprobe
+    256 on the seeds' index fell from 1.2x the thread pool to 1.0x."""
+    monkeypatch.setattr(policies, "join_before_step", lambda *_args: True)
+    search = Recording(fakes.random_search())
+    requests = [Request(id=f"q{i}", question=f"question number {i}") for i in range(128)]
+
+    async def go():
+        config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=64)
+        async with SimEngine(FAST) as engine:
+            result = await execute(compile_catalog(workflows.irg(), config.scheduler.passes),
+                                   requests, config, Services(llm=engine, search=search))
+            return result, engine.counters()
+
+    result, counters = asyncio.run(go())
+    assert not any(o.error for o in result.outcomes)
+    assert counters.decode_steps > 0  # the drain was measured, so batches were capped by it
+    steps = steps_with_their_batches(search.log)
+    assert any(len(batches) == 2 for batches, _ in steps[4:])  # past the first batches

@@ -127,10 +127,13 @@ class RetrievalSide:
         self._stepped_last = False
         return True
 
-    def _feed_cap(self) -> int | None:
-        """The engine's cap on the next batch where the waiting retrievals start generations."""
+    def _feed_cap(self, drain: bool = True) -> int | None:
+        """The engine's cap on the next batch where the waiting retrievals start generations;
+        `drain` False: only the cap of its first batches (`policies.feed_batch`)."""
         if not any(j.chain.feeds_generation for j in self.to_prepare):
             return None
+        if not drain:
+            return self.feed_cap(self._last_batch, None, None)
         return self.feed_cap(self._last_batch, self.embed_ms.value, self.t_r.value)
 
     def streams(self) -> bool:
@@ -206,7 +209,7 @@ class RetrievalSide:
         backlog = self._backlog_ms()
         if self._stepped_last and self._start_preparing(backlog):
             return
-        if self._may_join and self._feed_cap() is None and self._join_next_step():
+        if self._may_join and self._feed_cap(drain=False) is None and self._join_next_step():
             self._may_join = False
             self._start_preparing(backlog, size=min(len(self.to_prepare), MAX_EMBED_BATCH))
             return
@@ -216,7 +219,10 @@ class RetrievalSide:
     def _join_next_step(self) -> bool:
         """Whether the waiting queries embed cheaply enough to join the step about to start
         (policies.join_before_step); once per step, so arrivals cannot hold a step back, and
-        never while the engine is being fed (a capped batch's step goes alone)."""
+        never while the engine is fed its first batches (such a batch's step goes alone).
+        A batch capped by the engine's drain may be joined: queries join only where they
+        embed in less than the step scans, so the step grows where it shares its lists (kept
+        out, IRG at nprobe 256 lost a sixth of its throughput: docs/benchmarks/seeds.md)."""
         ready = [j for j in self.jobs.values() if j.ready and not j.warm_only]
         if not self.to_prepare or not ready:
             return False
