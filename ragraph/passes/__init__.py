@@ -2,7 +2,7 @@
 (`ragraph.program.compiled`).
 
 Passes (canonical order): split-stages, reorder, speculate, rewire, prefetch, prefix-layout; `-O2`
-runs all but rewire and prefix-layout (`O2`). See `pipeline` for the spec syntax and each pass module for
+runs all but prefix-layout (`O2`). See `pipeline` for the spec syntax and each pass module for
 what it adds and what the runtime must do.
 """
 

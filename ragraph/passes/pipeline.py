@@ -6,8 +6,8 @@ Spec grammar (whitespace ignored):
     item    := NAME [ "{" option ("," option)* "}" ]
     option  := NAME "=" VALUE          VALUE: true/false, an integer, or a bare word
 
-`-O0` runs nothing; `-O2` (the default) runs the passes of `registry.O2` (every pass but rewire
-and prefix-layout) with their default options, in the canonical order. Passes in a spec must appear in that order (each at most once): later passes rely on the
+`-O0` runs nothing; `-O2` (the default) runs the passes of `registry.O2` (every pass but
+prefix-layout) with their default options, in the canonical order. Passes in a spec must appear in that order (each at most once): later passes rely on the
 structure earlier ones build (e.g. rewire computes hazards over the sub-stages and verify nodes).
 """
 

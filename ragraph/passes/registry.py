@@ -13,14 +13,11 @@ from ragraph.passes.split_stages import SplitStages
 
 # A spec must list passes in this order.
 _ALL: tuple[type[Pass], ...] = (SplitStages, Reorder, Speculate, Rewire, PrefetchPass, PrefixLayout)
-# -O2 runs these with default options, in that order. Two passes run by name only, as neither
-# measured a gain (docs/benchmarks/ablation.md): rewire changes no shipped workflow (each step
-# reads its predecessor's output or sits behind a branch), and where one could be written to
-# give it work (Self-RAG's answer beside its [IsRel] critique) it overlapped two decode steps;
-# prefix-layout's layout is read by no engine for reuse (a radix or block-hash prefix cache
-# reuses the same prompt tokens with or without it), though by name it still remarks on prompts
-# that put a per-request value before the documents.
-_O2: tuple[type[Pass], ...] = (SplitStages, Reorder, Speculate, PrefetchPass)
+# -O2 runs these with default options, in that order. prefix-layout runs by name only: no engine
+# reads its layout for reuse (a radix or block-hash prefix cache reuses the same prompt tokens
+# with or without it), and it measured no gain (docs/benchmarks/ablation.md); by name it still
+# remarks on prompts that put a per-request value before the documents.
+_O2: tuple[type[Pass], ...] = (SplitStages, Reorder, Speculate, Rewire, PrefetchPass)
 
 PASSES: dict[str, type[Pass]] = {cls.name: cls for cls in _ALL}
 CANONICAL_ORDER: tuple[str, ...] = tuple(cls.name for cls in _ALL)

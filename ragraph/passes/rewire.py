@@ -13,8 +13,8 @@ move to the Join, so they are evaluated once the whole region has run.
 The pass recomputes from scratch (it first removes the forks, joins and DATA edges it made) and
 leaves the graph alone when that gives what is already there, so applying it again changes nothing.
 
-Not part of -O2 (runs by name): it changes none of the shipped workflows, and what it overlaps
-where a workflow has independent steps measured no gain (docs/benchmarks/ablation.md).
+In the shipped workflows it acts on step-back prompting: the question's retrieval runs while the
+step-back question is generated (docs/benchmarks/ablation.md).
 """
 
 from __future__ import annotations

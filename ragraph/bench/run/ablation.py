@@ -5,7 +5,7 @@ and sub-stages act, as HedraRAG measures them; `bench.output.online_ablation`).
 
 A pass that needs another (reorder, speculate and prefix-layout need split-stages) runs "alone"
 with what it needs; -O2 without split-stages also drops the passes that need it (said in the
-table). A pass outside -O2 (rewire, prefix-layout) is measured added to it: "-O2 +name"."""
+table). A pass outside -O2 (prefix-layout) is measured added to it: "-O2 +name"."""
 
 from __future__ import annotations
 
