@@ -26,7 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     level.add_argument("--passes", metavar="SPEC", help="comma-separated pass list (default -O2)")
     level.add_argument("-O0", dest="level", action="store_const", const="-O0", help="no passes")
     level.add_argument("-O2", dest="level", action="store_const", const="-O2",
-                       help="every pass with default options (the default)")
+                       help="every pass but prefix-layout, with default options "
+                       "(the default)")
     parser.add_argument("--print-after-each", action="store_true",
                         help="print the listing after every pass (to stderr)")
     parser.add_argument("--time-passes", action="store_true",

@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     level.add_argument("--passes", metavar="SPEC",
                        help='pass pipeline, e.g. "split-stages,speculate{retrieval=false}"')
     level.add_argument("-O", dest="level", choices=("0", "2"),
-                       help="-O0: no passes; -O2: every pass (the default for --compare)")
+                       help="-O0: no passes; -O2: every pass but prefix-layout (the default "
+                       "for --compare)")
     parser.add_argument("--compare", action="store_true",
                         help="draw the original and the optimized graph side by side")
     parser.add_argument("--no-legend", dest="legend", action="store_false",

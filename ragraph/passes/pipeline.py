@@ -6,8 +6,8 @@ Spec grammar (whitespace ignored):
     item    := NAME [ "{" option ("," option)* "}" ]
     option  := NAME "=" VALUE          VALUE: true/false, an integer, or a bare word
 
-`-O0` runs nothing; `-O2` (the default) runs every pass with its default options, in the canonical
-order. Passes in a spec must appear in that order (each at most once): later passes rely on the
+`-O0` runs nothing; `-O2` (the default) runs the passes of `registry.O2` (every pass but
+prefix-layout) with their default options, in the canonical order. Passes in a spec must appear in that order (each at most once): later passes rely on the
 structure earlier ones build (e.g. rewire computes hazards over the sub-stages and verify nodes).
 """
 
@@ -22,7 +22,7 @@ from dataclasses import fields
 
 from ragraph.ir.graph import RAGraph
 from ragraph.passes.base import Pass, PassContext, PassError
-from ragraph.passes.registry import CANONICAL_ORDER, PASSES
+from ragraph.passes.registry import CANONICAL_ORDER, O2, PASSES
 from ragraph.program.compiled import PassStat
 
 _ITEM = re.compile(r"\s*([A-Za-z][\w-]*)\s*(?:\{([^{}]*)\})?\s*(?:,|$)")
@@ -37,7 +37,7 @@ def parse_spec(spec: str) -> tuple[Pass, ...]:
     if text in ("-O0", "O0", ""):
         return ()
     if text in ("-O2", "O2"):
-        return tuple(PASSES[name]() for name in CANONICAL_ORDER)
+        return tuple(PASSES[name]() for name in O2)
     passes: list[Pass] = []
     pos = 0
     while pos < len(text):

@@ -9,7 +9,12 @@ per-request values is part of the static prefix, and documents may sit in either
 By default the rendered prompt text never changes (optimizations never change answers).
 `rewrite=true` moves the documents block (with the label lines just above it) before the first
 line that holds a per-request value: this CHANGES the prompt text and can change answers, so it is
-opt-in and not part of -O2.
+opt-in.
+
+The pass is not part of -O2 (runs by name): a prefix cache (SGLang's radix tree, vLLM's block
+hashes, the simulated engine, llama.cpp's prefix store) reuses the prompt tokens it shares with an
+earlier prompt whether or not a layout is recorded, so recording one gained nothing measured;
+what the runtime reads from it is the prefill grouping of `scheduler.policies.order_prefills`.
 """
 
 from __future__ import annotations

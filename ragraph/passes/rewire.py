@@ -12,6 +12,9 @@ move to the Join, so they are evaluated once the whole region has run.
 
 The pass recomputes from scratch (it first removes the forks, joins and DATA edges it made) and
 leaves the graph alone when that gives what is already there, so applying it again changes nothing.
+
+In the shipped workflows it acts on step-back prompting: the question's retrieval runs while the
+step-back question is generated (docs/benchmarks/ablation.md).
 """
 
 from __future__ import annotations

@@ -19,8 +19,12 @@ def test_ablation_runs_O0_each_pass_alone_O2_without_each_pass_and_O2():
     assert variants["-O0"] == "-O0" and variants["-O2"] == "-O2"
     assert variants["only rewire"] == "rewire"
     assert variants["only reorder"] == "split-stages,reorder"  # what it needs comes along
-    assert variants["-O2 -reorder"] == "split-stages,speculate,rewire,prefetch,prefix-layout"
+    assert variants["-O2 -reorder"] == "split-stages,speculate,rewire,prefetch"
     assert variants["-O2 -split-stages"] == "rewire,prefetch"  # its dependents go with it
+    # prefix-layout is not in -O2: it is measured added to it.
+    assert "-O2 -prefix-layout" not in variants and variants["-O2 -rewire"]
+    assert variants["-O2 +prefix-layout"] == ("split-stages,reorder,speculate,rewire,prefetch,"
+                                              "prefix-layout")
     for spec in variants.values():
         parse_spec(spec)  # every combination is a valid pipeline
 
@@ -41,3 +45,14 @@ def test_contributions_are_ratios_between_the_runs():
     assert reorder.marginal_thr == pytest.approx(1.5) and reorder.marginal_p95 == pytest.approx(2.0)
     assert found["rewire"].alone_thr is None  # not run: no ratio
     assert "reorder" in found["split-stages"].also_dropped
+
+
+def test_a_pass_outside_o2_counts_what_adding_it_to_o2_gives():
+    base = CellResult(Cell("oneshot", 32, None), "-O2", "sim", True,
+                      summary(10, 0, 1.0, 2.0, 1.0, 2.0, 1.0), None, 0, None, 0.0)
+    added = replace(base, executor="-O2 +prefix-layout",
+                    summary=replace(base.summary, throughput_rps=2.2, p95_s=0.8))
+    layout = {c.name: c for c in contributions([base, added])}["prefix-layout"]
+    assert layout.marginal_thr == pytest.approx(2.2 / 2.0)
+    assert layout.marginal_p95 == pytest.approx(2.0 / 0.8)  # lower p95 with it: > 1
+    assert layout.also_dropped == ()

@@ -16,7 +16,7 @@ from tests.dsl.paths import GOLDEN, WORKFLOWS
 # RAGRAPH_UPDATE_GOLDEN=1 rewrites the expected listings from the current output.
 UPDATE = os.environ.get("RAGRAPH_UPDATE_GOLDEN") == "1"
 EXPECTED = {"adaptive", "flare", "hyde", "ircot", "irg", "multistep", "oneshot", "oneshot_chat",
-            "ragfusion", "recomp", "selfrag", "subquestions"}
+            "ragfusion", "recomp", "selfrag", "stepback", "subquestions"}
 by_stem = pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.stem)
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from ragraph.ir import Sampling
 from ragraph.runtime.llm import GenerationRequest
+from ragraph.runtime.llm.protocol import PromptSegments
 from ragraph.runtime.llm.sim.clock import VirtualClock
 from ragraph.runtime.llm.sim.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
@@ -97,6 +98,28 @@ def test_shared_prefix_is_counted_as_cached_and_prefill_gets_cheaper() -> None:
     assert first.cached_tokens == 0
     assert second.cached_tokens >= 384  # whole 16-token blocks of the shared document
     assert t2 < t1
+
+
+def test_the_prefix_cache_reuses_what_the_tokens_share_with_or_without_a_layout() -> None:
+    """Why prefix-layout is not in -O2: a prefix cache (vLLM's block hashing, modelled here)
+    reuses what the prompt tokens share, so a recorded layout changes no reuse, neither across
+    steps nor for two copies in one step (docs/benchmarks/ablation.md)."""
+    doc = "Answer from the documents.\n" + "passage " * 400
+    prompts = [doc + "question one?", doc + "question one?", doc + "question two?"]
+
+    async def cached(layout: PromptSegments | None) -> list[int]:
+        async with SimEngine(SimConfig(output_lengths=(1,)), VirtualClock()) as eng:
+            def one(i: int, prompt: str) -> GenerationRequest:
+                return GenerationRequest(f"r{i}", prompt=prompt, params=Sampling(max_tokens=4),
+                                         layout=layout)
+            together = await run_all(eng, [one(0, prompts[0]), one(1, prompts[1])])
+            (after,) = await run_all(eng, [one(2, prompts[2])])
+            return [r.cached_tokens for r in (*together, after)]
+
+    plain = asyncio.run(cached(None))
+    laid_out = asyncio.run(cached(PromptSegments(static_end=27, docs_end=len(doc))))
+    assert laid_out == plain
+    assert plain[2] >= 384  # the later prompt reuses the shared documents' whole blocks
 
 
 def test_trace_lengths_and_max_tokens() -> None:

@@ -141,7 +141,7 @@ def test_every_added_kind_has_a_drawing_role():
     roles = {n.kind: n.role for n in c.graph.nodes()}
     assert roles["prefill"] == roles["search-steps"] == "substage"
     assert roles["spec-verify"] == "speculative" and roles["prefetch"] == "prefetch"
-    assert compile(parallel()).graph.node("kw.prefill.fork").role == "control"
+    assert compile(parallel(), "split-stages,rewire").graph.node("kw.prefill.fork").role == "control"
 
 
 def _war() -> RAGraph:

@@ -74,7 +74,7 @@ def test_loop_counts_are_keyed_by_the_loop_number_lowering_gave():
 def test_a_region_is_the_walkers_choice():
     """At a fork, the wavefront's walk starts every member whose DATA predecessors are done;
     the control-order walk enters the fork's one control successor."""
-    program = compile(BUILDERS["parallel"](), "-O2").program
+    program = compile(BUILDERS["parallel"](), "split-stages,rewire").program
     fork = next(u for u in program.units.values() if u.region is not None)
     region = fork.region
     assert region is not None

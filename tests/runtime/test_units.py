@@ -29,7 +29,7 @@ from tests.workflows.scripted import ScriptedEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("adaptive", "flare", "hyde", "ircot", "irg", "multistep", "oneshot", "ragfusion", "recomp",
-         "selfrag", "subquestions")
+         "selfrag", "stepback", "subquestions")
 FAST = SimConfig(cost=GpuCostModel(weight_bytes=1e9, step_overhead_s=2e-4), mean_output_tokens=6)
 
 

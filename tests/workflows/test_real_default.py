@@ -1,7 +1,7 @@
 """The workflows on the embedded default (Gemma-3-270M base model on llama.cpp, the Wikipedia
 index): the few-shot prompts make the base model write its answer on the `Answer:` line, so the
 answer is not empty (a bare `Answer:` cue made it start with a line break, which the stop string
-cut); every one of the twelve runs end to end under the wavefront scheduler at -O2."""
+cut); every one of the thirteen runs end to end under the wavefront scheduler at -O2."""
 
 from __future__ import annotations
 

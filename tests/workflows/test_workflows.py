@@ -26,7 +26,7 @@ from tests.workflows.scripted import ScriptedEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("adaptive", "flare", "hyde", "ircot", "irg", "multistep", "oneshot", "oneshot_chat",
-         "ragfusion", "recomp", "selfrag", "subquestions")
+         "ragfusion", "recomp", "selfrag", "stepback", "subquestions")
 # A fast simulated GPU: timing never changes answers, only how long the test takes.
 FAST = SimConfig(cost=GpuCostModel(weight_bytes=1e9, step_overhead_s=2e-4), mean_output_tokens=6)
 VARIANTS = (("sequential", "-O0"), ("stage-batched", "-O0"), ("ragraph", "-O0"), ("ragraph", "-O2"),
@@ -58,7 +58,7 @@ def search():
     return fakes.random_search()
 
 
-def test_the_twelve_workflows_are_here():
+def test_the_thirteen_workflows_are_here():
     assert tuple(sorted(p.stem for p in (ROOT / "workflows").glob("*.rag"))) == NAMES
 
 
@@ -137,6 +137,12 @@ def test_selfrag_retrieves_critiques_and_chooses(search):
     assert r["unsupported"][1] == ("decide", "search", "relevance", "grounded", "support", "direct")
     for kind in ("lookup-no", "irrelevant", "unsupported"):
         assert r[kind][0].startswith("memory"), kind
+
+
+def test_stepback_retrieves_for_the_question_and_its_step_back_question(search):
+    r = routes_of("stepback", search)
+    assert r["plain"][1] == ("abstract", "search", "background", "answer")
+    assert r["plain"][0].startswith("documents")
 
 
 def test_adaptive_routes_by_complexity(search):

@@ -177,13 +177,14 @@ def targets_table(targets: Sequence[R.Target], shares: dict[tuple[str, int], flo
 
 
 def ablation_table(rows: Sequence[CellResult], caption: str) -> Table:
-    """Each pass's contribution, per cell: alone over -O0, and what -O2 loses without it."""
+    """Each pass's contribution, per cell: alone over -O0, and -O2 with it over -O2 without it
+    (a pass outside -O2 added to it)."""
     from ragraph.bench.run.ablation import contributions
 
     table = Table(title="What each pass is worth (offline; throughput and p95 ratios: higher "
                   "is better)", caption=caption)
-    for col in ("workload", "conc", "pass", "alone vs -O0: thr", "p95", "in -O2: thr", "p95",
-                "dropping it from -O2 also drops"):
+    for col in ("workload", "conc", "pass", "alone vs -O0: thr", "p95",
+                "-O2 with vs without: thr", "p95", "dropping it from -O2 also drops"):
         table.add_column(col, justify="left" if col in ("workload", "pass") else "right")
     for _, group in groupby(rows, key=_cell_key):
         cell = list(group)

@@ -5,7 +5,7 @@ and sub-stages act, as HedraRAG measures them; `bench.output.online_ablation`).
 
 A pass that needs another (reorder, speculate and prefix-layout need split-stages) runs "alone"
 with what it needs; -O2 without split-stages also drops the passes that need it (said in the
-table)."""
+table). A pass outside -O2 (prefix-layout) is measured added to it: "-O2 +name"."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ragraph.bench.run.cells import CellResult, Variant, plain
 from ragraph.errors import ConfigError
-from ragraph.passes import CANONICAL_ORDER, PASSES
+from ragraph.passes import CANONICAL_ORDER, O2, PASSES
 
 
 def ablation_variants(baselines: Sequence[str] = (), passes: str = "-O2",
@@ -37,10 +37,21 @@ def ablation() -> list[Variant]:
     for name in CANONICAL_ORDER:
         out.append(Variant(f"only {name}", "ragraph", ",".join(_with_requirements(name))))
     for name in CANONICAL_ORDER:
-        keep = [q for q in CANONICAL_ORDER if q not in _dropped_with(name)]
-        out.append(Variant(f"-O2 -{name}", "ragraph", ",".join(keep) or "-O0"))
+        out.append(Variant(_beside_o2(name), "ragraph", ",".join(_o2_toggled(name)) or "-O0"))
     out.append(Variant("-O2", "ragraph", "-O2"))
     return out
+
+
+def _beside_o2(name: str) -> str:
+    """The label of -O2 with `name` toggled: left out of it, or added where -O2 lacks it."""
+    return f"-O2 -{name}" if name in O2 else f"-O2 +{name}"
+
+
+def _o2_toggled(name: str) -> list[str]:
+    if name in O2:
+        return [q for q in O2 if q not in _dropped_with(name)]
+    wanted = {*O2, *_with_requirements(name)}
+    return [q for q in CANONICAL_ORDER if q in wanted]
 
 
 def _with_requirements(name: str) -> list[str]:
@@ -57,7 +68,7 @@ class Contribution:
     name: str
     alone_thr: float | None  # (only pass) / -O0 throughput
     alone_p95: float | None  # -O0 p95 / (only pass) p95: > 1 is lower latency
-    marginal_thr: float | None  # -O2 / (-O2 without the pass)
+    marginal_thr: float | None  # -O2 with the pass / -O2 without it
     marginal_p95: float | None
     also_dropped: tuple[str, ...]
 
@@ -75,9 +86,10 @@ def contributions(rows: Sequence[CellResult]) -> list[Contribution]:
 
     out = []
     for name in CANONICAL_ORDER:
-        alone, without = f"only {name}", f"-O2 -{name}"
+        alone = f"only {name}"
+        with_, without = ("-O2", _beside_o2(name)) if name in O2 else (_beside_o2(name), "-O2")
         out.append(Contribution(
             name, ratio(alone, "-O0", "throughput_rps"), ratio(alone, "-O0", "p95_s", True),
-            ratio("-O2", without, "throughput_rps"), ratio("-O2", without, "p95_s", True),
-            tuple(sorted(_dropped_with(name) - {name}))))
+            ratio(with_, without, "throughput_rps"), ratio(with_, without, "p95_s", True),
+            tuple(sorted(_dropped_with(name) - {name})) if name in O2 else ()))
     return out
