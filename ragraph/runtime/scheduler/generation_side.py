@@ -14,6 +14,7 @@ from ragraph.runtime.llm.chat import Prompt, prompt_text
 from ragraph.runtime.llm.protocol import PromptSegments
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler.engine_gauge import EngineGauge
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
 from ragraph.runtime.scheduler.jobs import GenJob
 from ragraph.runtime.scheduler.live import LiveRequest
@@ -37,7 +38,7 @@ class GenerationSide:
         # Prompts recently sent to the engine, for estimating prefix-cache hits (RAGCache).
         self.recent = RecentPrompts(RECENT_PROMPTS)
         self._keys = itertools.count()
-        self.prompt_chars = 0  # characters of every prompt submitted (`_tokens`)
+        self.gauge = EngineGauge(alone=self.engine_alone)
 
     @property
     def load(self) -> int:
@@ -75,15 +76,9 @@ class GenerationSide:
 
     def drain_ms(self, held: list[GenJob]) -> float | None:
         """The most the generations `held` can still take on an engine that batches on its
-        own: the longest one's tokens left at its decode step's measured time (None elsewhere,
-        or until a decode step was timed)."""
-        if not self.engine_alone or not held:
-            return None
-        c = self.s.llm.counters()
-        if not c.decode_steps:
-            return None
-        left = max(max(j.chain.sampling.max_tokens - j.tokens, 0) for j in held)
-        return left * c.decode_s / c.decode_steps * 1e3
+        own (`EngineGauge.drain_ms`)."""
+        left = [max(j.chain.sampling.max_tokens - j.tokens, 0) for j in held]
+        return self.gauge.drain_ms(self.s.llm.counters(), left)
 
     def verify(self, req: LiveRequest, chain: GenerationChain, prompt: Prompt) -> GenJob | None:
         """Speculation's commit point: adopt `chain`'s speculative instance when it started on
@@ -157,37 +152,20 @@ class GenerationSide:
     def _paced(self, chosen: list[GenJob]) -> list[GenJob]:
         """`chosen` less the prompts leading to no search that must wait for the engine's
         critical-path generations (`policies.leaves_to_release`)."""
-        free = self._free_prompt_tokens()
+        c = self.s.llm.counters()
+        free = self.gauge.free_prompt_tokens(c)
         if free is None:
             return chosen
         held = [j for j in self.jobs.values() if not j.speculative]
         critical = any(j.chain.leads_to_search for j in [*held, *chosen])
         leaves = [j for j in chosen if not j.chain.leads_to_search]
-        prefilling = sum(self._tokens(j) for j in held
+        prefilling = sum(self.gauge.tokens(c, prompt_text(j.prompt)) for j in held
                          if not j.chain.leads_to_search and not j.tokens)
         n = policies.leaves_to_release(critical, free, prefilling,
-                                       [self._tokens(j) for j in leaves])
+                                       [self.gauge.tokens(c, prompt_text(j.prompt))
+                                        for j in leaves])
         late = {j.key for j in leaves[n:]}
         return [j for j in chosen if j.key not in late]
-
-    def _free_prompt_tokens(self) -> float | None:
-        """The prompt tokens the engine computes in one decode step's time, from its own
-        counters, where it batches on its own and its steps are observable (None elsewhere;
-        0 until a decode step and a prompt pass were timed)."""
-        if not self.engine_alone:
-            return None
-        c = self.s.llm.counters()
-        if not c.steps or not self.prompt_chars:
-            return None
-        computed = c.prompt_tokens - c.cached_tokens
-        if not c.decode_steps or c.prefill_s <= 0 or computed <= 0:
-            return 0.0  # not timed yet: one prompt at a time
-        return c.decode_s / c.decode_steps * computed / c.prefill_s
-
-    def _tokens(self, job: GenJob) -> float:
-        """A prompt's tokens, estimated from its characters at the engine's measured ratio."""
-        c = self.s.llm.counters()
-        return len(prompt_text(job.prompt)) * c.prompt_tokens / max(self.prompt_chars, 1)
 
     def _candidate(self, job: GenJob) -> policies.PrefillCandidate:
         """Cached length estimated as the longest prefix shared with a recent prompt: what a
@@ -213,7 +191,7 @@ class GenerationSide:
             return
         job.started = clock()
         text = prompt_text(job.prompt)
-        self.prompt_chars += len(text)
+        self.gauge.submitted(text)
         self.recent.add(text)
         job.task = asyncio.create_task(self._drain(job))
 
