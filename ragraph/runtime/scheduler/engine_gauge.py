@@ -14,7 +14,6 @@ from ragraph.runtime.llm.protocol import EngineCounters
 
 @dataclass
 class EngineGauge:
-    alone: bool  # the engine batches on its own, off this machine's cores
     prompt_chars: int = 0  # characters of every prompt submitted to it
 
     def submitted(self, prompt: str) -> None:
@@ -27,7 +26,7 @@ class EngineGauge:
     def free_prompt_tokens(self, c: EngineCounters) -> float | None:
         """The prompt tokens the engine computes in one decode step's time (None where its
         steps are not observable; 0 until a decode step and a prompt pass were timed)."""
-        if not self.alone or not c.steps or not self.prompt_chars:
+        if not c.steps or not self.prompt_chars:
             return None
         computed = c.prompt_tokens - c.cached_tokens
         if not c.decode_steps or c.prefill_s <= 0 or computed <= 0:
@@ -38,6 +37,6 @@ class EngineGauge:
         """The most the generations with `tokens_left` can still take: the longest at the
         measured decode step (None where the steps are not observable, or until a decode step
         was timed)."""
-        if not self.alone or not tokens_left or not c.decode_steps:
+        if not tokens_left or not c.decode_steps:
             return None
         return max(tokens_left) * c.decode_s / c.decode_steps * 1e3

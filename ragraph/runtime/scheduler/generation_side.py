@@ -38,7 +38,7 @@ class GenerationSide:
         # Prompts recently sent to the engine, for estimating prefix-cache hits (RAGCache).
         self.recent = RecentPrompts(RECENT_PROMPTS)
         self._keys = itertools.count()
-        self.gauge = EngineGauge(alone=self.engine_alone)
+        self.gauge = EngineGauge()
 
     @property
     def load(self) -> int:
@@ -77,6 +77,8 @@ class GenerationSide:
     def drain_ms(self, held: list[GenJob]) -> float | None:
         """The most the generations `held` can still take on an engine that batches on its
         own (`EngineGauge.drain_ms`)."""
+        if not self.engine_alone:
+            return None
         left = [max(j.chain.sampling.max_tokens - j.tokens, 0) for j in held]
         return self.gauge.drain_ms(self.s.llm.counters(), left)
 
@@ -152,6 +154,8 @@ class GenerationSide:
     def _paced(self, chosen: list[GenJob]) -> list[GenJob]:
         """`chosen` less the prompts leading to no search that must wait for the engine's
         critical-path generations (`policies.leaves_to_release`)."""
+        if not self.engine_alone:
+            return chosen
         c = self.s.llm.counters()
         free = self.gauge.free_prompt_tokens(c)
         if free is None:
