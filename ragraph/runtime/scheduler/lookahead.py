@@ -33,7 +33,7 @@ class Lookahead:
         """Start the next generation on this retrieval's partial top-k, when the engine has room
         and the request would go there next."""
         req, chain = job.req, job.chain
-        if req.closed or chain.speculate_into is None:
+        if req.finished or chain.speculate_into is None:
             return
         program, state = req.program, req.state
         target = program.generations[chain.speculate_into]
@@ -63,7 +63,7 @@ class Lookahead:
         """Speculative retrieval: search with the partial text to order the real search's
         clusters (it only feeds the locality history; the real search stays exact)."""
         req, chain = job.req, job.chain
-        if req.closed or chain.warm is None or job.warmed or job.speculative:
+        if req.finished or chain.warm is None or job.warmed or job.speculative:
             return
         job.warmed = True
         if self.ret.busy_with_real_work or not self.gen.has_room():
