@@ -46,9 +46,9 @@ class LiveRequest:
     walk: Walk = field(init=False, repr=False)
     # By chain origin: the job (a map's `Fan`) the chain's units wait on, from the chain's first
     # unit until its output is assigned. A generation's adopted speculation is put here.
-    jobs: dict[str, Job | Fan] = field(default_factory=dict)
+    jobs: dict[str, Job[LiveRequest] | Fan] = field(default_factory=dict)
     # By the generation's origin.
-    speculative: dict[str, GenJob] = field(default_factory=dict)
+    speculative: dict[str, GenJob[LiveRequest]] = field(default_factory=dict)
     entered: dict[str, float] = field(default_factory=dict)  # running unit -> when it started
     # A split chain's rendered prompts or queries, by origin, from its first unit to its last.
     rendered: dict[str, object] = field(default_factory=dict)
@@ -74,7 +74,7 @@ class LiveRequest:
     def variables(self) -> dict[str, Value]:
         return self.state.variables
 
-    def generations(self) -> Iterator[GenJob]:
+    def generations(self) -> Iterator[GenJob[LiveRequest]]:
         """Every generation instance it holds: speculative, then the real ones (map branches)."""
         yield from self.speculative.values()
         for waiter in self.jobs.values():
@@ -118,7 +118,7 @@ class LiveRequest:
         effects.apply_generation_to(chain.output, chain.append, self.state.variables, text,
                                     text.min_prob, chain.items)
 
-    def close(self) -> list[GenJob]:
+    def close(self) -> list[GenJob[LiveRequest]]:
         """Abort every stream it has in the engine; the generation jobs it held (the
         generation side drops them from its queues)."""
         held = list(self.generations())

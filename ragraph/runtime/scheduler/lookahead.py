@@ -29,7 +29,7 @@ class Lookahead:
         self.s, self.cfg, self.gen, self.ret, self.inbox = services, config, gen, ret, inbox
         self.cache = cache
 
-    def speculate(self, job: RetJob) -> None:
+    def speculate(self, job: RetJob[LiveRequest]) -> None:
         """Start the next generation on this retrieval's partial top-k, when the engine has room
         and the request would go there next."""
         req, chain = job.req, job.chain
@@ -59,7 +59,7 @@ class Lookahead:
             return  # the prediction needs values not known yet: no speculation
         self.gen.speculate(req, target, prompt, segments)
 
-    def warm(self, job: GenJob) -> None:
+    def warm(self, job: GenJob[LiveRequest]) -> None:
         """Speculative retrieval: search with the partial text to order the real search's
         clusters (it only feeds the locality history; the real search stays exact)."""
         req, chain = job.req, job.chain

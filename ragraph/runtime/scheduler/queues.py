@@ -51,7 +51,7 @@ class RequestQueues:
     def waiting_requests(self, rid: str) -> list[LiveRequest]:
         return [req for req in self.waiting if req.rid == rid]
 
-    def retire(self, req: LiveRequest) -> list[GenJob]:
+    def retire(self, req: LiveRequest) -> list[GenJob[LiveRequest]]:
         """It ended (answered, failed or cancelled): out of its queue and closed, its slot
         free, to be reported once. The generation jobs it held, for the generation side to
         drop (their streams are aborted)."""

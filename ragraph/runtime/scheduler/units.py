@@ -159,7 +159,7 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
     def issue_generation(self, chain: GenerationChain, req: LiveRequest,
                          prompts: Rendered | list[Rendered]) -> None:
         if isinstance(prompts, list):  # a map: one job per branch
-            job: Job | fanout.Fan = _start_generations(self.gen, req, chain, prompts)
+            job: Job[LiveRequest] | fanout.Fan = _start_generations(self.gen, req, chain, prompts)
         else:  # the instance its verify point adopted, else a new one
             job = req.jobs.get(chain.origin) or self.gen.start(req, chain, *prompts)
         req.jobs[chain.origin] = job
@@ -204,7 +204,7 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
 
     # -- engine reports --------------------------------------------------------------------------
 
-    def _reached(self, job: Job, stage: Stage) -> None:
+    def _reached(self, job: Job[LiveRequest], stage: Stage) -> None:
         uid = job.reach(stage)
         req = job.req
         if uid is None or req.finished:
@@ -242,7 +242,7 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
         for job, outcome in outcomes:
             self._guard(job.req, self._prepared, job, outcome)
 
-    def _prepared(self, job: RetJob, outcome: object) -> None:
+    def _prepared(self, job: RetJob[LiveRequest], outcome: object) -> None:
         if isinstance(outcome, BaseException):
             if not job.warm_only:
                 self._fail(job.req, outcome)
@@ -250,12 +250,12 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
         for stage in (Stage.EMBEDDED, Stage.PROBED, Stage.ORDERED):
             self._reached(job, stage)
 
-    def searched(self, results: list[tuple[RetJob, ScanResult | BaseException]],
+    def searched(self, results: list[tuple[RetJob[LiveRequest], ScanResult | BaseException]],
                  ) -> None:
         for job, result in results:
             self._guard(job.req, self._searched, job, result)
 
-    def _searched(self, job: RetJob, result: ScanResult | BaseException) -> None:
+    def _searched(self, job: RetJob[LiveRequest], result: ScanResult | BaseException) -> None:
         if isinstance(result, BaseException):
             if not job.warm_only:
                 self._fail(job.req, result)
