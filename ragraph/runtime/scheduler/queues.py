@@ -5,7 +5,8 @@ in arrival order, running (at most `concurrency` of them), or finished and not y
     add (WAITING) → admit (RUNNING) → retire (FINISHED) → take_finished (reported, forgotten)
 
 A waiting request that is cancelled is retired from the waiting queue. The wavefront reports
-what `take_finished` hands it at the end of its loop's turn, never in the middle of a walk.
+what `take_finished` hands it after admission and at the end of its loop's turn, never in the
+middle of a walk.
 """
 
 from __future__ import annotations
