@@ -11,7 +11,8 @@ from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.scheduler.fanout import Fan
 from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.jobs import GenJob
-from ragraph.runtime.scheduler.live import LiveRequest
+from ragraph.runtime.scheduler.live import LiveRequest, Status
+from ragraph.runtime.scheduler.queues import RequestQueues
 
 
 class Stream:
@@ -23,8 +24,10 @@ class Stream:
 
 
 def live() -> LiveRequest:
-    state = RequestState(Request("q0", "why?"), graph=None, variables={})  # type: ignore[arg-type]
-    return LiveRequest.admit(program=None, state=state)  # type: ignore[arg-type]
+    req = LiveRequest(Request("q0", "why?"), arrived=0.0)
+    req.state = RequestState(req.request, graph=None, variables={})  # type: ignore[arg-type]
+    req.start(program=None)  # type: ignore[arg-type]
+    return req
 
 
 def running(gen: GenerationSide, req: LiveRequest, key: int, speculative: bool = False) -> GenJob:
@@ -38,17 +41,21 @@ def running(gen: GenerationSide, req: LiveRequest, key: int, speculative: bool =
 def test_retiring_aborts_every_stream_and_leaves_nothing_queued():
     gen = GenerationSide(SimpleNamespace(), 4, 0.6, RunStats(), inbox=None)  # type: ignore[arg-type]
     req, other = live(), live()
+    queues = RequestQueues(concurrency=1)
+    queues.waiting.append(req)
+    assert queues.admit() is req
     queued = gen.start(req, chain=None, prompt="a")  # type: ignore[arg-type]
     theirs = gen.start(other, chain=None, prompt="b")  # type: ignore[arg-type]
     req.jobs["answer"] = running(gen, req, 100)
     req.jobs["each"] = Fan([running(gen, req, 101), running(gen, req, 102)])
     req.jobs["queued"] = queued
     req.speculative["next"] = running(gen, req, 103, speculative=True)
-    held = req.close()
+    held = queues.retire(req)
     gen.release(held)
     assert sorted(j.key for j in held) == [queued.key, 100, 101, 102, 103]
     assert all(j.stream.aborted for j in held if j.stream is not None)  # type: ignore[attr-defined]
-    assert req.closed and not req.jobs and not req.speculative
+    assert req.finished and not req.jobs and not req.speculative
+    assert queues.take_finished() == [req.state] and req.status is Status.FINISHED
     assert gen.jobs == {} and gen.ready == [theirs] and list(gen.waited) == [theirs.key]
 
 

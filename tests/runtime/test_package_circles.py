@@ -1,6 +1,8 @@
 """The runtime's subpackages import one way: the scheduler builds on the executors' shared parts
 (`executors/base.py`), so nothing under `executors` may lead back to `scheduler`, directly or
-through another module of `ragraph.runtime` (docs/architecture.md)."""
+through another module of `ragraph.runtime` (docs/architecture.md). Inside the scheduler, its
+modules import one way too, annotation-only imports (`if TYPE_CHECKING:`) included: a request
+holds its jobs and each job its request, and still `jobs` never imports `live`."""
 
 from __future__ import annotations
 
@@ -80,3 +82,41 @@ def test_the_scan_finds_a_circle_through_a_module_and_a_function_import(tmp_path
         (root / name).write_text(text)
     assert circle(runtime_graph(root), "executors", "scheduler") == [
         "executors", "app", "scheduler", "executors"]
+
+
+SCHEDULER = RUNTIME / "scheduler"
+
+
+def module_graph(package: Path = SCHEDULER) -> nx.DiGraph:
+    """The imports between the modules of one package (by module name), at any depth of a
+    file, `if TYPE_CHECKING:` blocks included."""
+    top = package.parents[2]
+    name = ".".join(package.relative_to(top).parts)
+    graph = nx.DiGraph()
+    for path in package.glob("*.py"):
+        source = f"{name}.{path.stem}"
+        graph.add_node(source)
+        for module in imported(path, top):
+            if module.startswith(f"{name}.") and module.count(".") == name.count(".") + 1:
+                graph.add_edge(source, module)
+    return graph
+
+
+def test_the_schedulers_modules_are_no_import_circle():
+    graph = module_graph()
+    assert graph.has_edge("ragraph.runtime.scheduler.live", "ragraph.runtime.scheduler.jobs")
+    circles = list(nx.simple_cycles(graph))
+    assert circles == [], "scheduler import circles: " + "; ".join(
+        " -> ".join([*c, c[0]]) for c in circles)
+
+
+def test_the_module_scan_sees_an_annotation_only_import(tmp_path):
+    package = tmp_path / "ragraph" / "runtime" / "scheduler"
+    package.mkdir(parents=True)
+    (package / "jobs.py").write_text("from typing import TYPE_CHECKING\n"
+                                     "if TYPE_CHECKING:\n"
+                                     "    from ragraph.runtime.scheduler.live import Live\n")
+    (package / "live.py").write_text("from ragraph.runtime.scheduler import jobs\n")
+    assert list(nx.simple_cycles(module_graph(package))) in (
+        [["ragraph.runtime.scheduler.jobs", "ragraph.runtime.scheduler.live"]],
+        [["ragraph.runtime.scheduler.live", "ragraph.runtime.scheduler.jobs"]])

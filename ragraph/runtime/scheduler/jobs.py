@@ -1,13 +1,19 @@
 """The scheduler's in-flight work: one job per running retrieval or generation chain of a
 request. A job records the stages its side has reached; a unit of the chain that waits for a
-stage (probe, search-steps, decode, ...) completes when the job reaches it."""
+stage (probe, search-steps, decode, ...) completes when the job reaches it.
+
+A job points back at the request that holds it (`live.LiveRequest`), which holds its jobs: the
+two types name each other. Jobs sit below the request, so a job is generic in its request
+(`Job[LiveRequest]` where the wavefront uses it) and this module names only what it reads of it
+(`Holder`); nothing here imports `live`."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -24,8 +30,18 @@ from ragraph.runtime.retrieval.protocol import TopK
 from ragraph.runtime.scheduler.policies import counts_for_speculation, topk_drift
 from ragraph.runtime.scheduler.search_worker import PreparedQuery, ScanItem, ScanResult
 
-if TYPE_CHECKING:  # a request holds its jobs and each job its request
-    from ragraph.runtime.scheduler.live import LiveRequest
+
+class Holder(Protocol):
+    """What a job reads of the request that holds it."""
+
+    @property
+    def state(self) -> RequestState: ...
+
+    @property
+    def speculative(self) -> Mapping[str, object]: ...  # its speculative generations, by origin
+
+
+R = TypeVar("R", bound=Holder)
 
 
 class Stage(Enum):
@@ -60,9 +76,9 @@ class StageWaiter:
 
 
 @dataclass
-class Job(StageWaiter):
+class Job(StageWaiter, Generic[R]):
     key: int
-    req: LiveRequest
+    req: R
     started: float
     reached: set[Stage] = field(default_factory=set)
     awaiting: tuple[str, Stage] | None = None  # the unit waiting for a stage of this job
@@ -83,7 +99,7 @@ class Job(StageWaiter):
 
 
 @dataclass(kw_only=True)
-class GenJob(Job):
+class GenJob(Job[R]):
     """A generation in the LLM engine. A speculative one started on a retrieval's partial top-k
     and is adopted only if the committed prompt is identical to `prompt`."""
 
@@ -123,7 +139,7 @@ class GenJob(Job):
 
 
 @dataclass(kw_only=True)
-class RetJob(Job):
+class RetJob(Job[R]):
     """A retrieval in the search engine, advanced one budgeted step per cycle."""
 
     chain: RetrievalChain

@@ -29,11 +29,11 @@ class Lookahead:
         self.s, self.cfg, self.gen, self.ret, self.inbox = services, config, gen, ret, inbox
         self.cache = cache
 
-    def speculate(self, job: RetJob) -> None:
+    def speculate(self, job: RetJob[LiveRequest]) -> None:
         """Start the next generation on this retrieval's partial top-k, when the engine has room
         and the request would go there next."""
         req, chain = job.req, job.chain
-        if req.closed or chain.speculate_into is None:
+        if req.finished or chain.speculate_into is None:
             return
         program, state = req.program, req.state
         target = program.generations[chain.speculate_into]
@@ -59,11 +59,11 @@ class Lookahead:
             return  # the prediction needs values not known yet: no speculation
         self.gen.speculate(req, target, prompt, segments)
 
-    def warm(self, job: GenJob) -> None:
+    def warm(self, job: GenJob[LiveRequest]) -> None:
         """Speculative retrieval: search with the partial text to order the real search's
         clusters (it only feeds the locality history; the real search stays exact)."""
         req, chain = job.req, job.chain
-        if req.closed or chain.warm is None or job.warmed or job.speculative:
+        if req.finished or chain.warm is None or job.warmed or job.speculative:
             return
         job.warmed = True
         if self.ret.busy_with_real_work or not self.gen.has_room():

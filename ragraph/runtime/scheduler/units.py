@@ -14,7 +14,8 @@ side, the units after it wait for a stage of that work, and the engines' reports
 later, across all requests. Each handler takes the request's one object (`live.LiveRequest`)
 and returns None when its unit completed at once, else the job it waits on; the engines'
 reports reach a request through the job they name, never by a lookup of its id. A request that
-ends is closed here and handed back to the run (`take_retired`), which reports it.
+ends is retired here from the run's queues (`queues.RequestQueues`), which hand it back to the
+run to report.
 """
 
 from __future__ import annotations
@@ -33,13 +34,13 @@ from ragraph.runtime.executors.base import Services, clock, fail
 from ragraph.runtime.llm.chat import Prompt
 from ragraph.runtime.llm.failure import EngineBug
 from ragraph.runtime.llm.protocol import PromptSegments
-from ragraph.runtime.request import RequestState
 from ragraph.runtime.scheduler import fanout
 from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
 from ragraph.runtime.scheduler.jobs import Job, RetJob, Stage, StageWaiter
 from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.runtime.scheduler.lookahead import Lookahead
+from ragraph.runtime.scheduler.queues import RequestQueues
 from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 from ragraph.runtime.scheduler.search_worker import ScanResult
 
@@ -61,30 +62,25 @@ def is_bug(err: BaseException) -> bool:
 
 class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
     """Runs every admitted request's units; a request that ends (answered or failed) is
-    retired here and handed back through `take_retired`, for the run to report."""
+    retired here from `queues`, which hand it back for the run to report."""
 
     def __init__(self, services: Services, config, gen: GenerationSide,  # noqa: ANN001
-                 ret: RetrievalSide, inbox: Inbox) -> None:
+                 ret: RetrievalSide, inbox: Inbox, queues: RequestQueues) -> None:
         self.s, self.cfg, self.gen, self.ret, self.inbox = services, config, gen, ret, inbox
-        self.live: dict[str, LiveRequest] = {}  # the admitted requests, by id
-        self.retired: list[RequestState] = []  # ended since the run last took them
+        self.queues = queues
         self.executed = 0
         self.cache = services.search.hot_cache
         self.ahead = Lookahead(services, config, gen, ret, inbox, self.cache)
 
     # -- walking ---------------------------------------------------------------------------------
 
-    def begin(self, program: Program, state: RequestState) -> None:
-        req = LiveRequest.admit(program, state)
-        self.live[state.rid] = req
+    def begin(self, req: LiveRequest, program: Program) -> None:
+        """Run an admitted request's units from START, as far as they go at once."""
+        req.start(program)
         self._guard(req, self._enter, req, START)
 
-    def take_retired(self) -> list[RequestState]:
-        retired, self.retired = self.retired, []
-        return retired
-
     def _enter(self, req: LiveRequest, uid: str) -> None:
-        if req.closed:
+        if req.finished:
             return  # the request failed meanwhile
         if uid == END:
             self._close(req)
@@ -100,7 +96,7 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
             self._complete(req, uid)
 
     def _complete(self, req: LiveRequest, uid: str) -> None:
-        if req.closed:
+        if req.finished:
             return
         start, end, node = req.entered.pop(uid, clock()), clock(), req.program.unit(uid)
         self.s.tracer.add_span(req.name, f"unit {uid}", start, end, engine=False, kind=node.kind)
@@ -116,24 +112,22 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
 
     def _close(self, req: LiveRequest) -> None:
         """Retire: the request's streams are aborted, the sides drop its queued jobs, the
-        accelerator tier unpins its clusters, and the object is dropped."""
-        del self.live[req.rid]
-        self.gen.release(req.close())
+        accelerator tier unpins its clusters, and the object is dropped once reported."""
+        self.gen.release(self.queues.retire(req))
         self.ret.release(req)
         if self.cache is not None:
             self.cache.release(req.rid)
-        self.retired.append(req.state)
 
     def cancel(self, rid: str, err: BaseException, logged: bool = False) -> bool:
         """End a running request as failed with `err`; False when it is not running.
         `logged`: the caller has logged `err` already (a bug that touched several requests)."""
-        req = self.live.get(rid)
+        req = self.queues.running_request(rid)
         if req is not None:
             self._fail(req, err, logged)
         return req is not None
 
     def _fail(self, req: LiveRequest, err: BaseException, logged: bool = False) -> None:
-        if not req.closed:
+        if not req.finished:
             if not logged and is_bug(err):
                 log.error("request %s failed on a bug", req.rid, exc_info=err)
             fail(req.state, err)
@@ -165,7 +159,7 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
     def issue_generation(self, chain: GenerationChain, req: LiveRequest,
                          prompts: Rendered | list[Rendered]) -> None:
         if isinstance(prompts, list):  # a map: one job per branch
-            job: Job | fanout.Fan = _start_generations(self.gen, req, chain, prompts)
+            job: Job[LiveRequest] | fanout.Fan = _start_generations(self.gen, req, chain, prompts)
         else:  # the instance its verify point adopted, else a new one
             job = req.jobs.get(chain.origin) or self.gen.start(req, chain, *prompts)
         req.jobs[chain.origin] = job
@@ -210,10 +204,10 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
 
     # -- engine reports --------------------------------------------------------------------------
 
-    def _reached(self, job: Job, stage: Stage) -> None:
+    def _reached(self, job: Job[LiveRequest], stage: Stage) -> None:
         uid = job.reach(stage)
         req = job.req
-        if uid is None or req.closed:
+        if uid is None or req.finished:
             return
         try:  # an unsplit node is its chain's last unit too: it assigns the output
             if req.program.unit(uid).kind in WHOLE:
@@ -248,7 +242,7 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
         for job, outcome in outcomes:
             self._guard(job.req, self._prepared, job, outcome)
 
-    def _prepared(self, job: RetJob, outcome: object) -> None:
+    def _prepared(self, job: RetJob[LiveRequest], outcome: object) -> None:
         if isinstance(outcome, BaseException):
             if not job.warm_only:
                 self._fail(job.req, outcome)
@@ -256,11 +250,12 @@ class Units(UnitInterpreter[LiveRequest, Rendered, StageWaiter]):
         for stage in (Stage.EMBEDDED, Stage.PROBED, Stage.ORDERED):
             self._reached(job, stage)
 
-    def searched(self, results: list[tuple[RetJob, ScanResult | BaseException]]) -> None:
+    def searched(self, results: list[tuple[RetJob[LiveRequest], ScanResult | BaseException]],
+                 ) -> None:
         for job, result in results:
             self._guard(job.req, self._searched, job, result)
 
-    def _searched(self, job: RetJob, result: ScanResult | BaseException) -> None:
+    def _searched(self, job: RetJob[LiveRequest], result: ScanResult | BaseException) -> None:
         if isinstance(result, BaseException):
             if not job.warm_only:
                 self._fail(job.req, result)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -38,6 +37,7 @@ from ragraph.runtime.scheduler.inbox import (
     StepDone,
     Token,
 )
+from ragraph.runtime.scheduler.queues import RequestQueues
 from ragraph.runtime.scheduler.retrieval_side import RetrievalSide
 from ragraph.runtime.scheduler.units import Units
 
@@ -68,20 +68,20 @@ class _Run:
                  on_done: OnDone, cost) -> None:
         self.s, self.catalog, self.cfg, self.on_done = services, catalog, config, on_done
         self.inbox = Inbox()
-        self.waiting: deque[tuple[Request, float]] = deque()
+        self.queues = RequestQueues(config.concurrency)
         self.arrivals_done = False
         self.n = RunStats()  # the sides count into it as they go
         self.gen = GenerationSide(services, config.concurrency, config.tau, self.n, self.inbox)
         self.ret = RetrievalSide(services, cost, self.n, self.inbox, config.initial_beta_ms,
                                  config.budget_ms, self.gen.has_room,
                                  self.gen.feed_cap, config.release, self.gen.engine_share)
-        self.units = Units(services, config, self.gen, self.ret, self.inbox)
+        self.units = Units(services, config, self.gen, self.ret, self.inbox, self.queues)
         services.hooks.accept_cancel(self.inbox.put)  # a CancelRequest, in the loop's own turn
 
     async def main(self, arrivals: AsyncIterator[Request]) -> RunStats:
         feeder = asyncio.create_task(self._feed(arrivals))
         try:
-            while not (self.arrivals_done and not self.waiting and not self.units.live):
+            while not self.arrivals_done or self.queues.has_work:
                 self._phase("admission", self._admit)
                 self._phase("starting generations", self.gen.start_ready)
                 self._phase("dispatching a search step", self.ret.dispatch)
@@ -143,7 +143,7 @@ class _Run:
 
     def _handle(self, event) -> None:  # noqa: ANN001 - an inbox Event
         if isinstance(event, Arrived):
-            self.waiting.append((event.request, event.at))
+            self.queues.add(event.request, event.at)
         elif isinstance(event, ArrivalsDone):
             self.arrivals_done = True
         elif isinstance(event, Token):
@@ -160,29 +160,30 @@ class _Run:
             self._cancel(event)
 
     def _admit(self) -> None:
-        while self.waiting and len(self.units.live) < self.cfg.concurrency:
-            request, arrived = self.waiting.popleft()
-            state = admit(self.catalog, request, arrived)
-            if state.error is not None:
-                finish(state, self.on_done, clock(), self.s.hooks)
-                continue
-            self.units.begin(self.catalog.workflow_for(request).program, state)
+        """Start the waiting requests, longest-waiting first, while a slot is free. Its state
+        is made as it leaves the queue (`admit`: `arrived` to now is its wait for a slot); one
+        that cannot start (a bad input) ends at once, failed."""
+        while (req := self.queues.admit()) is not None:
+            req.state = admit(self.catalog, req.request, req.arrived)
+            if req.state.error is None:
+                self.units.begin(req, self.catalog.workflow_for(req.request).program)
+            else:
+                self.queues.retire(req)
         self._report()
 
     def _cancel(self, event: CancelRequest) -> None:
         """Stop one request, running (its streams are aborted as it retires) or still waiting."""
         if self.units.cancel(event.rid, RequestCancelled(event.reason)):
             return
-        for request, arrived in [w for w in self.waiting if w[0].id == event.rid]:
-            self.waiting.remove((request, arrived))
-            state = admit(self.catalog, request, arrived)
-            if state.error is None:
-                fail(state, RequestCancelled(event.reason))
-            finish(state, self.on_done, clock(), self.s.hooks)
+        for req in self.queues.waiting_requests(event.rid):
+            req.state = admit(self.catalog, req.request, req.arrived)
+            if req.state.error is None:
+                fail(req.state, RequestCancelled(event.reason))
+            self.queues.retire(req)
 
     def _report(self) -> None:
-        """Report the requests that ended (the units retired them: nothing of theirs is left)."""
-        for state in self.units.take_retired():
+        """Report the requests that ended (retired: nothing of theirs is left to run)."""
+        for state in self.queues.take_finished():
             finish(state, self.on_done, clock(), self.s.hooks)
 
     def _stats(self) -> RunStats:
