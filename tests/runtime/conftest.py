@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.runtime import fakes
-from tests.runtime.serial_llamacpp import CAP_TOKENS, QUESTIONS, Capped, answers, open_engine
+from tests.runtime.serial_llamacpp import (
+    CAP_TOKENS,
+    QUESTIONS,
+    Capped,
+    Replayed,
+    answers,
+    open_engine,
+)
 
 Answers = dict[str, tuple[str, tuple[str, ...]]]
 
@@ -25,11 +32,12 @@ def llamacpp_loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 
 @pytest.fixture(scope="session")
-def serial_llamacpp(llamacpp_loop) -> Iterator[Capped]:  # noqa: ANN001
-    """The embedded default model, batch-invariant (one running sequence, no retained KV)."""
+def serial_llamacpp(llamacpp_loop) -> Iterator[Replayed]:  # noqa: ANN001
+    """The embedded default model, batch-invariant (one running sequence, no retained KV), each
+    generation it completed replayed to an identical request (`Replayed`)."""
     engine = open_engine(max_running=1, prefix_slots=0)
     llamacpp_loop.run_until_complete(engine.start())
-    yield Capped(engine, CAP_TOKENS)
+    yield Replayed(Capped(engine, CAP_TOKENS))
     llamacpp_loop.run_until_complete(engine.close())
 
 

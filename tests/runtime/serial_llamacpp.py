@@ -5,13 +5,15 @@ reference a workflow for the whole session."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import asyncio
+from dataclasses import dataclass, field, replace
 
 from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
-from ragraph.runtime.llm.protocol import GenerationRequest
+from ragraph.runtime.llm.protocol import GenerationRequest, GenerationResult, TokenEvent
+from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import Request
 from tests.real import missing, need_module
 
@@ -49,6 +51,63 @@ class Capped:
                          max_tokens=min(request.params.max_tokens, self._cap))
         return self._engine.submit(replace(request, params=params))
 
+
+@dataclass
+class Replayed:
+    """The serial engine, with each generation it completed replayed to the next identical
+    request (prompt and sampling alike) instead of computed again.
+
+    On the serial engine a request's tokens are a function of the request alone, whatever runs
+    beside or before it (tests/llm/test_llamacpp.py::
+    test_serial_mode_is_exact_under_concurrent_submission), so a replay is the very stream the
+    engine would give. An executor that sends the reference's prompts costs no model time; one
+    that sends a different prompt (a pass that changed what the model sees) misses and is
+    computed, so every answer is still the model's own. It took the llama.cpp exactness tests
+    from 17 minutes to a quarter of that (docs/benchmarks/tiers.md)."""
+
+    engine: Capped
+    hits: int = 0
+    misses: int = 0
+    _done: dict[GenerationRequest, tuple[list[TokenEvent], GenerationResult]] = field(
+        default_factory=dict)
+
+    def __getattr__(self, name: str):
+        return getattr(self.engine, name)
+
+    def submit(self, request: GenerationRequest) -> GenerationStream:
+        key = replace(request, rid="replay")
+        if key in self._done:
+            self.hits += 1
+            return self._replay(request.rid, *self._done[key])
+        self.misses += 1
+        stream = self.engine.submit(request)
+        events: list[TokenEvent] = []
+        push, finish = stream.push, stream.finish
+
+        def record(event: TokenEvent) -> None:
+            events.append(event)
+            push(event)
+
+        def keep(result: GenerationResult) -> None:
+            if result.finish_reason in ("stop", "length") and not stream.abort_requested:
+                self._done[key] = (events, result)
+            finish(result)
+
+        # The engine feeds the stream through these two attributes, on the loop thread.
+        stream.push, stream.finish = record, keep
+        return stream
+
+    def _replay(self, rid: str, events: list[TokenEvent],
+                result: GenerationResult) -> GenerationStream:
+        stream = GenerationStream(rid, on_abort=lambda _rid: None, engine=self.engine.name)
+
+        def feed() -> None:
+            for event in events:
+                stream.push(event)
+            stream.finish(replace(result, rid=rid))
+
+        asyncio.get_running_loop().call_soon(feed)
+        return stream
 
 
 def open_engine(**overrides):

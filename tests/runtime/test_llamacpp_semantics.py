@@ -11,7 +11,10 @@ answer, exactly. A second test runs the engine batched, as in production, and ho
 agreement rate to a floor.
 
 Generations are capped at a few tokens (the same cap for every executor) to keep the real model
-affordable on 2 cores; prompts, control flow and retrieval are the workflows' own.
+affordable on 2 cores; prompts, control flow and retrieval are the workflows' own. A generation
+the serial engine completed is replayed to an identical request (`serial_llamacpp.Replayed`:
+exact on this engine), so an executor that sends the reference's prompts costs no model time; the
+share replayed is printed.
 """
 
 from __future__ import annotations
@@ -38,13 +41,18 @@ VARIANTS = [("stage-batched", "-O0"), ("ragraph", "-O0"), ("ragraph", "-O2")]
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=[p.stem for p in WORKFLOWS])
 def test_every_executor_gives_identical_answers_on_llamacpp(path, llamacpp_loop, serial_llamacpp,
-                                                            serial_search, serial_reference):
+                                                            serial_search, serial_reference,
+                                                            capsys):
     graph = load(path)
     reference = serial_reference(path, len(QUESTIONS))
+    hits, misses = serial_llamacpp.hits, serial_llamacpp.misses
     for executor, passes in VARIANTS:
         got = answers(llamacpp_loop, serial_llamacpp, serial_search, graph, executor, passes,
                       len(QUESTIONS))
         assert got == reference, f"{path.stem}: {executor} {passes} differs from sequential -O0"
+    with capsys.disabled():
+        print(f"\n{path.stem}: {serial_llamacpp.hits - hits} generations replayed, "
+              f"{serial_llamacpp.misses - misses} computed, for {len(VARIANTS)} executors")
 
 
 def test_batched_llamacpp_agreement_is_measured(llamacpp_loop, serial_search, capsys):
