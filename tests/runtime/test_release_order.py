@@ -12,7 +12,6 @@ import threading
 import numpy as np
 import pytest
 
-from ragraph import END, START, RAGraph
 from ragraph.api.load import compile_catalog
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
@@ -28,6 +27,7 @@ from ragraph.runtime.search_service import SearchService
 
 from .fakes import random_search
 from .test_semantics import FAST
+from .test_speculation_paths import retrieve_then_answer
 
 TAKE = {1: (0, 1, 2, 3, 4, 5), 2: (4, 5, 6), 3: (6, 7, 8, 9), 4: (0, 1, 9), 5: (10, 11, 12, 13)}
 
@@ -96,17 +96,6 @@ def test_a_released_cycle_ends_in_the_whole_cycles_top_k():
         np.testing.assert_array_equal(result.final.ids, want[n])
 
 
-def oneshot() -> RAGraph:
-    g = RAGraph("oneshot")
-    g.add_input("question")
-    g.add_retrieval("search", topk=3, query="question", output="docs")
-    g.add_generation("answer", prompt="{docs}\nQuestion: {question}\nAnswer:", output="answer",
-                     max_tokens=8)
-    for a, b in ((START, "search"), ("search", "answer"), ("answer", END)):
-        g.add_edge(a, b)
-    return g
-
-
 class Watched(SearchService):
     """The search service, writing down each engine call of a step and the prompts submitted
     meanwhile; a call after the first waits (up to `patience` seconds) for a prompt to reach
@@ -145,8 +134,8 @@ def _run(engine_class: type[SimEngine], patience: float, monkeypatch: pytest.Mon
         config = RuntimeConfig.of(engine="sim", passes="-O0", concurrency=12)
         async with Logged(FAST) as engine:
             requests = [Request(id=f"q{i}", question=f"question {i}") for i in range(12)]
-            return await execute(compile_catalog(oneshot(), config.scheduler.passes), requests,
-                                 config, Services(llm=engine, search=search))
+            catalog = compile_catalog(retrieve_then_answer(), config.scheduler.passes)
+            return await execute(catalog, requests, config, Services(llm=engine, search=search))
 
     result = asyncio.run(go())
     assert not any(o.error for o in result.outcomes)
@@ -179,8 +168,7 @@ class OnTheseCores(SimEngine):
     schedules_batches = True
 
 
-@pytest.mark.parametrize("engine_class", [OnTheseCores])
-def test_steps_stay_whole_where_ragraph_forms_the_engines_batches(monkeypatch, engine_class):
+def test_steps_stay_whole_where_ragraph_forms_the_engines_batches(monkeypatch):
     monkeypatch.setattr(completion, "CHUNK_OVER_CALL", 1e-9)
-    cycles, _ = _run(engine_class, 0.0, monkeypatch)
+    cycles, _ = _run(OnTheseCores, 0.0, monkeypatch)
     assert all(c.count("step") == 1 for c in cycles)

@@ -72,7 +72,7 @@ def cut(take: Mapping[int, Sequence[int]], chunks: int, cost: SearchCostModel) -
 
 # A whole step is cut into at most this many engine calls: on the seeds index (1M vectors,
 # IVF1024, 30 retrievals at nprobe 128, each list read once either way) 2 and 4 chunks scanned
-# in the whole step's time, 8 up to a tenth slower
+# in the whole step's time, 8 about 5% slower, and 8 released no faster than 4 on the bench
 # (docs/benchmarks/seeds.md#issue-51-releasing-a-steps-retrievals-as-they-complete).
 RELEASE_CHUNKS = 4
 # ... and each chunk is predicted at least this many times a call's overhead outside the scan.
