@@ -35,8 +35,7 @@ def run_to_end(search, items: list[ScanItem], budget_ms: float, cost: SearchCost
                 del pending[r.key]
             else:
                 pending[r.key] = ScanItem(r.key, 5, True, item.vector, item.probe, r.remaining,
-                                          item.partials + (r.partial,) if r.partial
-                                          else item.partials)
+                                          item.partials + r.partials)
     return finals, out_of_order
 
 

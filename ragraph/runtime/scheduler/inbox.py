@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ragraph.runtime.llm.protocol import GenerationResult, TokenEvent
 from ragraph.runtime.request import Request
+from ragraph.runtime.scheduler.search_worker import ScanResult
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,19 @@ class StepDone:
 
 
 @dataclass(frozen=True)
+class Retrieved:
+    """Retrievals the running search cycle finished before its end (`search_worker.Release`)."""
+
+    results: tuple[ScanResult, ...]
+
+
+@dataclass(frozen=True)
 class PrefetchDone:
     future: asyncio.Future
 
 
-Event = Arrived | ArrivalsDone | Token | Generated | PrepareDone | StepDone | PrefetchDone
+Event = (Arrived | ArrivalsDone | Token | Generated | PrepareDone | StepDone | Retrieved
+         | PrefetchDone)
 
 
 class Inbox:
@@ -80,6 +89,12 @@ class Inbox:
     def done_callback(self, make):  # noqa: ANN001, ANN201 - future -> Event factory
         """A future callback that posts `make(future)`; futures complete on the loop thread."""
         return lambda future: self.put(make(future))
+
+    def poster(self) -> Callable[[Event], None]:
+        """A `put` for another thread (the search thread, mid-cycle): each event is put on the
+        loop thread, in order with the futures' callbacks. Made on the loop thread."""
+        loop = asyncio.get_running_loop()
+        return lambda event: loop.call_soon_threadsafe(self.put, event)
 
     async def wait(self) -> None:
         if not self._events:

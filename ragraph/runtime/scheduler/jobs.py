@@ -205,8 +205,8 @@ class RetJob(Job[R]):
         assert self.probe is not None  # probed before its first search step
         self.waited = 0 if result.searched else self.waited + 1
         self.clusters += len(result.searched)
-        if result.partial is not None:
-            self.partials.append(result.partial)
+        if result.partials:
+            self.partials.extend(result.partials)
             self.steps += 1
         self.remaining = result.remaining
         if result.partial_passages is not None:

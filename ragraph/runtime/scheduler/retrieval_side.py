@@ -19,13 +19,14 @@ from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.retrieval.ivf.cost import SearchCostModel
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.fanout import count_shared
-from ragraph.runtime.scheduler.inbox import Inbox, PrepareDone, StepDone
+from ragraph.runtime.scheduler.inbox import Inbox, PrepareDone, Retrieved, StepDone
 from ragraph.runtime.scheduler.jobs import RetJob
 from ragraph.runtime.scheduler.live import LiveRequest
 from ragraph.runtime.scheduler.search_worker import (
     CycleResult,
     PreparedQuery,
     Query,
+    Release,
     ScanResult,
     SplitCheck,
     prepare,
@@ -55,7 +56,8 @@ class RetrievalSide:
                  feed_cap: Callable[[int, float | None, float | None], int | None] =
                  lambda _last, _query, _search: None,
                  release: str = "step",
-                 engine_share: Callable[[], float | None] = lambda: None) -> None:
+                 engine_share: Callable[[], float | None] = lambda: None,
+                 engine_alone: bool = False) -> None:
         self.s, self.cost, self.n, self.inbox = services, cost, counters, inbox
         # Partial top-k passages are looked up only while a speculation could start on them.
         self.may_speculate = may_speculate
@@ -64,6 +66,10 @@ class RetrievalSide:
         # When prompts go to the engine (`policies.stream_prompts`), from the search thread's
         # measured busy share.
         self.release_rule, self.engine_share = release, engine_share
+        # The LLM engine batches on its own: a step's retrievals that start generations go to
+        # the loop as they complete within it (`search_worker.Release`).
+        self.engine_alone = engine_alone
+        self._early: dict[int, RetJob] = {}  # jobs the running cycle released before its end
         self.busy_s = 0.0  # seconds the search thread spent embedding and searching
         self.busy = policies.BusyMeter()
         self._last_batch = 0  # queries in the last embedding batch
@@ -248,15 +254,38 @@ class RetrievalSide:
             self._resident = tier.resident if tier is not None else None
         self.future = asyncio.get_running_loop().run_in_executor(
             self.worker, run_cycle, self.s.search, items, self._budget_ms(backlog),
-            self.cost, self._split_check())
+            self.cost, self._split_check(), self._release(jobs))
         self.future.add_done_callback(self.inbox.done_callback(StepDone))
         self._stepped_last = True
         self._may_join = True
         return True
 
+    def _release(self, jobs: list[RetJob]) -> Release | None:
+        """Early release where it may pay: the engine batches on its own, so prompts that reach
+        it as their retrievals complete ride in its decode steps, where a step's prompts
+        together prefill in one pass that decoding waits out; and the retrievals start
+        generations. Elsewhere (llama.cpp on this machine's cores) steps stay whole."""
+        if not self.engine_alone or not any(j.chain.feeds_generation and not j.warm_only
+                                            for j in jobs):
+            return None
+        post = self.inbox.poster()
+        return Release(lambda results: post(Retrieved(results)), self.beta.value or 0.0)
+
+    def released(self, event: Retrieved) -> list[tuple[RetJob, ScanResult | BaseException]]:
+        """Retrievals the running cycle finished before its end, each with its result."""
+        out: list[tuple[RetJob, ScanResult | BaseException]] = []
+        for result in event.results:
+            job = self.jobs.get(result.key)
+            if job is not None:
+                self._early[job.key] = job
+                self._absorb(job, result, out)
+        return out
+
     def collect(self, event: StepDone) -> list[tuple[RetJob, ScanResult | BaseException]]:
-        """A search cycle ended: each job it carried, with its result or its error."""
+        """A search cycle ended: each job it carried and did not release early, with its result
+        or its error."""
         self.future = None
+        early, self._early = self._early, {}
         if event.future.cancelled():  # the run is closing
             return []
         out: list[tuple[RetJob, ScanResult | BaseException]] = []
@@ -268,24 +297,27 @@ class RetrievalSide:
                 self.jobs.pop(job.key)
             return [(job, err) for job in carried]
         self._account(cycle)
-        count_shared(self.n, [self.jobs.get(r.key) for r in cycle.results])
+        count_shared(self.n, [self.jobs.get(r.key) or early.get(r.key) for r in cycle.results])
         for result in cycle.results:
             job = self.jobs.get(result.key)
-            if job is None:
-                continue
-            job.in_flight = False
-            if result.error is not None:
-                self.jobs.pop(job.key)
-                out.append((job, result.error))
-                continue
-            job.absorb(result)
-            if self._resident is not None:
-                hits = sum(1 for c in result.searched if c in self._resident)
-                job.hot_hits = (job.hot_hits or 0) + hits
-            if result.passages is not None:
-                self._complete(job, result)
-            out.append((job, result))
+            if job is not None:
+                self._absorb(job, result, out)
         return out
+
+    def _absorb(self, job: RetJob, result: ScanResult,
+                out: list[tuple[RetJob, ScanResult | BaseException]]) -> None:
+        job.in_flight = False
+        if result.error is not None:
+            self.jobs.pop(job.key)
+            out.append((job, result.error))
+            return
+        job.absorb(result)
+        if self._resident is not None:
+            hits = sum(1 for c in result.searched if c in self._resident)
+            job.hot_hits = (job.hot_hits or 0) + hits
+        if result.passages is not None:
+            self._complete(job, result)
+        out.append((job, result))
 
     def _complete(self, job: RetJob, result: ScanResult) -> None:
         self.jobs.pop(job.key)

@@ -13,7 +13,7 @@ Inputs and outputs are immutable snapshots: the scheduler thread owns all mutabl
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +24,7 @@ from ragraph.runtime.retrieval.ivf.locality import History, reorder
 from ragraph.runtime.retrieval.merge import merge_partials
 from ragraph.runtime.retrieval.options import SearchSpec, Where
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask, TopK
+from ragraph.runtime.scheduler.completion import Chunk, cut, release_chunks
 from ragraph.runtime.scheduler.policies import split_pays
 from ragraph.runtime.search_service import SearchService
 
@@ -100,7 +101,7 @@ class SplitCheck:
 class ScanResult:
     key: int
     searched: tuple[int, ...] = ()
-    partial: TopK | None = None
+    partials: tuple[TopK, ...] = ()  # this cycle's, one per engine call that searched it
     remaining: tuple[int, ...] = ()
     final: TopK | None = None
     passages: Passages | None = None
@@ -118,32 +119,96 @@ class CycleResult:
     vectors_on_accelerator: int
 
 
+@dataclass(frozen=True)
+class Release:
+    """How a cycle hands the retrievals it finishes to the scheduler loop before its end:
+    `post` (thread-safe) takes each chunk's finished results; `call_ms` is one engine call's
+    measured overhead, which decides how many chunks pay (`completion.release_chunks`)."""
+
+    post: Callable[[tuple[ScanResult, ...]], None]
+    call_ms: float
+
+
 def run_cycle(
     service: SearchService, items: Sequence[ScanItem], budget_ms: float, cost: SearchCostModel,
-    split: SplitCheck | None = None,
+    split: SplitCheck | None = None, release: Release | None = None,
 ) -> CycleResult:
     """One step within `budget_ms`; with `split`, a step of every retrieval whole instead
-    when the budget's split does not pay (else the budget is taken as given)."""
+    when the budget's split does not pay (else the budget is taken as given); with `release`,
+    a step that finishes every retrieval it carries hands them to the loop as they complete."""
     start = time.perf_counter()
     take = _plan([i for i in items if i.where is None], budget_ms, cost, split)
-    scanned, on_acc, scan_s = 0, 0, 0.0
     by_k: dict[int, list[ScanItem]] = {}
     for item in items:
         if take.get(item.key):
             by_k.setdefault(item.k, []).append(item)
-    partial_of: dict[int, TopK] = {}
-    for k, group in by_k.items():
-        tasks = [SearchTask.of(item.vector, take[item.key]) for item in group]
-        step = service.step(tasks, k, ScanOrder.LIST)
-        scanned += step.stats.vectors_scanned
-        on_acc += step.stats.vectors_on_accelerator
-        scan_s += step.stats.seconds
-        partial_of.update({item.key: p for item, p in zip(group, step.partials, strict=True)})
+    scans = [_scan(service, k, group, take, cost, release) for k, group in by_k.items()]
+    partials = {key: p for scan in scans for key, p in scan.partials.items()}
+    released = {r.key: r for scan in scans for r in scan.released}
     results = tuple(_filtered(service, item) if item.where is not None
-                    else _advance(service, item, take.get(item.key, ()), partial_of.get(item.key))
+                    else released.get(item.key)
+                    or _advance(service, item, take.get(item.key, ()), partials.get(item.key, ()))
                     for item in items)
-    predicted = predicted_ms([[take[item.key] for item in group] for group in by_k.values()], cost)
-    return CycleResult(results, predicted, scan_s, time.perf_counter() - start, scanned, on_acc)
+    return CycleResult(results, sum(s.predicted_ms for s in scans),
+                       sum(s.seconds for s in scans), time.perf_counter() - start,
+                       sum(s.scanned for s in scans), sum(s.on_accelerator for s in scans))
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """One k's part of a cycle: each retrieval's partial top-ks (one per engine call that
+    searched it), those released to the loop already, and what the calls cost."""
+
+    partials: dict[int, tuple[TopK, ...]]
+    released: tuple[ScanResult, ...]
+    predicted_ms: float
+    seconds: float
+    scanned: int
+    on_accelerator: int
+
+
+def _scan(service: SearchService, k: int, group: Sequence[ScanItem],
+          take: dict[int, tuple[int, ...]], cost: SearchCostModel,
+          release: Release | None) -> _Scan:
+    """The retrievals of one k in one list-order step, or, where they all finish in it and
+    `release` says it pays, in chunks that complete them one after another
+    (`completion.cut`): each list is still read once for all its queries."""
+    lists = {item.key: take[item.key] for item in group}
+    chunks = _chunks(group, lists, cost, release)
+    by_key = {item.key: item for item in group}
+    partials: dict[int, tuple[TopK, ...]] = {}
+    released: list[ScanResult] = []
+    predicted, seconds, scanned, on_acc = 0.0, 0.0, 0, 0
+    for chunk in chunks:
+        tasks = [(item, tuple(c for c in lists[item.key] if c in chunk.lists)) for item in group]
+        tasks = [(item, clusters) for item, clusters in tasks if clusters]
+        if tasks:
+            step = service.step([SearchTask.of(item.vector, cs) for item, cs in tasks], k,
+                                ScanOrder.LIST)
+            predicted += cost.step_ms(np.fromiter((c for _, cs in tasks for c in cs), np.int64))
+            seconds += step.stats.seconds
+            scanned += step.stats.vectors_scanned
+            on_acc += step.stats.vectors_on_accelerator
+            for (item, _), partial in zip(tasks, step.partials, strict=True):
+                partials[item.key] = partials.get(item.key, ()) + (partial,)
+        if len(chunks) > 1 and release is not None:
+            done = tuple(_advance(service, by_key[key], lists[key], partials.get(key, ()))
+                         for key in chunk.finishes)
+            release.post(done)
+            released.extend(done)
+    return _Scan(partials, tuple(released), predicted, seconds, scanned, on_acc)
+
+
+def _chunks(group: Sequence[ScanItem], lists: dict[int, tuple[int, ...]],
+            cost: SearchCostModel, release: Release | None) -> list[Chunk]:
+    """The step whole, or cut where every retrieval finishes in it (a retrieval left with
+    lists for a later step has nothing to release) and `release_chunks` says it pays."""
+    whole = [Chunk(frozenset(c for cs in lists.values() for c in cs), tuple(lists))]
+    if release is None or any(len(lists[i.key]) < len(i.remaining) for i in group):
+        return whole
+    step_ms = cost.step_ms(np.fromiter((c for cs in lists.values() for c in cs), np.int64))
+    n = release_chunks(step_ms, release.call_ms)
+    return whole if n <= 1 else cut(lists, n, cost)
 
 
 def predicted_ms(steps: Iterable[Sequence[tuple[int, ...]]], cost: SearchCostModel) -> float:
@@ -201,22 +266,23 @@ def _split_pays(ready: Sequence[ScanItem], unsplit: dict[int, tuple[int, ...]],
 
 
 def _advance(service: SearchService, item: ScanItem, searched: tuple[int, ...],
-             partial: TopK | None) -> ScanResult:
-    partials = item.partials + ((partial,) if partial is not None else ())
+             found: tuple[TopK, ...]) -> ScanResult:
+    """The retrieval after this cycle's partial top-ks `found` over its lists `searched`."""
+    partials = item.partials + found
     # A step takes a prefix of the remaining clusters, plus any later ones it scanned anyway.
     done = set(searched)
     remaining = tuple(c for c in item.remaining if c not in done)
     try:
         if not remaining:
             final = service.finish(item.vector, item.probe, partials, item.k)
-            return ScanResult(item.key, searched, partial, (), final,
+            return ScanResult(item.key, searched, found, (), final,
                               service.ranked(final, item.query, item.spec))
         partial_passages = None
         # Only a step that searched this retrieval can change its partial top-k.
-        if item.want_partial and partial is not None:
+        if item.want_partial and found:
             merged = merge_partials(partials, item.k, service.engine.metric).topk
             partial_passages = service.ranked(merged, item.query, item.spec)
-        return ScanResult(item.key, searched, partial, remaining,
+        return ScanResult(item.key, searched, found, remaining,
                           partial_passages=partial_passages)
     except Exception as err:  # attributed to this retrieval's request
         return ScanResult(item.key, error=err)
@@ -227,7 +293,7 @@ def _filtered(service: SearchService, item: ScanItem) -> ScanResult:
     its own, so it shares no step with others (`SearchService.filtered`)."""
     try:
         final = service.filtered(item.vector, item.probe, item.spec)
-        return ScanResult(item.key, item.remaining, None, (), final,
+        return ScanResult(item.key, item.remaining, (), (), final,
                           service.ranked(final, item.query, item.spec))
     except Exception as err:  # attributed to this retrieval's request
         return ScanResult(item.key, error=err)

@@ -34,6 +34,7 @@ from ragraph.runtime.scheduler.inbox import (
     Inbox,
     PrefetchDone,
     PrepareDone,
+    Retrieved,
     StepDone,
     Token,
 )
@@ -74,7 +75,8 @@ class _Run:
         self.gen = GenerationSide(services, config.concurrency, config.tau, self.n, self.inbox)
         self.ret = RetrievalSide(services, cost, self.n, self.inbox, config.initial_beta_ms,
                                  config.budget_ms, self.gen.has_room,
-                                 self.gen.feed_cap, config.release, self.gen.engine_share)
+                                 self.gen.feed_cap, config.release, self.gen.engine_share,
+                                 self.gen.engine_alone)
         self.units = Units(services, config, self.gen, self.ret, self.inbox, self.queues)
         services.hooks.accept_cancel(self.inbox.put)  # a CancelRequest, in the loop's own turn
 
@@ -137,6 +139,9 @@ class _Run:
             return sorted({j.state.rid for j in jobs if j is not None})
         if isinstance(event, StepDone):
             return sorted({j.state.rid for j in self.ret.jobs.values() if j.in_flight})
+        if isinstance(event, Retrieved):
+            jobs = [self.ret.jobs.get(r.key) for r in event.results]
+            return sorted({j.state.rid for j in jobs if j is not None})
         if isinstance(event, CancelRequest):
             return [event.rid]
         return []
@@ -154,6 +159,8 @@ class _Run:
             self.units.prepared(self.ret.prepared(event))
         elif isinstance(event, StepDone):
             self.units.searched(self.ret.collect(event))
+        elif isinstance(event, Retrieved):
+            self.units.searched(self.ret.released(event))
         elif isinstance(event, PrefetchDone):
             self.units.ahead.prefetched(event)
         elif isinstance(event, CancelRequest):
