@@ -1,12 +1,15 @@
 """Other machines than this one, for the tests whose path depends on the host.
 
-ragraph reads four facts about the machine it runs on, each in one place:
+ragraph reads five facts about the machine it runs on, each in one place:
 - the cores it may use: `threads.usable_cores` (the affinity mask, `os.sched_getaffinity`);
 - the last-level cache: `ivf.split.last_level_cache_bytes` (sysfs, `split.CPU_CACHES`), which
   decides whether a list-order step's lists fit in cache (`listmajor.ListMajorRule`);
 - the library faster at a list-major scan's products: `ivf.products.host_product` (timed once
   per process; `RAGRAPH_HOST_MATMUL` pins it), which sets the sharing from which steps go
   list-major and so the query batch that fills one;
+- from how many queries a list a list-major step beats faiss's cluster order on an index that
+  outgrows the cache: `ivf.sharing_trial` (timed once per engine; `RAGRAPH_LIST_MAJOR_SHARING`
+  pins it), here the library's own crossover (`listmajor.MIN_SHARING`);
 - whether torch's int8 product sums exactly (VNNI or AMX): `embed.int8.int_mm_is_exact`.
 
 A test that asserts one host's outcome passes only on hosts like it (a first embedding batch of
@@ -52,6 +55,7 @@ def present(host: Host, monkeypatch: pytest.MonkeyPatch, sysfs: Path) -> None:
     (sysfs / "index3" / "size").write_text(host.cache + "\n")
     monkeypatch.setattr(split, "CPU_CACHES", sysfs)
     pin_product(host.product, monkeypatch)
+    _present_sharing(host, monkeypatch)
     _present_int8(host, monkeypatch)
 
 
@@ -62,6 +66,14 @@ def pin_product(product: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv(products.ENV, product)
     products.host_product.cache_clear()
+
+
+def _present_sharing(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The list-major crossover of the host's library, instead of the trial this machine's
+    engines would time."""
+    from ragraph.runtime.retrieval.ivf import listmajor, sharing_trial
+
+    monkeypatch.setenv(sharing_trial.ENV, str(listmajor.MIN_SHARING[host.product]))
 
 
 def _present_int8(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:

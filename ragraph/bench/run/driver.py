@@ -185,7 +185,7 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
 
         rows = await run_cells(bench, cell_progress, cell_done)
     medians = repeats.medians(rows)
-    notes += server_notes + list(questions.notes) + _notes(config, medians)
+    notes += server_notes + list(questions.notes) + _notes(config, medians) + _scan_note(search)
     spread = [repeats.spread_table(rows, caption)] if config.repeat > 1 else []
     found = report.print_all(console, medians, config.slo_s, config.run.llm.engine, caption, notes,
                              config.ablation, repeats=config.traffic.alpha is not None,
@@ -197,6 +197,14 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
                   + "".join(f", {p}" for p in written))
     return BenchReport(tuple(rows), tuple(found), csv_path, tuple(written), caption,
                        time.perf_counter() - started)
+
+
+def _scan_note(search) -> list[str]:  # noqa: ANN001 - SearchService
+    """How this machine's steps scan shared lists, where the engine timed it."""
+    rule = search.list_rule
+    if rule is None or rule.trial is None:
+        return []
+    return [rule.trial.describe(rule.min_sharing)]
 
 
 def check_server(config: BenchConfig) -> list[str]:

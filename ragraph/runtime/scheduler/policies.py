@@ -123,8 +123,9 @@ def embed_batch_size(per_query_ms: float | None, mean_retrieval_ms: float | None
 def list_major_batch(min_sharing: float | None, nlist: int, nprobe: int) -> int:
     """Queries a step needs before its lists are shared enough to be read once for all of them
     (`listmajor.MIN_SHARING`): n x nprobe (query, list) pairs over at most nlist lists. 0 where
-    steps are never list-major (`min_sharing` None)."""
-    if min_sharing is None or nprobe <= 0:
+    steps are never list-major (`min_sharing` None, or infinite: list-major never paid on this
+    machine)."""
+    if min_sharing is None or not math.isfinite(min_sharing) or nprobe <= 0:
         return 0
     return math.ceil(min_sharing * nlist / nprobe)
 

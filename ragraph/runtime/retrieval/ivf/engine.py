@@ -15,8 +15,10 @@ re-scoring the candidates, so its partials are the same as a `search_preassigned
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -25,6 +27,8 @@ from ragraph.runtime.retrieval.ivf.arrays import NumpyArrays
 from ragraph.runtime.retrieval.ivf.listmajor import ListMajorRule, ListMajorScan
 from ragraph.runtime.retrieval.ivf.lists import list_ids, list_view
 from ragraph.runtime.retrieval.ivf.products import host_product
+from ragraph.runtime.retrieval.ivf.sharing_trial import pinned as pinned_sharing
+from ragraph.runtime.retrieval.ivf.sharing_trial import run_trial
 from ragraph.runtime.retrieval.ivf.split import (
     Layout,
     balance,
@@ -70,9 +74,14 @@ def metric_of(ivf) -> Metric:
 class FaissIVFEngine:
     """The CPU `SearchEngine`: faiss does every distance, so its answers are faiss's answers."""
 
-    def __init__(self, index, cache_bytes: int | None = None) -> None:
+    def __init__(self, index, cache_bytes: int | None = None,
+                 min_sharing: float | None = None) -> None:
         """`cache_bytes`: the CPU cache a step's lists must exceed before cluster order or
-        list-major scans pay (default: half the last-level cache)."""
+        list-major scans pay (default: half the last-level cache). `min_sharing`: the queries a
+        list from which a step goes list-major (else `RAGRAPH_LIST_MAJOR_SHARING`). Both pin
+        facts of the host; where neither is given and the index outgrows the cache, the
+        crossover is timed on this index before the first list-order step (`sharing_trial`),
+        else the library's is taken."""
         self._ivf = ivf_of(index)
         self._metric = metric_of(self._ivf)
         if self._ivf.by_residual and self._metric is Metric.IP and not _flat_codes(self._ivf):
@@ -86,8 +95,16 @@ class FaissIVFEngine:
         self._cache_bytes = last_level_cache_bytes() // 2 if cache_bytes is None else cache_bytes
         flat_codes = _flat_codes(self._ivf)
         self._lists = ListMajorScan(self._ivf, self._metric) if flat_codes else None
-        self._rule = (ListMajorRule(self._list_bytes, self._cache_bytes, host_product(self.dim))
-                      if flat_codes else None)
+        if min_sharing is None:
+            min_sharing = pinned_sharing()
+        self._rule: ListMajorRule | None = None
+        if flat_codes:
+            self._rule = ListMajorRule(self._list_bytes, self._cache_bytes,
+                                       host_product(self.dim), min_sharing)
+        self._trial_pending = (flat_codes and min_sharing is None and cache_bytes is None
+                               and not fits_in_cache(self._list_bytes, np.arange(n),
+                                                     self._cache_bytes))
+        self._trial_lock = threading.Lock()
 
     @property
     def index(self):
@@ -139,12 +156,25 @@ class FaissIVFEngine:
     @property
     def list_rule(self) -> ListMajorRule | None:
         """When list-order steps go list-major (None: never, the index has no raw vectors)."""
+        if self._trial_pending:
+            self._measure_rule()
         return self._rule
+
+    def _measure_rule(self) -> None:
+        with self._trial_lock:
+            if not self._trial_pending:
+                return
+            rule, trial = self._rule, run_trial(self)
+            self._rule = replace(rule, measured=trial.min_sharing(rule.min_sharing), trial=trial)
+            self._trial_pending = False
 
     def takes_list_major(self, order: ScanOrder, flat: np.ndarray) -> bool:
         """Whether a step over `flat` (every task's clusters) in `order` reads each list once
         for all its queries (`listmajor.ListMajorRule`)."""
-        return order is ScanOrder.LIST and self._rule is not None and self._rule.takes(flat)
+        if order is not ScanOrder.LIST:
+            return False
+        rule = self.list_rule
+        return rule is not None and rule.takes(flat)
 
     def scan_lists(self, x: np.ndarray, clusters: Sequence[np.ndarray], m: int, tiles=None,
                    arrays=None) -> tuple[np.ndarray, np.ndarray]:

@@ -20,6 +20,7 @@ chunks before re-scoring, so a task re-scores about m elements plus those within
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ import numpy as np
 
 from ragraph.runtime.retrieval.ivf.bounds import error_bound, round_up, row_norms
 from ragraph.runtime.retrieval.ivf.lists import Chunk, Tile, list_view
+from ragraph.runtime.retrieval.ivf.sharing_trial import Trial
 from ragraph.runtime.retrieval.ivf.split import fits_in_cache
 from ragraph.runtime.retrieval.merge import merge_rows
 from ragraph.runtime.retrieval.protocol import Metric
@@ -49,22 +51,27 @@ class ListMajorRule:
     """When a list-order step is scanned list-major (else faiss's cluster order): its lists are
     probed by `min_sharing` queries each on average, and do not all fit in `cache_bytes` (while
     they do, faiss re-reads them from cache, and on the 30k-passage default index, 46 MB,
-    balanced query order beat list-major 2-4x). The engine and the cost model ask the same rule."""
+    balanced query order beat list-major 2-4x). The engine and the cost model ask the same rule.
+    `measured`: the crossover timed on this machine (`sharing_trial`), which replaces the
+    library's; infinite where list-major never paid."""
 
     list_bytes: np.ndarray  # per cluster
     cache_bytes: int
     product: str = "numpy"  # the library of the host products (`products.host_product`)
+    measured: float | None = None
+    trial: Trial | None = None  # what `measured` was timed from, where it was
 
     @property
     def min_sharing(self) -> float:
         """Queries a list, on average, from which this rule's steps go list-major."""
-        return MIN_SHARING[self.product]
+        return MIN_SHARING[self.product] if self.measured is None else self.measured
 
     def takes(self, flat: np.ndarray) -> bool:
         """Whether a step probing `flat` (all its tasks' clusters, repeats included) goes
         list-major."""
         flat = np.asarray(flat, dtype=np.int64)
-        if flat.size == 0 or flat.size < self.min_sharing * np.unique(flat).size:
+        if flat.size == 0 or math.isinf(self.min_sharing) \
+                or flat.size < self.min_sharing * np.unique(flat).size:
             return False
         return not fits_in_cache(self.list_bytes, flat, self.cache_bytes)
 
