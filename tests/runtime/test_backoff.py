@@ -5,13 +5,28 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from ragraph.runtime.events import RunEvent, RunHooks, SpeculationHeldBack
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.backoff import SpeculationBackoff
 
 
-def retrieval() -> SimpleNamespace:
-    return SimpleNamespace(explores=None)
+class Seen:
+    """An observer that keeps what the run emitted."""
+
+    def __init__(self) -> None:
+        self.events: list[RunEvent] = []
+
+    def emit(self, event: RunEvent) -> None:
+        self.events.append(event)
+
+
+def retrieval(rid: str = "r1") -> SimpleNamespace:
+    return SimpleNamespace(explores=None, req=SimpleNamespace(rid=rid), origin="answer")
+
+
+def backoff_of(n: RunStats, seen: Seen | None = None) -> SpeculationBackoff:
+    return SpeculationBackoff(n, RunHooks(seen or Seen()))
 
 
 def settled(backoff: SpeculationBackoff, *outcomes: bool) -> SpeculationBackoff:
@@ -22,18 +37,21 @@ def settled(backoff: SpeculationBackoff, *outcomes: bool) -> SpeculationBackoff:
 
 def test_every_retrieval_may_speculate_before_enough_settled():
     n = RunStats()
-    backoff = settled(SpeculationBackoff(n), *[False] * (policies.BACKOFF_MIN_SETTLED - 1))
+    backoff = settled(backoff_of(n), *[False] * (policies.BACKOFF_MIN_SETTLED - 1))
     assert all(backoff.allows(retrieval()) for _ in range(10))
     assert n.speculations_held_back == 0
 
 
 def test_low_accuracy_holds_back_all_but_one_retrieval_in_n():
-    n = RunStats()
-    backoff = settled(SpeculationBackoff(n), *[False] * policies.BACKOFF_WINDOW)
-    jobs = [retrieval() for _ in range(2 * policies.EXPLORE_EVERY)]
+    n, seen = RunStats(), Seen()
+    backoff = settled(backoff_of(n, seen), *[False] * policies.BACKOFF_WINDOW)
+    jobs = [retrieval(f"r{i}") for i in range(2 * policies.EXPLORE_EVERY)]
     allowed = [backoff.allows(j) for j in jobs]
     assert allowed == [policies.explores(i) for i in range(len(jobs))]
     assert n.speculations_held_back == len(jobs) - 2
+    # Each one held back is reported (for /metrics), the explorers are not.
+    assert seen.events == [SpeculationHeldBack(f"r{i}", "answer")
+                           for i, ok in enumerate(allowed) if not ok]
     # A retrieval is judged once: asked again, the same answer and no second count.
     assert [backoff.allows(j) for j in jobs] == allowed
     assert n.speculations_held_back == len(jobs) - 2
@@ -41,7 +59,7 @@ def test_low_accuracy_holds_back_all_but_one_retrieval_in_n():
 
 def test_speculation_comes_back_when_the_recent_ones_are_adopted():
     n = RunStats()
-    backoff = settled(SpeculationBackoff(n), *[False] * policies.BACKOFF_WINDOW)
+    backoff = settled(backoff_of(n), *[False] * policies.BACKOFF_WINDOW)
     held = [retrieval() for _ in range(policies.EXPLORE_EVERY)]
     assert not all(backoff.allows(j) for j in held)
     settled(backoff, *[True] * (policies.BACKOFF_WINDOW // 2))

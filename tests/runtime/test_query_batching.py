@@ -14,6 +14,7 @@ from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.events import RunHooks
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.engine import SimEngine
 from ragraph.runtime.outcome import RunStats
@@ -35,7 +36,7 @@ from ragraph.runtime.search_service import SearchService
 from tests.runtime import fakes, workflows
 from tests.runtime.test_semantics import FAST
 
-NO_BACKOFF = SpeculationBackoff(RunStats())  # these tests start no speculation
+NO_BACKOFF = SpeculationBackoff(RunStats(), RunHooks())  # these tests start no speculation
 
 pytestmark = pytest.mark.usefixtures("host")
 

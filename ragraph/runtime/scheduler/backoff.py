@@ -5,6 +5,7 @@ measured so that speculation comes back when it is accurate again."""
 
 from __future__ import annotations
 
+from ragraph.runtime.events import RunHooks
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.scheduler import policies
 from ragraph.runtime.scheduler.jobs import RetJob
@@ -12,10 +13,10 @@ from ragraph.runtime.scheduler.jobs import RetJob
 
 class SpeculationBackoff:
     """The run's recent settlements, and which retrievals may speculate on them; counts the
-    retrievals held back into `counters`."""
+    retrievals held back into `counters` and reports each to `hooks` (`/metrics` counts them)."""
 
-    def __init__(self, counters: RunStats) -> None:
-        self.n = counters
+    def __init__(self, counters: RunStats, hooks: RunHooks) -> None:
+        self.n, self.hooks = counters, hooks
         self.recent = policies.Settlements()
         self._opportunities = 0  # retrievals held back or exploring so far
 
@@ -38,4 +39,5 @@ class SpeculationBackoff:
             self._opportunities += 1
             if not job.explores:
                 self.n.speculations_held_back += 1
+                self.hooks.held_back(job.req.rid, job.origin)
         return job.explores

@@ -41,7 +41,7 @@ class GenerationSide:
         self._keys = itertools.count()
         self.gauge = EngineGauge()
         # Which retrievals may speculate, from how the recent speculations settled.
-        self.backoff = SpeculationBackoff(counters)
+        self.backoff = SpeculationBackoff(counters, services.hooks)
 
     @property
     def load(self) -> int:
