@@ -71,6 +71,15 @@ class SpeculationSettled:
 
 
 @dataclass(frozen=True)
+class SpeculationHeldBack:
+    """A retrieval that could have started a speculative generation of `origin` did not: the
+    recent speculations were mostly rolled back (`scheduler.backoff`)."""
+
+    rid: str
+    origin: str
+
+
+@dataclass(frozen=True)
 class GenerationUsage:
     """A generation whose output the request used ended: what the engine computed for it."""
 
@@ -90,7 +99,7 @@ class CancelRequest:
 
 
 RunEvent = (UnitCompleted | TextProduced | SpeculationStarted | SpeculationSettled
-            | GenerationUsage)
+            | SpeculationHeldBack | GenerationUsage)
 
 
 class RunObserver(Protocol):
@@ -176,6 +185,11 @@ class RunHooks:
             self.recorder.speculation(rid, origin, adopted)
         if self.observer is not None:
             self.observer.emit(SpeculationSettled(rid, origin, adopted))
+
+    def held_back(self, rid: str, origin: str) -> None:
+        """A speculation of `origin` was held back by the backoff."""
+        if self.observer is not None:
+            self.observer.emit(SpeculationHeldBack(rid, origin))
 
     def retrieved(self, rid: str, origin: str, searched: Callable[[], Searched]) -> None:
         """A retrieval committed; `searched` is called only when spans are recorded."""

@@ -78,6 +78,9 @@ class RunStats:
     speculation_hits: int = 0  # ... adopted at their commit point
     rollbacks: int = 0  # ... discarded (a changed partial top-k, or a different prompt)
     rollback_tokens: int = 0  # tokens the discarded ones had decoded: what rollbacks cost
+    # Retrievals that asked for no partial top-k and speculated on none while the recent
+    # speculations were mostly rolled back (`scheduler.backoff`).
+    speculations_held_back: int = 0
     warm_searches: int = 0  # speculative retrievals (searches on a partial generation)
     clusters_searched: int = 0
     search_steps: int = 0
@@ -99,11 +102,14 @@ class RunStats:
         return self.speculation_hits / self.speculations if self.speculations else None
 
     def describe_speculation(self) -> str:
-        """The line run summaries print: `started S, adopted A, rolled back R`."""
+        """The line run summaries print: `started S, adopted A, rolled back R`, and `held
+        back H` where the backoff held any retrieval back."""
         line = (f"started {self.speculations}, adopted {self.speculation_hits}, "
                 f"rolled back {self.rollbacks}")
         if self.rollback_tokens:
             line += f" ({self.rollback_tokens} tokens discarded)"
+        if self.speculations_held_back:
+            line += f", held back {self.speculations_held_back}"
         if self.warm_searches:
             line += f"; {self.warm_searches} speculative searches"
         return line

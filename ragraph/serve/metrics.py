@@ -11,7 +11,12 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ragraph.runtime.events import RunEvent, SpeculationSettled, SpeculationStarted
+from ragraph.runtime.events import (
+    RunEvent,
+    SpeculationHeldBack,
+    SpeculationSettled,
+    SpeculationStarted,
+)
 from ragraph.runtime.hub import Hub, Ticket
 from ragraph.runtime.outcome import Outcome
 
@@ -55,6 +60,10 @@ class ServerMetrics:
                                            "generations started on a partial top-k (each "
                                            "settles once: adopted or rolled_back)",
                                            registry=self.registry)
+        self.speculation_held_back = Counter("ragraph_speculations_held_back", "Retrievals "
+                                             "that started no speculation (and asked for no "
+                                             "partial top-k) while the recent speculations "
+                                             "were mostly rolled back", registry=self.registry)
         self.registry.register(_EngineCollector(hub))
         self.mean_latency_s: float | None = None
 
@@ -66,6 +75,8 @@ class ServerMetrics:
             self.speculation_started.inc()
         elif isinstance(event, SpeculationSettled):
             self.speculation.labels("adopted" if event.adopted else "rolled_back").inc()
+        elif isinstance(event, SpeculationHeldBack):
+            self.speculation_held_back.inc()
 
     def finished(self, ticket: Ticket, outcome: Outcome) -> None:
         self.requests.labels(ticket.workflow, ticket.status or "internal_error").inc()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from rich.console import Console
 from ragraph.bench.data.index import IndexSpec, ensure_bench_index
 from ragraph.bench.data.questions import load_questions
 from ragraph.bench.output import plots, report
-from ragraph.bench.output.online_ablation import highest_rate_within, rate_points
+from ragraph.bench.output.online_ablation import highest_rate_within, latency_table, rate_points
 from ragraph.bench.output.results import write_csv
 from ragraph.bench.run.cells import Cell, CellResult
 from ragraph.bench.run.config import BenchConfig
@@ -86,6 +87,7 @@ def test_online_ablation_writes_a_row_per_variant_and_rate_with_speculation_coun
     for w in written:  # speculation's settlement, per run
         assert int(w["speculations"]) >= int(w["speculation_adopted"]) + int(w["rollbacks"])
         assert int(w["rollback_tokens"]) >= 0 and int(w["warm_searches"]) >= 0
+        assert int(w["speculations_held_back"]) >= 0
     console = Console(record=True, width=240)
     report.print_all(console, rows, config.slo_s, "sim", "caption", [], ablation=True)
     text = console.export_text()
@@ -114,3 +116,15 @@ def test_rate_points_compare_with_O0_and_find_the_highest_rate_within_the_slo():
     best = highest_rate_within(points, slo_s=10.0)
     assert best[("irg", 256, "-O0")] == 2.0  # its p95 passed the SLO at 4/s
     assert best[("irg", 256, "-O2")] == 4.0  # a failed request disqualifies 8/s
+
+
+def test_the_latency_table_shows_what_speculation_s_backoff_held_back():
+    held = replace(run("-O2", 14.0, 1.0, 2.0, started=6, adopted=1), speculations_held_back=9)
+    rows = [run("-O0", 14.0, 2.0, 4.0), held]
+    assert [p.held_back for p in rate_points(rows)] == [0, 9]
+    console = Console(record=True, width=240)
+    console.print(latency_table(rows, 10.0, "caption"))
+    header, o2 = [line for line in console.export_text().splitlines()
+                  if "held back" in line or "-O2" in line]
+    cells = [c.strip() for c in o2.split("│")]
+    assert cells[[c.strip() for c in header.split("┃")].index("held back")] == "9"

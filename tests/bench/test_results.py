@@ -243,7 +243,8 @@ def test_a_ratio_the_rates_offered_did_not_reach_is_not_settled():
 CSV_COLUMNS = [
     "executor", "engine", "simulated", "requests", "errors", "wall_s", "throughput_rps", "p50_s",
     "p95_s", "mean_s", "retrieval_share", "speculations", "speculation_hit_rate",
-    "synthetic_share", "speculation_adopted", "rollbacks", "rollback_tokens", "warm_searches",
+    "synthetic_share", "speculation_adopted", "rollbacks", "rollback_tokens",
+    "speculations_held_back", "warm_searches",
     "cpu_busy", "embed_busy", "llm_tokens", "prefill_s", "decode_s",
     "cached_tokens", "completion_tokens", "decode_steps", "decode_tokens", "prefill_context",
     "decode_context", "prefill_forwards", "kv_copies", "copy_passes", "prompt_passes",

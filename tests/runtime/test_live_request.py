@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from ragraph.runtime.events import RunHooks
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request, RequestState
 from ragraph.runtime.scheduler.fanout import Fan
@@ -39,7 +40,8 @@ def running(gen: GenerationSide, req: LiveRequest, key: int, speculative: bool =
 
 
 def test_retiring_aborts_every_stream_and_leaves_nothing_queued():
-    gen = GenerationSide(SimpleNamespace(), 4, 0.6, RunStats(), inbox=None)  # type: ignore[arg-type]
+    gen = GenerationSide(SimpleNamespace(hooks=RunHooks()), 4, 0.6, RunStats(),
+                         inbox=None)  # type: ignore[arg-type]
     req, other = live(), live()
     queues = RequestQueues(concurrency=1)
     queues.waiting.append(req)

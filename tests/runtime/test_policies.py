@@ -186,6 +186,35 @@ def test_adoption_rate_starts_at_the_prior_and_follows_the_settlements():
         p.adoption_rate(3, 2)
 
 
+def test_speculation_backs_off_under_one_half_adopted_once_enough_settled():
+    assert not p.backs_off(0, 0)  # the prior: nothing settled, speculation stays on
+    assert not p.backs_off(0, p.BACKOFF_MIN_SETTLED - 1)  # a few early rollbacks do not stop it
+    assert p.backs_off(0, p.BACKOFF_MIN_SETTLED)
+    assert p.backs_off(3, 8)  # 37.5% adopted
+    assert not p.backs_off(4, 8)  # one half is enough
+    assert not p.backs_off(8, 8)
+    with pytest.raises(ValueError):
+        p.backs_off(3, 2)
+
+
+def test_held_back_retrievals_explore_one_in_n_deterministically():
+    chosen = [i for i in range(3 * p.EXPLORE_EVERY) if p.explores(i)]
+    assert chosen == [0, p.EXPLORE_EVERY, 2 * p.EXPLORE_EVERY]  # the first at once, no dice
+    with pytest.raises(ValueError):
+        p.explores(-1)
+
+
+def test_settlements_keep_a_recent_window_so_speculation_recovers():
+    recent = p.Settlements(window=8)
+    for _ in range(8):
+        recent.add(False)
+    assert p.backs_off(recent.adopted, recent.settled)
+    for adopted in range(1, 5):  # accurate again: each adoption pushes a rollback out
+        recent.add(True)
+        assert (recent.adopted, recent.settled) == (adopted, 8)
+    assert not p.backs_off(recent.adopted, recent.settled)  # 4 of the last 8: on again
+
+
 def test_the_first_partial_top_k_may_be_speculated_on_later_ones_only_when_settled():
     assert p.speculate_on(views=1, drift=1.0, max_drift=0.0)  # nothing before it to drift from
     assert not p.speculate_on(views=2, drift=0.4, max_drift=0.0)  # it changed: wait

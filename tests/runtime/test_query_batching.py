@@ -14,13 +14,16 @@ from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import END, START
 from ragraph.runtime.app import execute
 from ragraph.runtime.config import RuntimeConfig
+from ragraph.runtime.events import RunHooks
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.engine import SimEngine
+from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.request import Request
 from ragraph.runtime.retrieval.ivf.listmajor import MIN_SHARING
 from ragraph.runtime.retrieval.ivf.locality import History
 from ragraph.runtime.retrieval.protocol import ScanOrder
 from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler.backoff import SpeculationBackoff
 from ragraph.runtime.scheduler.policies import (
     FEED_BATCH,
     RunningMean,
@@ -32,6 +35,8 @@ from ragraph.runtime.scheduler.search_worker import PreparedQuery, Query, prepar
 from ragraph.runtime.search_service import SearchService
 from tests.runtime import fakes, workflows
 from tests.runtime.test_semantics import FAST
+
+NO_BACKOFF = SpeculationBackoff(RunStats(), RunHooks())  # these tests start no speculation
 
 pytestmark = pytest.mark.usefixtures("host")
 
@@ -163,7 +168,7 @@ def searching(rule=None, nlist: int = 64, nprobe: int = 16) -> SimpleNamespace:
 
 
 def test_a_batch_grows_while_it_embeds_within_one_retrievals_search_time():
-    side = RetrievalSide(searching(), None, None, None, 0.3, None, lambda: False)
+    side = RetrievalSide(searching(), None, None, None, 0.3, None, lambda: False, NO_BACKOFF)
     try:
         assert side._batch_size() == EMBED_BATCH  # nothing measured yet
         side.t_r, side.embed_ms = RunningMean(value=40.0), RunningMean(value=11.0)
@@ -186,7 +191,7 @@ def test_a_batch_grows_to_what_makes_its_step_list_major():
     rule = ListMajorRule(np.full(4096, 10**6), 0, "torch")
     for nprobe, want in [(256, 40), (128, MAX_EMBED_BATCH), (1024, EMBED_BATCH)]:
         side = RetrievalSide(searching(rule, 4096, nprobe), None, None, None, 0.3, None,
-                             lambda: False)
+                             lambda: False, NO_BACKOFF)
         try:
             assert side._batch_size() == want
             side.t_r, side.embed_ms = RunningMean(value=40.0), RunningMean(value=11.0)
@@ -298,7 +303,7 @@ def test_searches_that_end_their_requests_go_whole_in_one_step():
 
 
 def test_sub_stages_stay_where_a_generation_follows():
-    side = RetrievalSide(SimpleNamespace(search_threads=1), None, None, None, 0.3, None, lambda: False)
+    side = RetrievalSide(SimpleNamespace(search_threads=1), None, None, None, 0.3, None, lambda: False, NO_BACKOFF)
     try:
         side.t_r, side.beta = RunningMean(value=40.0), RunningMean(value=1.0)
 
@@ -325,7 +330,7 @@ def test_the_search_thread_scans_on_the_split_s_threads():
         for threads in (1, 2):
             services = searching()
             services.search_threads = threads
-            side = RetrievalSide(services, None, None, None, 0.3, None, lambda: False)
+            side = RetrievalSide(services, None, None, None, 0.3, None, lambda: False, NO_BACKOFF)
             try:
                 assert side.worker.submit(faiss.omp_get_max_threads).result() == threads
             finally:

@@ -25,6 +25,7 @@ from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 from ragraph.runtime.request import Request
+from ragraph.runtime.scheduler import policies
 from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.trace import Tracer
 from tests.runtime import fakes, workflows
@@ -79,16 +80,20 @@ def retrieve_then_answer() -> RAGraph:
 
 
 def run(graph: RAGraph, search: SearchService, passes: str, budget_ms: float | None = 1e-6,
-        sim: SimConfig = FAST) -> tuple[RunResult, Tracer]:
-    """One request; a tiny fixed budget makes each search step take one list."""
-    config = RuntimeConfig.of(engine="sim", passes=passes, concurrency=4, budget_ms=budget_ms)
+        sim: SimConfig = FAST, requests: int = 1, concurrency: int = 4,
+        ) -> tuple[RunResult, Tracer]:
+    """`requests` requests (q1, q2, ...); a tiny fixed budget makes each search step take one
+    list."""
+    config = RuntimeConfig.of(engine="sim", passes=passes, concurrency=concurrency,
+                              budget_ms=budget_ms)
     tracer = Tracer()
+    asked = [Request(id=f"q{i + 1}", question="Which list holds the answer?")
+             for i in range(requests)]
 
     async def go() -> RunResult:
         async with SimEngine(sim) as engine:
             services = Services(llm=engine, search=search, tracer=tracer)
-            return await execute(compile_catalog(graph, passes), [Request(id="q1",
-                                 question="Which list holds the answer?")], config, services)
+            return await execute(compile_catalog(graph, passes), asked, config, services)
 
     return asyncio.run(go()), tracer
 
@@ -111,6 +116,7 @@ def speculated(second: list[list[float]]) -> tuple[RunResult, tuple[int, int, in
     plain, _ = run(retrieve_then_answer(), search, "-O0")
     assert answers(spec) == answers(plain)
     st = spec.stats
+    assert st.speculations_held_back == 0  # one request: nothing settled before it to back off
     return spec, (st.speculations, st.speculation_hits, st.rollbacks), speculation_spans(trace)
 
 
@@ -141,6 +147,23 @@ def test_speculation_adopt_and_rollback_need_a_split_search():
     spec, trace = run(retrieve_then_answer(), two_lists(CLOSER), "-O2", budget_ms=1e6)
     assert (spec.stats.speculations, spec.stats.rollbacks) == (0, 0)
     assert speculation_spans(trace) == []
+
+
+def test_speculation_held_back_while_partial_top_ks_keep_changing():
+    """Requests one after another whose final top-k always differs from the partial one: once
+    `BACKOFF_MIN_SETTLED` speculations were all rolled back, the retrievals after them ask for
+    no partial top-k and start no speculation, except one in `EXPLORE_EVERY`, and every answer
+    is -O0's."""
+    requests, search = 12, two_lists(CLOSER)
+    spec, _ = run(retrieve_then_answer(), search, "-O2", requests=requests, concurrency=1)
+    plain, _ = run(retrieve_then_answer(), search, "-O0", requests=requests, concurrency=1)
+    assert answers(spec) == answers(plain)
+    after = requests - policies.BACKOFF_MIN_SETTLED
+    explored = sum(policies.explores(i) for i in range(after))
+    st = spec.stats
+    assert st.speculations_held_back == after - explored
+    assert (st.speculations, st.speculation_hits, st.rollbacks) == (
+        policies.BACKOFF_MIN_SETTLED + explored, 0, policies.BACKOFF_MIN_SETTLED + explored)
 
 
 @pytest.mark.parametrize("passes, warmed", [("-O2", 1),

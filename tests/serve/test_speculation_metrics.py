@@ -1,11 +1,12 @@
 """`/metrics` counts speculation as `ragraph run` reports it: started, then adopted or rolled
-back (the counters the run summary and the bench's CSV also show)."""
+back, and held back by the backoff (the counters the run summary and the bench's CSV also
+show)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ragraph.runtime.events import SpeculationSettled, SpeculationStarted
+from ragraph.runtime.events import SpeculationHeldBack, SpeculationSettled, SpeculationStarted
 from ragraph.serve.metrics import ServerMetrics
 
 
@@ -25,3 +26,11 @@ def test_metrics_count_speculations_started_adopted_and_rolled_back():
     settled = samples(metrics.speculation)
     assert settled[("ragraph_speculations_total", (("result", "adopted"),))] == 1
     assert settled[("ragraph_speculations_total", (("result", "rolled_back"),))] == 1
+
+
+def test_metrics_count_the_speculations_held_back():
+    metrics = ServerMetrics(SimpleNamespace(services=None))  # type: ignore[arg-type]
+    for _ in range(3):
+        metrics.event(SimpleNamespace(), SpeculationHeldBack("r1", "answer"))  # type: ignore[arg-type]
+    held = samples(metrics.speculation_held_back)
+    assert held[("ragraph_speculations_held_back_total", ())] == 3

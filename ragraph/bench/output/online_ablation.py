@@ -1,6 +1,7 @@
 """The online ablation in HedraRAG's form (its Fig. 12 and 17): per workflow and variant, request
 latency against the Poisson arrival rate, the highest rate within the SLO, and what speculation
-did there (its accuracy, adopted over started, and what its rollbacks cost)."""
+did there (its accuracy, adopted over started, what its rollbacks cost, and the retrievals its
+backoff held back)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class RatePoint:
     adopted: int
     rolled_back: int
     discarded_tokens: int
+    held_back: int  # retrievals that speculated on nothing while its accuracy was low
     warm_searches: int
     errors: int
 
@@ -51,7 +53,7 @@ def rate_points(rows: Sequence[CellResult]) -> list[RatePoint]:
                              r.summary.mean_s, r.summary.p50_s, r.summary.p95_s,
                              r.summary.mean_s / ref if ref else None, r.speculations,
                              r.speculation_adopted, r.rollbacks, r.rollback_tokens,
-                             r.warm_searches, r.summary.errors))
+                             r.speculations_held_back, r.warm_searches, r.summary.errors))
     order = {v: i for i, v in enumerate(dict.fromkeys(p.variant for p in out))}
     return sorted(out, key=lambda p: (p.workload, p.nprobe, p.rate, order[p.variant]))
 
@@ -86,7 +88,7 @@ def latency_table(rows: Sequence[CellResult], slo_s: float, caption: str) -> Tab
                   f"{REFERENCE}'s at the same rate: below 1.00x is faster)", caption=caption)
     for col in ("workload", "nprobe", "rate/s", "variant", "mean s", "p50 s", "p95 s",
                 f"mean vs {REFERENCE}", "spec started", "adopted", "rolled back", "accuracy",
-                "tokens discarded", "warm searches"):
+                "tokens discarded", "held back", "warm searches"):
         table.add_column(col, justify="left" if col in ("workload", "variant") else "right")
     points = rate_points(rows)
     for _, group in groupby(points, key=lambda p: (p.workload, p.nprobe, p.rate)):
@@ -98,7 +100,7 @@ def latency_table(rows: Sequence[CellResult], slo_s: float, caption: str) -> Tab
                           f"{p.p50_s:.2f}", f"{p.p95_s:.2f}" + (" *" if p.p95_s > slo_s else ""),
                           _x(p.vs_reference), str(p.started), str(p.adopted),
                           str(p.rolled_back), _pct(p.accuracy), str(p.discarded_tokens),
-                          str(p.warm_searches), end_section=i == len(cell) - 1)
+                          str(p.held_back), str(p.warm_searches), end_section=i == len(cell) - 1)
     return table
 
 

@@ -85,10 +85,12 @@ class CellResult:
     speculation_hit_rate: float | None
     synthetic_share: float  # of the final passages handed to generations
     # Speculation's settlement (ragraph): speculative generations adopted and rolled back, the
-    # tokens the rolled-back ones decoded (what rollbacks cost), speculative retrievals run.
+    # tokens the rolled-back ones decoded (what rollbacks cost), the retrievals its backoff held
+    # back (`scheduler.backoff`), speculative retrievals run.
     speculation_adopted: int = 0
     rollbacks: int = 0
     rollback_tokens: int = 0
+    speculations_held_back: int = 0
     warm_searches: int = 0
     cpu_busy: float = 0.0  # process CPU time / (wall time x cores): 1.0 = every core saturated
     embed_busy: float = 0.0  # share of the wall time the (one-at-a-time) query embedder ran
@@ -271,6 +273,7 @@ def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: l
         synthetic_share=synthetic_share(outcomes),
         speculation_adopted=hits, rollbacks=sum(s.rollbacks for s in stats),
         rollback_tokens=sum(s.rollback_tokens for s in stats),
+        speculations_held_back=sum(s.speculations_held_back for s in stats),
         warm_searches=sum(s.warm_searches for s in stats),
         top_docs_share=document_popularity(outcomes),
         search_steps=sum(s.search_steps for s in stats),

@@ -14,6 +14,7 @@ from ragraph.runtime.llm.chat import Prompt, prompt_text
 from ragraph.runtime.llm.protocol import PromptSegments
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler.backoff import SpeculationBackoff
 from ragraph.runtime.scheduler.engine_gauge import EngineGauge
 from ragraph.runtime.scheduler.inbox import Generated, Inbox, Token
 from ragraph.runtime.scheduler.jobs import GenJob
@@ -39,6 +40,8 @@ class GenerationSide:
         self.recent = RecentPrompts(RECENT_PROMPTS)
         self._keys = itertools.count()
         self.gauge = EngineGauge()
+        # Which retrievals may speculate, from how the recent speculations settled.
+        self.backoff = SpeculationBackoff(counters, services.hooks)
 
     @property
     def load(self) -> int:
@@ -258,6 +261,7 @@ class GenerationSide:
     def _settled(self, spec: GenJob, adopted: bool) -> None:
         """Report a speculation's end, and trace it on its request's track from its start."""
         rid, origin = spec.req.rid, spec.origin
+        self.backoff.settled(adopted)
         self.s.hooks.speculation(rid, origin, adopted=adopted)
         self.s.tracer.add_span(spec.req.name, f"speculate {origin}", spec.started, clock(),
                                engine=False, outcome="adopted" if adopted else "rolled back",

@@ -160,6 +160,9 @@ class RetJob(Job[R]):
     hot_hits: int | None = None  # ... of them held by the accelerator tier (None: no tier)
     in_flight: bool = False
     waited: int = 0  # search steps in a row that gave it no cluster
+    # Met while speculation backed off: whether it explores (True) or is held back (False);
+    # None until then (`backoff.SpeculationBackoff.allows`).
+    explores: bool | None = None
 
     @property
     def origin(self) -> str:

@@ -41,7 +41,7 @@ class Lookahead:
             return  # the partial top-k did not change: keep the running speculation
         self.gen.drop_speculation(req, target.origin)
         if not policies.speculate_on(job.views, job.drift, self.cfg.spec_max_drift) \
-                or not self.gen.has_room():
+                or not self.gen.has_room() or not self.gen.backoff.allows(job):
             return
         try:
             partial = fanout.speculative_values(program, job, state.variables)

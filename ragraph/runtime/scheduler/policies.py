@@ -6,8 +6,9 @@ Numbers and equations come from HedraRAG (SOSP 2025) and RAGCache; see DESIGN.md
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -108,6 +109,60 @@ def adoption_rate(adopted: int, settled: int, prior: float = PRIOR_ADOPTION,
     if adopted < 0 or settled < adopted:
         raise ValueError("adopted must be within 0..settled")
     return (adopted + prior * weight) / (settled + weight)
+
+
+# Speculation's backoff. Under BACKOFF_ACCURACY more speculations are rolled back than adopted;
+# on the seeds index at nprobe 512, where accuracy fell to 25-50%, the search thread ran more
+# steps for partial results (79-98 against 69-88 without speculation at 10 req/s, 40-50 against
+# 28-31 at 16: docs/benchmarks/ablation.md#online-latency-against-the-arrival-rate).
+BACKOFF_ACCURACY = 0.5
+# Accuracy is judged over the last BACKOFF_WINDOW settlements, not the run's, so that speculation
+# comes back when load falls: those runs settled 5-13 speculations in a 12 s window, so a load
+# that passed is forgotten within about one. Under BACKOFF_MIN_SETTLED in the window nothing is
+# held back (the prior's weight in `adoption_rate`: one early rollback does not stop speculation).
+BACKOFF_WINDOW = 8
+BACKOFF_MIN_SETTLED = 4
+# While held back, one retrieval in EXPLORE_EVERY speculates anyway, so accuracy is still measured
+# (the window turns over at a quarter of its rate) while three in four stop costing steps. Every
+# EXPLORE_EVERY-th, not a random one: runs stay reproducible.
+EXPLORE_EVERY = 4
+
+
+@dataclass
+class Settlements:
+    """The outcomes (adopted or not) of the last `window` speculations to settle."""
+
+    window: int = BACKOFF_WINDOW
+    _recent: deque[bool] = field(default_factory=deque)
+
+    def add(self, adopted: bool) -> None:
+        self._recent.append(adopted)
+        if len(self._recent) > self.window:
+            self._recent.popleft()
+
+    @property
+    def adopted(self) -> int:
+        return sum(self._recent)
+
+    @property
+    def settled(self) -> int:
+        return len(self._recent)
+
+
+def backs_off(adopted: int, settled: int) -> bool:
+    """Whether speculation is held back: of the recent `settled` speculations (at least
+    `BACKOFF_MIN_SETTLED`), under `BACKOFF_ACCURACY` were adopted."""
+    if adopted < 0 or settled < adopted:
+        raise ValueError("adopted must be within 0..settled")
+    return settled >= BACKOFF_MIN_SETTLED and adopted < BACKOFF_ACCURACY * settled
+
+
+def explores(opportunity: int) -> bool:
+    """Whether the retrieval that is the `opportunity`-th (from 0) to be held back speculates
+    anyway: one in `EXPLORE_EVERY`, the first at once."""
+    if opportunity < 0:
+        raise ValueError("opportunity must be non-negative")
+    return opportunity % EXPLORE_EVERY == 0
 
 
 def embed_batch_size(per_query_ms: float | None, mean_retrieval_ms: float | None,

@@ -18,6 +18,7 @@ from ragraph.runtime.executors.base import Services, clock
 from ragraph.runtime.outcome import RunStats
 from ragraph.runtime.retrieval.ivf.cost import SearchCostModel
 from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler.backoff import SpeculationBackoff
 from ragraph.runtime.scheduler.fanout import count_shared
 from ragraph.runtime.scheduler.inbox import Inbox, PrepareDone, Retrieved, StepDone
 from ragraph.runtime.scheduler.jobs import RetJob
@@ -52,7 +53,7 @@ MAX_EMBED_BATCH = 64
 class RetrievalSide:
     def __init__(self, services: Services, cost: SearchCostModel, counters: RunStats, inbox: Inbox,
                  initial_beta_ms: float, budget_ms: float | None,
-                 may_speculate: Callable[[], bool],
+                 may_speculate: Callable[[], bool], backoff: SpeculationBackoff,
                  feed_cap: Callable[[int, float | None, float | None], int | None] =
                  lambda _last, _query, _search: None,
                  release: str = "step",
@@ -61,6 +62,8 @@ class RetrievalSide:
         self.s, self.cost, self.n, self.inbox = services, cost, counters, inbox
         # Partial top-k passages are looked up only while a speculation could start on them.
         self.may_speculate = may_speculate
+        # ... and only for the retrievals speculation's backoff allows (`SpeculationBackoff`).
+        self.backoff = backoff
         # The cap on a batch that the LLM engine would wait on (`GenerationSide.feed_cap`).
         self.feed_cap = feed_cap
         # When prompts go to the engine (`policies.stream_prompts`), from the search thread's
@@ -245,7 +248,7 @@ class RetrievalSide:
             # retrievals: whole searches in the first step held 64 retrievals for 0.8 s.
             self.t_r.add(sum(self.cost.clusters_ms(j.remaining) for j in jobs) / len(jobs))
         spare = self.may_speculate()
-        items = [j.scan_item(spare and j.may_speculate) for j in jobs]
+        items = [j.scan_item(spare and j.may_speculate and self.backoff.allows(j)) for j in jobs]
         for j in jobs:
             j.in_flight = True
         self._cycle_started = clock()
@@ -334,10 +337,8 @@ class RetrievalSide:
         its split does not pay (`policies.split_pays`)."""
         if self.fixed_budget_ms is not None:
             return None
-        n = self.n
-        adoption = policies.adoption_rate(n.speculation_hits, n.speculation_hits + n.rollbacks)
         return SplitCheck(waiting=len(self.to_prepare), beta_ms=self.beta.value or 0.0,
-                          adoption=adoption)
+                          adoption=self.backoff.adoption)
 
     def _budget_ms(self, backlog_ms: float) -> float:
         if self.fixed_budget_ms is not None:

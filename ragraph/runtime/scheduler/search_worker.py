@@ -92,8 +92,8 @@ class SplitCheck:
 
     waiting: int = 0
     beta_ms: float = 0.0
-    # The share of speculations adopted (`policies.adoption_rate`): what a partial top-k that
-    # may start a speculative generation is worth to a split.
+    # The share of the recent speculations adopted (`SpeculationBackoff.adoption`): what a
+    # partial top-k that may start a speculative generation is worth to a split.
     adoption: float = 0.0
 
 

@@ -74,7 +74,7 @@ class _Run:
         self.n = RunStats()  # the sides count into it as they go
         self.gen = GenerationSide(services, config.concurrency, config.tau, self.n, self.inbox)
         self.ret = RetrievalSide(services, cost, self.n, self.inbox, config.initial_beta_ms,
-                                 config.budget_ms, self.gen.has_room,
+                                 config.budget_ms, self.gen.has_room, self.gen.backoff,
                                  self.gen.feed_cap, config.release, self.gen.engine_share,
                                  self.gen.engine_alone)
         self.units = Units(services, config, self.gen, self.ret, self.inbox, self.queues)
