@@ -200,8 +200,9 @@ async def run(config: BenchConfig, console: Console) -> BenchReport:
 
 
 def _scan_note(search) -> list[str]:  # noqa: ANN001 - SearchService
-    """How this machine's steps scan shared lists, where the engine timed it."""
-    rule = search.list_rule
+    """How this machine's steps scan shared lists, where the engine timed it (a search served
+    elsewhere has no rule here)."""
+    rule = getattr(search, "list_rule", None)
     if rule is None or rule.trial is None:
         return []
     return [rule.trial.describe(rule.min_sharing)]
