@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from ragraph.runtime.events import RunEvent, RunHooks, SpeculationHeldBack
 from ragraph.runtime.outcome import RunStats
-from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler import speculation_rules
 from ragraph.runtime.scheduler.backoff import SpeculationBackoff
 
 
@@ -37,17 +37,17 @@ def settled(backoff: SpeculationBackoff, *outcomes: bool) -> SpeculationBackoff:
 
 def test_every_retrieval_may_speculate_before_enough_settled():
     n = RunStats()
-    backoff = settled(backoff_of(n), *[False] * (policies.BACKOFF_MIN_SETTLED - 1))
+    backoff = settled(backoff_of(n), *[False] * (speculation_rules.BACKOFF_MIN_SETTLED - 1))
     assert all(backoff.allows(retrieval()) for _ in range(10))
     assert n.speculations_held_back == 0
 
 
 def test_low_accuracy_holds_back_all_but_one_retrieval_in_n():
     n, seen = RunStats(), Seen()
-    backoff = settled(backoff_of(n, seen), *[False] * policies.BACKOFF_WINDOW)
-    jobs = [retrieval(f"r{i}") for i in range(2 * policies.EXPLORE_EVERY)]
+    backoff = settled(backoff_of(n, seen), *[False] * speculation_rules.BACKOFF_WINDOW)
+    jobs = [retrieval(f"r{i}") for i in range(2 * speculation_rules.EXPLORE_EVERY)]
     allowed = [backoff.allows(j) for j in jobs]
-    assert allowed == [policies.explores(i) for i in range(len(jobs))]
+    assert allowed == [speculation_rules.explores(i) for i in range(len(jobs))]
     assert n.speculations_held_back == len(jobs) - 2
     # Each one held back is reported (for /metrics), the explorers are not.
     assert seen.events == [SpeculationHeldBack(f"r{i}", "answer")
@@ -59,12 +59,12 @@ def test_low_accuracy_holds_back_all_but_one_retrieval_in_n():
 
 def test_speculation_comes_back_when_the_recent_ones_are_adopted():
     n = RunStats()
-    backoff = settled(backoff_of(n), *[False] * policies.BACKOFF_WINDOW)
-    held = [retrieval() for _ in range(policies.EXPLORE_EVERY)]
+    backoff = settled(backoff_of(n), *[False] * speculation_rules.BACKOFF_WINDOW)
+    held = [retrieval() for _ in range(speculation_rules.EXPLORE_EVERY)]
     assert not all(backoff.allows(j) for j in held)
-    settled(backoff, *[True] * (policies.BACKOFF_WINDOW // 2))
+    settled(backoff, *[True] * (speculation_rules.BACKOFF_WINDOW // 2))
     assert all(backoff.allows(j) for j in held)  # those held back before may speculate again
-    assert backoff.adoption > policies.adoption_rate(0, policies.BACKOFF_WINDOW)
+    assert backoff.adoption > speculation_rules.adoption_rate(0, speculation_rules.BACKOFF_WINDOW)
 
 
 def test_the_run_summary_says_what_was_held_back_only_when_any_was():

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from ragraph.runtime.scheduler import policies as p
+from ragraph.runtime.scheduler import speculation_rules as sr
 
 
 def test_budget_is_sqrt_two_beta_tr():
@@ -36,9 +37,9 @@ def test_speculation_only_under_the_utilization_threshold():
 
 
 def test_drift_is_zero_when_the_partial_topk_is_stable():
-    assert p.topk_drift([1, 2, 3], [3, 2, 1]) == 0.0
-    assert p.topk_drift([1, 2], [3, 4]) == 1.0
-    assert p.topk_drift([1, 2, 3, 4], [1, 2, 3, 5]) == pytest.approx(1 - 3 / 5)
+    assert sr.topk_drift([1, 2, 3], [3, 2, 1]) == 0.0
+    assert sr.topk_drift([1, 2], [3, 4]) == 1.0
+    assert sr.topk_drift([1, 2, 3, 4], [1, 2, 3, 5]) == pytest.approx(1 - 3 / 5)
 
 
 def test_prefill_order_prefers_cached_prefixes_but_never_starves():
@@ -179,55 +180,55 @@ def test_a_split_pays_for_one_retrieval_whose_partial_top_k_may_start_its_genera
 
 
 def test_adoption_rate_starts_at_the_prior_and_follows_the_settlements():
-    assert p.adoption_rate(0, 0) == p.PRIOR_ADOPTION
-    assert 0 < p.adoption_rate(0, 1) < p.PRIOR_ADOPTION  # one rollback does not stop speculation
-    assert p.adoption_rate(90, 100) == pytest.approx(0.885, abs=0.01)
+    assert sr.adoption_rate(0, 0) == sr.PRIOR_ADOPTION
+    assert 0 < sr.adoption_rate(0, 1) < sr.PRIOR_ADOPTION  # one rollback does not stop speculation
+    assert sr.adoption_rate(90, 100) == pytest.approx(0.885, abs=0.01)
     with pytest.raises(ValueError):
-        p.adoption_rate(3, 2)
+        sr.adoption_rate(3, 2)
 
 
 def test_speculation_backs_off_under_one_half_adopted_once_enough_settled():
-    assert not p.backs_off(0, 0)  # the prior: nothing settled, speculation stays on
-    assert not p.backs_off(0, p.BACKOFF_MIN_SETTLED - 1)  # a few early rollbacks do not stop it
-    assert p.backs_off(0, p.BACKOFF_MIN_SETTLED)
-    assert p.backs_off(3, 8)  # 37.5% adopted
-    assert not p.backs_off(4, 8)  # one half is enough
-    assert not p.backs_off(8, 8)
+    assert not sr.backs_off(0, 0)  # the prior: nothing settled, speculation stays on
+    assert not sr.backs_off(0, sr.BACKOFF_MIN_SETTLED - 1)  # a few early rollbacks do not stop it
+    assert sr.backs_off(0, sr.BACKOFF_MIN_SETTLED)
+    assert sr.backs_off(3, 8)  # 37.5% adopted
+    assert not sr.backs_off(4, 8)  # one half is enough
+    assert not sr.backs_off(8, 8)
     with pytest.raises(ValueError):
-        p.backs_off(3, 2)
+        sr.backs_off(3, 2)
 
 
 def test_held_back_retrievals_explore_one_in_n_deterministically():
-    chosen = [i for i in range(3 * p.EXPLORE_EVERY) if p.explores(i)]
-    assert chosen == [0, p.EXPLORE_EVERY, 2 * p.EXPLORE_EVERY]  # the first at once, no dice
+    chosen = [i for i in range(3 * sr.EXPLORE_EVERY) if sr.explores(i)]
+    assert chosen == [0, sr.EXPLORE_EVERY, 2 * sr.EXPLORE_EVERY]  # the first at once, no dice
     with pytest.raises(ValueError):
-        p.explores(-1)
+        sr.explores(-1)
 
 
 def test_settlements_keep_a_recent_window_so_speculation_recovers():
-    recent = p.Settlements(window=8)
+    recent = sr.Settlements(window=8)
     for _ in range(8):
         recent.add(False)
-    assert p.backs_off(recent.adopted, recent.settled)
+    assert sr.backs_off(recent.adopted, recent.settled)
     for adopted in range(1, 5):  # accurate again: each adoption pushes a rollback out
         recent.add(True)
         assert (recent.adopted, recent.settled) == (adopted, 8)
-    assert not p.backs_off(recent.adopted, recent.settled)  # 4 of the last 8: on again
+    assert not sr.backs_off(recent.adopted, recent.settled)  # 4 of the last 8: on again
 
 
 def test_the_first_partial_top_k_may_be_speculated_on_later_ones_only_when_settled():
-    assert p.speculate_on(views=1, drift=1.0, max_drift=0.0)  # nothing before it to drift from
-    assert not p.speculate_on(views=2, drift=0.4, max_drift=0.0)  # it changed: wait
-    assert p.speculate_on(views=3, drift=0.0, max_drift=0.0)  # unchanged over the last step
-    assert p.speculate_on(views=2, drift=0.4, max_drift=0.5)
+    assert sr.speculate_on(views=1, drift=1.0, max_drift=0.0)  # nothing before it to drift from
+    assert not sr.speculate_on(views=2, drift=0.4, max_drift=0.0)  # it changed: wait
+    assert sr.speculate_on(views=3, drift=0.0, max_drift=0.0)  # unchanged over the last step
+    assert sr.speculate_on(views=2, drift=0.4, max_drift=0.5)
 
 
 def test_a_partial_top_k_counts_for_speculation_past_a_share_of_the_probe_list():
-    share = p.SPECULATE_AFTER_SHARE
-    assert not p.counts_for_speculation(searched=int(share * 256) - 1, probed=256)
-    assert p.counts_for_speculation(searched=int(share * 256), probed=256)
-    assert not p.counts_for_speculation(searched=0, probed=0)
-    assert not p.speculate_on(views=0, drift=0.0, max_drift=0.0)  # none past the share yet
+    share = sr.SPECULATE_AFTER_SHARE
+    assert not sr.counts_for_speculation(searched=int(share * 256) - 1, probed=256)
+    assert sr.counts_for_speculation(searched=int(share * 256), probed=256)
+    assert not sr.counts_for_speculation(searched=0, probed=0)
+    assert not sr.speculate_on(views=0, drift=0.0, max_drift=0.0)  # none past the share yet
 
 
 def test_engine_order_puts_the_critical_path_first_then_the_shortest_prefill_left():

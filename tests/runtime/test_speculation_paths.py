@@ -25,7 +25,7 @@ from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 from ragraph.runtime.request import Request
-from ragraph.runtime.scheduler import policies
+from ragraph.runtime.scheduler import speculation_rules
 from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.trace import Tracer
 from tests.runtime import fakes, workflows
@@ -158,12 +158,12 @@ def test_speculation_held_back_while_partial_top_ks_keep_changing():
     spec, _ = run(retrieve_then_answer(), search, "-O2", requests=requests, concurrency=1)
     plain, _ = run(retrieve_then_answer(), search, "-O0", requests=requests, concurrency=1)
     assert answers(spec) == answers(plain)
-    after = requests - policies.BACKOFF_MIN_SETTLED
-    explored = sum(policies.explores(i) for i in range(after))
+    after = requests - speculation_rules.BACKOFF_MIN_SETTLED
+    explored = sum(speculation_rules.explores(i) for i in range(after))
     st = spec.stats
     assert st.speculations_held_back == after - explored
     assert (st.speculations, st.speculation_hits, st.rollbacks) == (
-        policies.BACKOFF_MIN_SETTLED + explored, 0, policies.BACKOFF_MIN_SETTLED + explored)
+        speculation_rules.BACKOFF_MIN_SETTLED + explored, 0, speculation_rules.BACKOFF_MIN_SETTLED + explored)
 
 
 @pytest.mark.parametrize("passes, warmed", [("-O2", 1),

@@ -32,7 +32,7 @@ class SchedulerConfig:
     initial_beta_ms: float = 0.3  # per-sub-stage overhead before it is measured
     # Speculate on a retrieval's first partial top-k, and on a later one only once it changed
     # at most this much over the last step (1 - Jaccard): an unsettled partial result is usually
-    # rolled back, wasting engine time (`policies.speculate_on`).
+    # rolled back, wasting engine time (`speculation_rules.speculate_on`).
     spec_max_drift: float = 0.0
     # One of RELEASES; "step" until "auto" is measured ahead (docs/benchmarks/seeds.md).
     release: str = "step"

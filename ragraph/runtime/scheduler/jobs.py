@@ -27,8 +27,8 @@ from ragraph.runtime.llm.protocol import GenerationResult, PromptSegments
 from ragraph.runtime.llm.stream import GenerationStream
 from ragraph.runtime.request import RequestState
 from ragraph.runtime.retrieval.protocol import TopK
-from ragraph.runtime.scheduler.policies import counts_for_speculation, topk_drift
 from ragraph.runtime.scheduler.search_worker import PreparedQuery, ScanItem, ScanResult
+from ragraph.runtime.scheduler.speculation_rules import counts_for_speculation, topk_drift
 
 
 class Holder(Protocol):
@@ -153,7 +153,7 @@ class RetJob(Job[R]):
     passages: Passages | None = None
     drift: float = 1.0
     # Partial top-k results looked up past the share that may be speculated on
-    # (`policies.counts_for_speculation`).
+    # (`speculation_rules.counts_for_speculation`).
     views: int = 0
     steps: int = 0
     clusters: int = 0  # clusters searched so far

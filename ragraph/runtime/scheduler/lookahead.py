@@ -13,7 +13,7 @@ from ragraph.ir.control import choose_edge
 from ragraph.program.program import GenerationChain
 from ragraph.runtime import effects
 from ragraph.runtime.executors.base import Services, clock
-from ragraph.runtime.scheduler import fanout, policies
+from ragraph.runtime.scheduler import fanout, policies, speculation_rules
 from ragraph.runtime.scheduler.generation_side import GenerationSide
 from ragraph.runtime.scheduler.inbox import Inbox, PrefetchDone
 from ragraph.runtime.scheduler.jobs import GenJob, RetJob
@@ -40,7 +40,7 @@ class Lookahead:
         if target.origin in req.speculative and job.drift == 0.0:
             return  # the partial top-k did not change: keep the running speculation
         self.gen.drop_speculation(req, target.origin)
-        if not policies.speculate_on(job.views, job.drift, self.cfg.spec_max_drift) \
+        if not speculation_rules.speculate_on(job.views, job.drift, self.cfg.spec_max_drift) \
                 or not self.gen.has_room() or not self.gen.backoff.allows(job):
             return
         try:
