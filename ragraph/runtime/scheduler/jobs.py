@@ -148,6 +148,10 @@ class RetJob(Job[R]):
     vector: np.ndarray | None = None
     probe: np.ndarray | None = None
     remaining: tuple[int, ...] = ()
+    # Where its search latency went (its trace span says): when it was embedded and probed,
+    # and the seconds of the search steps that scanned its clusters.
+    embedded_at: float | None = None
+    scanning_s: float = 0.0
     partials: list[TopK] = field(default_factory=list)
     partial_passages: Passages | None = None
     passages: Passages | None = None

@@ -1,0 +1,71 @@
+"""What the requests' retrievals took, from the per-request trace spans every executor records
+(`retrieve <node>`, from the query ready to its top-k): their share of the requests' time, and
+the search latency itself, HedraRAG's measure of its sub-stages (its Fig. 16).
+
+ragraph's search side says on each span where the time went (`embed_s`: until the query was
+embedded and probed, waiting for the search thread included; `scan_s`: in the search steps that
+scanned its clusters); the rest is waiting between them, for the steps and embedding batches of
+other retrievals. The baselines' spans carry no parts: their search is one call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+from ragraph.runtime.outcome import Outcome, percentile
+from ragraph.runtime.trace import Tracer, TraceSpan
+
+
+@dataclass(frozen=True)
+class SearchLatency:
+    """A run's retrievals, from each one's query ready to its top-k (seconds)."""
+
+    count: int
+    mean_s: float
+    p50_s: float
+    p95_s: float
+    # Means of the parts (None where a span does not say them): embedded and probed, scanning
+    # in the steps that searched it, and the rest (waiting for other retrievals' work).
+    embed_s: float | None = None
+    scan_s: float | None = None
+    wait_s: float | None = None
+
+
+def retrieval_spans(tracer: Tracer, outcomes: Sequence[Outcome]) -> list[TraceSpan]:
+    """The retrievals of `outcomes`' requests (speculative ones, named `warm`, left out)."""
+    rids = {o.rid for o in outcomes}
+    return [s for s in tracer.spans() if s.track in rids and s.name.startswith("retrieve")]
+
+
+def retrieval_share(tracer: Tracer, outcomes: Sequence[Outcome]) -> float | None:
+    """Time the requests spent in retrieval nodes (queueing for the search engine included) over
+    their whole time."""
+    total = sum(o.latency for o in outcomes)
+    if total <= 0:
+        return None
+    spans = retrieval_spans(tracer, outcomes)
+    return sum(s.end - s.start for s in spans) / total if spans else None
+
+
+def search_latency(tracer: Tracer, outcomes: Sequence[Outcome]) -> SearchLatency | None:
+    """The search latency of the requests' retrievals (None: no retrieval traced)."""
+    spans = retrieval_spans(tracer, outcomes)
+    if not spans:
+        return None
+    took = [s.end - s.start for s in spans]
+    parted = all("embed_s" in s.args and "scan_s" in s.args for s in spans)
+    embed = _mean([s.args["embed_s"] for s in spans]) if parted else None
+    scan = _mean([s.args["scan_s"] for s in spans]) if parted else None
+    wait = None if embed is None or scan is None else max(_mean(took) - embed - scan, 0.0)
+    return SearchLatency(len(took), _mean(took), percentile(took, 50, 0.0),
+                         percentile(took, 95, 0.0), embed, scan, wait)
+
+
+def search_columns(latency: SearchLatency | None) -> dict[str, float | int | None]:
+    """Flat CSV and JSON columns (`search_mean_s`, ...): None where nothing was traced."""
+    return {f"search_{f.name}": None if latency is None else getattr(latency, f.name)
+            for f in fields(SearchLatency)}
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
