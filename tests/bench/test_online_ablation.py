@@ -93,7 +93,7 @@ def test_online_ablation_writes_a_row_per_variant_and_rate_with_speculation_coun
         if w["executor"] == "sequential":
             assert w["search_scan_s"] == "" and w["search_wait_s"] == ""
         else:
-            parts = sum(float(w[f"search_{p}_s"]) for p in ("embed", "scan", "wait"))
+            parts = sum(float(w[f"search_{p}_s"]) for p in ("queue", "embed", "scan", "wait"))
             assert float(w["search_scan_s"]) > 0
             assert parts == pytest.approx(float(w["search_mean_s"]))
     console = Console(record=True, width=240)

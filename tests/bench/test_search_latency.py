@@ -24,9 +24,10 @@ def outcome(rid: str, latency: float) -> Outcome:
 def traced(parts: bool = True) -> Tracer:
     tracer = Tracer(clock=lambda: 0.0)
     # Three retrievals of two requests: 0.1 s, 0.2 s and 0.6 s from the query to the top-k.
-    for rid, start, end, embed, scan in (("a", 0.0, 0.1, 0.02, 0.05), ("a", 1.0, 1.2, 0.05, 0.1),
-                                         ("b", 0.3, 0.9, 0.1, 0.2)):
-        args = {"embed_s": embed, "scan_s": scan} if parts else {}
+    for rid, start, end, queue, embed, scan in (
+            ("a", 0.0, 0.1, 0.01, 0.01, 0.05), ("a", 1.0, 1.2, 0.03, 0.02, 0.1),
+            ("b", 0.3, 0.9, 0.3, 0.05, 0.2)):
+        args = {"queue_s": queue, "embed_s": embed, "scan_s": scan} if parts else {}
         tracer.add_span(rid, "retrieve search", start, end, engine=False, **args)
     tracer.add_span("a", "warm search", 0.0, 5.0, engine=False)  # speculative: not a retrieval
     tracer.add_span("a", "generate answer", 0.2, 1.0, engine=False)
@@ -41,22 +42,24 @@ def test_search_latency_is_each_retrievals_time_from_its_query_to_its_top_k():
     assert got.mean_s == pytest.approx(0.3)
     assert got.p50_s == pytest.approx(0.2)
     assert got.p95_s == pytest.approx(0.56)  # numpy's linear interpolation, as every report
-    assert got.embed_s == pytest.approx(0.17 / 3) and got.scan_s == pytest.approx(0.35 / 3)
-    assert got.wait_s == pytest.approx(0.3 - 0.52 / 3)  # the rest: waiting for others' work
+    assert got.queue_s == pytest.approx(0.34 / 3) and got.embed_s == pytest.approx(0.08 / 3)
+    assert got.scan_s == pytest.approx(0.35 / 3)
+    assert got.wait_s == pytest.approx(0.3 - 0.77 / 3)  # the rest: waiting between its steps
 
 
 def test_spans_without_parts_give_the_latency_alone_and_no_spans_give_none():
     outcomes = [outcome("a", 1.5), outcome("b", 1.0)]
     whole = search_latency(traced(parts=False), outcomes)
     assert whole is not None and whole.mean_s == pytest.approx(0.3)
-    assert (whole.embed_s, whole.scan_s, whole.wait_s) == (None, None, None)
+    assert (whole.queue_s, whole.embed_s, whole.scan_s, whole.wait_s) == (None,) * 4
     assert search_latency(Tracer(), outcomes) is None
     assert retrieval_share(traced(), outcomes) == pytest.approx(0.9 / 2.5)
 
 
 def test_the_columns_are_flat_and_named_after_the_fields():
-    latency = SearchLatency(3, 0.3, 0.2, 0.56, 0.05, 0.1, 0.15)
+    latency = SearchLatency(3, 0.3, 0.2, 0.56, 0.04, 0.01, 0.1, 0.15)
     assert search_columns(latency) == {
         "search_count": 3, "search_mean_s": 0.3, "search_p50_s": 0.2, "search_p95_s": 0.56,
-        "search_embed_s": 0.05, "search_scan_s": 0.1, "search_wait_s": 0.15}
+        "search_queue_s": 0.04, "search_embed_s": 0.01, "search_scan_s": 0.1,
+        "search_wait_s": 0.15}
     assert set(search_columns(None).values()) == {None}

@@ -1,6 +1,7 @@
 """A retrieval's trace span says where its search latency went (`bench.measure.search_latency`
-reads it): the seconds until its query was embedded and probed, and the seconds of the search
-steps that scanned its clusters, whole searches (-O0) or sub-stages (split-stages) alike."""
+reads it): the seconds its query queued for the search thread, those of its embedding batch,
+and those of the search steps that scanned its clusters, whole searches (-O0) or sub-stages
+(split-stages) alike."""
 
 from __future__ import annotations
 
@@ -45,6 +46,6 @@ def test_a_retrievals_span_holds_its_embedding_and_scanning_seconds(passes, budg
     spans = [s for s in traced(passes, budget_ms).spans() if s.name == "retrieve search"]
     assert len(spans) == 8  # one per request
     for span in spans:
-        embed, scan = span.args["embed_s"], span.args["scan_s"]
-        assert embed > 0 and scan > 0  # every query is embedded, then scanned in some step
-        assert embed + scan <= span.end - span.start + 1e-9  # parts of its time, not more
+        queue, embed, scan = span.args["queue_s"], span.args["embed_s"], span.args["scan_s"]
+        assert queue >= 0 and embed > 0 and scan > 0  # embedded, then scanned in some step
+        assert queue + embed + scan <= span.end - span.start + 1e-9  # parts of it, not more

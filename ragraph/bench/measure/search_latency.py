@@ -2,18 +2,22 @@
 (`retrieve <node>`, from the query ready to its top-k): their share of the requests' time, and
 the search latency itself, HedraRAG's measure of its sub-stages (its Fig. 16).
 
-ragraph's search side says on each span where the time went (`embed_s`: until the query was
-embedded and probed, waiting for the search thread included; `scan_s`: in the search steps that
-scanned its clusters); the rest is waiting between them, for the steps and embedding batches of
-other retrievals. The baselines' spans carry no parts: their search is one call."""
+ragraph's search side says on each span where the time went (`queue_s`: waiting for the search
+thread before its query's embedding batch, behind the step or batch running; `embed_s`: that
+batch's embedding and probing; `scan_s`: the search steps that scanned its clusters); the rest
+is waiting between its steps, for other retrievals' steps and batches. The baselines' spans
+carry no parts: their search is one call."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from ragraph.runtime.outcome import Outcome, percentile
 from ragraph.runtime.trace import Tracer, TraceSpan
+
+# The parts of a retrieval's time its span says, in seconds (ragraph's search side).
+PARTS = ("queue_s", "embed_s", "scan_s")
 
 
 @dataclass(frozen=True)
@@ -24,8 +28,9 @@ class SearchLatency:
     mean_s: float
     p50_s: float
     p95_s: float
-    # Means of the parts (None where a span does not say them): embedded and probed, scanning
-    # in the steps that searched it, and the rest (waiting for other retrievals' work).
+    # Means of the parts (None where a span does not say them): queueing for the search thread,
+    # embedding, scanning in the steps that searched it, and the rest (waiting between steps).
+    queue_s: float | None = None
     embed_s: float | None = None
     scan_s: float | None = None
     wait_s: float | None = None
@@ -53,12 +58,13 @@ def search_latency(tracer: Tracer, outcomes: Sequence[Outcome]) -> SearchLatency
     if not spans:
         return None
     took = [s.end - s.start for s in spans]
-    parted = all("embed_s" in s.args and "scan_s" in s.args for s in spans)
-    embed = _mean([s.args["embed_s"] for s in spans]) if parted else None
-    scan = _mean([s.args["scan_s"] for s in spans]) if parted else None
-    wait = None if embed is None or scan is None else max(_mean(took) - embed - scan, 0.0)
-    return SearchLatency(len(took), _mean(took), percentile(took, 50, 0.0),
-                         percentile(took, 95, 0.0), embed, scan, wait)
+    latency = SearchLatency(len(took), _mean(took), percentile(took, 50, 0.0),
+                            percentile(took, 95, 0.0))
+    if not all(part in s.args for s in spans for part in PARTS):
+        return latency
+    queue, embed, scan = (_mean([s.args[part] for s in spans]) for part in PARTS)
+    return replace(latency, queue_s=queue, embed_s=embed, scan_s=scan,
+                   wait_s=max(latency.mean_s - queue - embed - scan, 0.0))
 
 
 def search_columns(latency: SearchLatency | None) -> dict[str, float | int | None]:

@@ -149,8 +149,9 @@ class RetJob(Job[R]):
     probe: np.ndarray | None = None
     remaining: tuple[int, ...] = ()
     # Where its search latency went (its trace span says): when it was embedded and probed,
-    # and the seconds of the search steps that scanned its clusters.
+    # the seconds its embedding batch took, and those of the search steps that scanned it.
     embedded_at: float | None = None
+    embedding_s: float = 0.0
     scanning_s: float = 0.0
     partials: list[TopK] = field(default_factory=list)
     partial_passages: Passages | None = None

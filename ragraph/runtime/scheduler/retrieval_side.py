@@ -176,7 +176,7 @@ class RetrievalSide:
         self.preparing = None
         if event.future.cancelled():  # the run is closing
             return []
-        error = event.future.exception()
+        error, seconds = event.future.exception(), 0.0
         if error is None:
             outcomes, seconds = event.future.result()
             self.busy_s += seconds
@@ -192,7 +192,7 @@ class RetrievalSide:
                 self.jobs.pop(key)
             else:
                 job.take(outcome)
-                job.embedded_at = clock()
+                job.embedded_at, job.embedding_s = clock(), seconds
             out.append((job, outcome))
         return out
 
@@ -330,8 +330,9 @@ class RetrievalSide:
         # A speculative retrieval's span says what it warmed: the real one's cluster order.
         what = "warm" if job.warm_only else "retrieve"
         embedded = job.embedded_at if job.embedded_at is not None else job.started
+        queued = max(embedded - job.started - job.embedding_s, 0.0)
         self.s.tracer.add_span(job.req.name, f"{what} {job.origin}", job.started, clock(),
-                               engine=False, embed_s=embedded - job.started,
+                               engine=False, queue_s=queued, embed_s=job.embedding_s,
                                scan_s=job.scanning_s)
 
     def _split_check(self) -> SplitCheck | None:
