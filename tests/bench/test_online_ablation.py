@@ -125,3 +125,16 @@ def test_rate_points_compare_with_O0_and_find_the_highest_rate_within_the_slo():
     best = highest_rate_within(points, slo_s=10.0)
     assert best[("irg", 256, "-O0")] == 2.0  # its p95 passed the SLO at 4/s
     assert best[("irg", 256, "-O2")] == 4.0  # a failed request disqualifies 8/s
+
+
+def test_a_fixed_sub_stage_budget_reaches_every_run(tmp_path: Path):
+    """--budget-ms (or a --config file's) forces split-stages' sub-stages, so the bench can
+    measure the split where the adaptive rule would take whole steps."""
+    assert parsed("--ablation", "--rates", "2", "--budget-ms", "15").run.scheduler.budget_ms == 15
+    assert parsed("--ablation", "--rates", "2").run.scheduler.budget_ms is None  # adaptive
+    path = tmp_path / "budget.toml"
+    path.write_text("[scheduler]\nbudget_ms = 20\n", encoding="utf-8")
+    assert parsed("--config", str(path)).run.scheduler.budget_ms == 20
+    with pytest.raises(ConfigError) as err:
+        parsed("--budget-ms", "0")
+    assert err.value.field == "--budget-ms"
