@@ -11,6 +11,7 @@ from itertools import groupby
 
 from rich.table import Table
 
+from ragraph.bench.measure.search_latency import SearchLatency
 from ragraph.bench.run.cells import CellResult
 
 REFERENCE = "-O0"  # what every variant's latency is compared with
@@ -34,9 +35,7 @@ class RatePoint:
     discarded_tokens: int
     warm_searches: int
     errors: int
-    # The retrievals' search latency, from the query ready to its top-k (None: none traced).
-    search_mean_s: float | None = None
-    search_p95_s: float | None = None
+    search: SearchLatency | None = None  # its retrievals' (None: none traced)
 
     @property
     def accuracy(self) -> float | None:
@@ -55,9 +54,7 @@ def rate_points(rows: Sequence[CellResult]) -> list[RatePoint]:
                              r.summary.mean_s, r.summary.p50_s, r.summary.p95_s,
                              r.summary.mean_s / ref if ref else None, r.speculations,
                              r.speculation_adopted, r.rollbacks, r.rollback_tokens,
-                             r.warm_searches, r.summary.errors,
-                             r.search.mean_s if r.search else None,
-                             r.search.p95_s if r.search else None))
+                             r.warm_searches, r.summary.errors, r.search))
     order = {v: i for i, v in enumerate(dict.fromkeys(p.variant for p in out))}
     return sorted(out, key=lambda p: (p.workload, p.nprobe, p.rate, order[p.variant]))
 
@@ -82,8 +79,8 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
-def _s(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
+def _seconds(latency: SearchLatency | None, field: str) -> str:
+    return "-" if latency is None else f"{getattr(latency, field):.3f}"
 
 
 def _x(value: float | None) -> str:
@@ -107,7 +104,8 @@ def latency_table(rows: Sequence[CellResult], slo_s: float, caption: str) -> Tab
             table.add_row(p.workload if first else "", str(p.nprobe) if first else "",
                           f"{p.rate:g}" if first else "", p.variant, f"{p.mean_s:.2f}",
                           f"{p.p50_s:.2f}", f"{p.p95_s:.2f}" + (" *" if p.p95_s > slo_s else ""),
-                          _x(p.vs_reference), _s(p.search_mean_s), _s(p.search_p95_s),
+                          _x(p.vs_reference), _seconds(p.search, "mean_s"),
+                          _seconds(p.search, "p95_s"),
                           str(p.started), str(p.adopted), str(p.rolled_back),
                           _pct(p.accuracy), str(p.discarded_tokens),
                           str(p.warm_searches), end_section=i == len(cell) - 1)
