@@ -98,6 +98,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_thread_flags(p)
     add_model_flags(p)
     p.add_argument("--passes", help="ragraph pass pipeline (-O2)")
+    p.add_argument("--budget-ms", type=float, metavar="MS",
+                   help="a fixed time budget per retrieval sub-stage: split-stages' searches "
+                   "are always cut into steps of about MS (default: adaptive, a step is split "
+                   "only where `policies.split_pays`); docs/benchmarks/ablation.md"
+                   "#split-stages-under-one-by-one-arrivals-2026-11-29")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--traffic", default="uniform", metavar="uniform|zipf:ALPHA",
                    help="which questions each run asks: uniform (each question in turn; "

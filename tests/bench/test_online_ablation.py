@@ -88,10 +88,21 @@ def test_online_ablation_writes_a_row_per_variant_and_rate_with_speculation_coun
         assert int(w["speculations"]) >= int(w["speculation_adopted"]) + int(w["rollbacks"])
         assert int(w["rollback_tokens"]) >= 0 and int(w["warm_searches"]) >= 0
         assert int(w["speculations_held_back"]) >= 0
+        # The search latency, from the traces: ragraph's search side says where it went (the
+        # parts add up to it); the thread pool's search is one call.
+        assert float(w["search_mean_s"]) > 0 and int(w["search_count"]) >= 1
+        assert float(w["search_p95_s"]) >= float(w["search_p50_s"])
+        if w["executor"] == "sequential":
+            assert w["search_scan_s"] == "" and w["search_wait_s"] == ""
+        else:
+            parts = sum(float(w[f"search_{p}_s"]) for p in ("queue", "embed", "scan", "wait"))
+            assert float(w["search_scan_s"]) > 0
+            assert parts == pytest.approx(float(w["search_mean_s"]))
     console = Console(record=True, width=240)
     report.print_all(console, rows, config.slo_s, "sim", "caption", [], ablation=True)
     text = console.export_text()
     assert "Online ablation: latency against the arrival rate" in text
+    assert "search mean s" in text and "search p95 s" in text
     assert "highest rate offered within the SLO" in text
     drawn = plots.latency_vs_rate(rows, tmp_path, "caption", config.slo_s, ablation=True)
     assert [p.name for p in drawn] == ["ablation_vs_rate_nprobe8.png"]
@@ -128,3 +139,16 @@ def test_the_latency_table_shows_what_speculation_s_backoff_held_back():
                   if "held back" in line or "-O2" in line]
     cells = [c.strip() for c in o2.split("│")]
     assert cells[[c.strip() for c in header.split("┃")].index("held back")] == "9"
+
+
+def test_a_fixed_sub_stage_budget_reaches_every_run(tmp_path: Path):
+    """--budget-ms (or a --config file's) forces split-stages' sub-stages, so the bench can
+    measure the split where the adaptive rule would take whole steps."""
+    assert parsed("--ablation", "--rates", "2", "--budget-ms", "15").run.scheduler.budget_ms == 15
+    assert parsed("--ablation", "--rates", "2").run.scheduler.budget_ms is None  # adaptive
+    path = tmp_path / "budget.toml"
+    path.write_text("[scheduler]\nbudget_ms = 20\n", encoding="utf-8")
+    assert parsed("--config", str(path)).run.scheduler.budget_ms == 20
+    with pytest.raises(ConfigError) as err:
+        parsed("--budget-ms", "0")
+    assert err.value.field == "--budget-ms"

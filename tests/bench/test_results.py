@@ -251,7 +251,9 @@ CSV_COLUMNS = [
     "prompt_pass_tokens", "decode_only_steps", "mixed_steps", "worst_decode_wait_s", "idle_s",
     "server_batch", "agree",
     "search_steps", "fan_steps", "shared_steps", "branch_searches", "hot_served", "hot_resident",
-    "top_docs_share", "queries_embedded", "query_tokens", "vectors_scanned", "repeat", "workload",
+    "top_docs_share", "queries_embedded", "query_tokens", "vectors_scanned", "search_count",
+    "search_mean_s", "search_p50_s", "search_p95_s", "search_queue_s", "search_embed_s",
+    "search_scan_s", "search_wait_s", "repeat", "workload",
     "nprobe", "concurrency", "mode", "rate_rps", "bound_s", "bound_llm_s", "bound_prefill_s",
     "bound_decode_s", "bound_cores_s", "bound_embed_s", "bound_search_s", "bound_share",
     "caption"]

@@ -1,7 +1,7 @@
 """The online ablation in HedraRAG's form (its Fig. 12 and 17): per workflow and variant, request
-latency against the Poisson arrival rate, the highest rate within the SLO, and what speculation
-did there (its accuracy, adopted over started, what its rollbacks cost, and the retrievals its
-backoff held back)."""
+latency against the Poisson arrival rate, the retrievals' search latency (its Fig. 16), the
+highest rate within the SLO, and what speculation did there (its accuracy, adopted over started,
+what its rollbacks cost, and the retrievals its backoff held back)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from itertools import groupby
 
 from rich.table import Table
 
+from ragraph.bench.measure.search_latency import SearchLatency
 from ragraph.bench.run.cells import CellResult
 
 REFERENCE = "-O0"  # what every variant's latency is compared with
@@ -35,6 +36,7 @@ class RatePoint:
     held_back: int  # retrievals that speculated on nothing while its accuracy was low
     warm_searches: int
     errors: int
+    search: SearchLatency | None = None  # its retrievals' (None: none traced)
 
     @property
     def accuracy(self) -> float | None:
@@ -53,7 +55,8 @@ def rate_points(rows: Sequence[CellResult]) -> list[RatePoint]:
                              r.summary.mean_s, r.summary.p50_s, r.summary.p95_s,
                              r.summary.mean_s / ref if ref else None, r.speculations,
                              r.speculation_adopted, r.rollbacks, r.rollback_tokens,
-                             r.speculations_held_back, r.warm_searches, r.summary.errors))
+                             r.speculations_held_back, r.warm_searches, r.summary.errors,
+                             r.search))
     order = {v: i for i, v in enumerate(dict.fromkeys(p.variant for p in out))}
     return sorted(out, key=lambda p: (p.workload, p.nprobe, p.rate, order[p.variant]))
 
@@ -78,17 +81,23 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
+def _seconds(latency: SearchLatency | None, field: str) -> str:
+    return "-" if latency is None else f"{getattr(latency, field):.3f}"
+
+
 def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
 def latency_table(rows: Sequence[CellResult], slo_s: float, caption: str) -> Table:
-    """Latency per rate and variant, -O0's mean beside it, and speculation's settlement."""
+    """Latency per rate and variant, -O0's mean beside it, the search latency of the
+    retrievals (`bench.measure.search_latency`), and speculation's settlement."""
     table = Table(title=f"Online ablation: latency against the arrival rate (Poisson; mean vs "
                   f"{REFERENCE}'s at the same rate: below 1.00x is faster)", caption=caption)
     for col in ("workload", "nprobe", "rate/s", "variant", "mean s", "p50 s", "p95 s",
-                f"mean vs {REFERENCE}", "spec started", "adopted", "rolled back", "accuracy",
-                "tokens discarded", "held back", "warm searches"):
+                f"mean vs {REFERENCE}", "search mean s", "search p95 s", "spec started",
+                "adopted", "rolled back", "accuracy", "tokens discarded", "held back",
+                "warm searches"):
         table.add_column(col, justify="left" if col in ("workload", "variant") else "right")
     points = rate_points(rows)
     for _, group in groupby(points, key=lambda p: (p.workload, p.nprobe, p.rate)):
@@ -98,9 +107,11 @@ def latency_table(rows: Sequence[CellResult], slo_s: float, caption: str) -> Tab
             table.add_row(p.workload if first else "", str(p.nprobe) if first else "",
                           f"{p.rate:g}" if first else "", p.variant, f"{p.mean_s:.2f}",
                           f"{p.p50_s:.2f}", f"{p.p95_s:.2f}" + (" *" if p.p95_s > slo_s else ""),
-                          _x(p.vs_reference), str(p.started), str(p.adopted),
-                          str(p.rolled_back), _pct(p.accuracy), str(p.discarded_tokens),
-                          str(p.held_back), str(p.warm_searches), end_section=i == len(cell) - 1)
+                          _x(p.vs_reference), _seconds(p.search, "mean_s"),
+                          _seconds(p.search, "p95_s"),
+                          str(p.started), str(p.adopted), str(p.rolled_back),
+                          _pct(p.accuracy), str(p.discarded_tokens), str(p.held_back),
+                          str(p.warm_searches), end_section=i == len(cell) - 1)
     return table
 
 

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ragraph.bench.measure.bounds import BEFORE, Rates
+from ragraph.bench.measure.search_latency import search_columns
 from ragraph.bench.run.cells import CellResult
 from ragraph.bench.server.alone import LABEL as SERVER_ALONE
 
@@ -281,15 +282,17 @@ SUMMARY_LEFT_OUT = ("p99_s", "ttft_p50_s")
 
 
 def columns(r: CellResult, leave: tuple[str, ...]) -> dict[str, object]:
-    """The row's fields but `leave`, with the run's summary (`Summary`, but SUMMARY_LEFT_OUT)
-    and the LLM engine's counts (`LlmWork`) flat in their place, one column each, named as
-    the field is."""
+    """The row's fields but `leave`, with the run's summary (`Summary`, but SUMMARY_LEFT_OUT),
+    the LLM engine's counts (`LlmWork`) and the search latency (`search_mean_s`, ...) flat in
+    their place, one column each, named as the field is."""
     row: dict[str, object] = {}
     for name, value in asdict(r).items():
         if name == "summary":
             row.update((k, v) for k, v in value.items() if k not in SUMMARY_LEFT_OUT)
         elif name == "llm":
             row.update(value)
+        elif name == "search":
+            row.update(search_columns(r.search))
         elif name not in leave:
             row[name] = value
     return row

@@ -17,6 +17,7 @@ from ragraph.bench.data.traffic import top_share
 from ragraph.bench.measure.bounds import Bound
 from ragraph.bench.measure.counting import counted, embedded
 from ragraph.bench.measure.llm_work import LlmWork
+from ragraph.bench.measure.search_latency import SearchLatency, retrieval_share, search_latency
 from ragraph.bench.run.arrivals import arrive
 from ragraph.bench.server.alone import LABEL as SERVER_ALONE
 from ragraph.bench.server.alone import replay
@@ -123,6 +124,8 @@ class CellResult:
     queries_embedded: int = 0
     query_tokens: int = 0
     vectors_scanned: int = 0
+    # The retrievals' search latency, from the query ready to its top-k (None: none traced).
+    search: SearchLatency | None = None
     bound: Bound | None = None
     repeat: int = 0  # which repeat of the cell this run was (`bench.output.repeats`), from 0
 
@@ -268,6 +271,7 @@ def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: l
     return CellResult(
         cell=cell, executor=executor, engine=engine, simulated=simulated,
         summary=summarize(outcomes, wall), retrieval_share=retrieval_share(tracer, outcomes),
+        search=search_latency(tracer, outcomes),
         speculations=speculations,
         speculation_hit_rate=hits / speculations if speculations else None,
         synthetic_share=synthetic_share(outcomes),
@@ -282,18 +286,6 @@ def _result(cell: Cell, executor: str, engine: str, simulated: bool, outcomes: l
         shared_steps=sum(s.shared_steps for s in stats),
         branch_searches=sum(s.branch_searches for s in stats),
     )
-
-
-def retrieval_share(tracer: Tracer, outcomes: Sequence[Outcome]) -> float | None:
-    """Time the requests spent in retrieval nodes (queueing for the search engine included) over
-    their whole time, from the per-request trace spans every executor records."""
-    total = sum(o.latency for o in outcomes)
-    if total <= 0:
-        return None
-    rids = {o.rid for o in outcomes}
-    spans = [s for s in tracer.spans() if s.track in rids and s.name.startswith("retrieve")]
-    # The stage-batched baseline records one span per batch, not per request: no share there.
-    return sum(s.end - s.start for s in spans) / total if spans else None
 
 
 def document_popularity(outcomes: Sequence[Outcome]) -> float | None:

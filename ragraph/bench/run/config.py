@@ -26,7 +26,7 @@ NO_REUSE = "ragraph, no prefix store"
 # executor and builds its own index.
 RUN_KNOBS = ("engine", "model", "url", "ctx", "chat_template", "openai_endpoint", "api_key_env",
              "gen_threads", "search_threads", "passes", "hot_cache", "profile", "sim_batching",
-             "sim_budget", "release")
+             "sim_budget", "release", "budget_ms")
 
 
 def bench_run(**knobs: object) -> RuntimeConfig:

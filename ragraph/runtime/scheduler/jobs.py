@@ -148,6 +148,11 @@ class RetJob(Job[R]):
     vector: np.ndarray | None = None
     probe: np.ndarray | None = None
     remaining: tuple[int, ...] = ()
+    # Where its search latency went (its trace span says): when it was embedded and probed,
+    # the seconds its embedding batch took, and those of the search steps that scanned it.
+    embedded_at: float | None = None
+    embedding_s: float = 0.0
+    scanning_s: float = 0.0
     partials: list[TopK] = field(default_factory=list)
     partial_passages: Passages | None = None
     passages: Passages | None = None

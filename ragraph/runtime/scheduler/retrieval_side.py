@@ -179,7 +179,7 @@ class RetrievalSide:
         self.preparing = None
         if event.future.cancelled():  # the run is closing
             return []
-        error = event.future.exception()
+        error, seconds = event.future.exception(), 0.0
         if error is None:
             outcomes, seconds = event.future.result()
             self.busy_s += seconds
@@ -195,6 +195,7 @@ class RetrievalSide:
                 self.jobs.pop(key)
             else:
                 job.take(outcome)
+                job.embedded_at, job.embedding_s = clock(), seconds
             out.append((job, outcome))
         return out
 
@@ -315,6 +316,8 @@ class RetrievalSide:
             out.append((job, result.error))
             return
         job.absorb(result)
+        if result.searched:
+            job.scanning_s += clock() - self._cycle_started
         if self._resident is not None:
             hits = sum(1 for c in result.searched if c in self._resident)
             job.hot_hits = (job.hot_hits or 0) + hits
@@ -329,8 +332,11 @@ class RetrievalSide:
         self.t_r.add(self.cost.clusters_ms(job.probe.tolist()))
         # A speculative retrieval's span says what it warmed: the real one's cluster order.
         what = "warm" if job.warm_only else "retrieve"
+        embedded = job.embedded_at if job.embedded_at is not None else job.started
+        queued = max(embedded - job.started - job.embedding_s, 0.0)
         self.s.tracer.add_span(job.req.name, f"{what} {job.origin}", job.started, clock(),
-                               engine=False)
+                               engine=False, queue_s=queued, embed_s=job.embedding_s,
+                               scan_s=job.scanning_s)
 
     def _split_check(self) -> SplitCheck | None:
         """A given --budget-ms is taken as it is; the adaptive one yields to a whole step where
