@@ -20,7 +20,6 @@ chunks before re-scoring, so a task re-scores about m elements plus those within
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -70,8 +69,8 @@ class ListMajorRule:
         """Whether a step probing `flat` (all its tasks' clusters, repeats included) goes
         list-major."""
         flat = np.asarray(flat, dtype=np.int64)
-        if flat.size == 0 or math.isinf(self.min_sharing) \
-                or flat.size < self.min_sharing * np.unique(flat).size:
+        # An infinite crossover (list-major never paid here) fails this for every step.
+        if flat.size == 0 or flat.size < self.min_sharing * np.unique(flat).size:
             return False
         return not fits_in_cache(self.list_bytes, flat, self.cache_bytes)
 
