@@ -135,6 +135,10 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     return None if text is None else tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+# Online requests per run when --window is given: the window decides, not a preset's cap.
+UNCAPPED = 1_000_000
+
+
 def config_from(args: argparse.Namespace):
     from ragraph.bench.data.traffic import Traffic
     from ragraph.bench.measure.machine import available_memory_bytes
@@ -165,6 +169,9 @@ def config_from(args: argparse.Namespace):
         "window_s": args.window, "offline_requests": args.requests, "repeat": args.repeat,
         "variants_chosen": _names(args.variants),
         "plots": False if args.no_plots else None,  # a preset may turn plots on
+        # A window asked for is a window run: a preset's cap on online requests (the seeds'
+        # 128) would end it early at any rate past cap / window, and it said nothing.
+        "max_online_requests": None if args.window is None else UNCAPPED,
     }
     return replace(config, **{k: v for k, v in overrides.items() if v is not None})
 

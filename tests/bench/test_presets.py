@@ -81,3 +81,17 @@ def test_the_bench_holds_the_run_settings_its_cells_share():
     assert runtime == config.run.with_knobs(concurrency=8, nprobe=32, index="/tmp/bench-index")
     with pytest.raises(ConfigError, match="^--gen-threads: must be at most"):
         BenchConfig.of(gen_threads=100_000)  # named as the bench's flag
+
+
+def test_a_window_asked_for_is_run_whole_past_the_presets_request_cap() -> None:
+    from ragraph.bench.run.session import online_requests
+    from ragraph.cli import cmd_bench
+    from ragraph.cli.main import build_parser
+
+    def config(*flags: str) -> BenchConfig:
+        return cmd_bench.config_from(build_parser().parse_args(
+            ["bench", "--preset", "seeds", "--quick", "--rates", "14", *flags]))
+
+    # The seeds preset caps its own 16 s windows at 128 requests; 20 s at 14 req/s is 280.
+    assert online_requests(config(), 14.0) == 128
+    assert online_requests(config("--window", "20"), 14.0) == 280

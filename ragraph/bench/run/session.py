@@ -155,13 +155,19 @@ async def _cells_at(bench: Workbench, workload: str, nprobe: int, conc: int, see
         rates = swept.setdefault((workload, nprobe, conc),
                                  auto_rates(offline, config.rate_points))
     for i, rate in enumerate(rates):
-        count = min(config.max_online_requests, max(8, math.ceil(rate * config.window_s)))
-        cell = await _cell(bench, Cell(workload, nprobe, rate, conc), count, seed + i + 1,
+        cell = await _cell(bench, Cell(workload, nprobe, rate, conc),
+                           online_requests(config, rate), seed + i + 1,
                            progress, repeat)
         rows += cell
         if cell_done is not None:
             cell_done(cell)
     return rows
+
+
+def online_requests(config: BenchConfig, rate: float) -> int:
+    """The requests of an online run: the window's arrivals at `rate`, at least 8, at most
+    the config's cap."""
+    return min(config.max_online_requests, max(8, math.ceil(rate * config.window_s)))
 
 
 async def _cell(bench: Workbench, cell: Cell, count: int, seed: int,
