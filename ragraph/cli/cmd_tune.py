@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from ragraph.runtime.request import Request
     from ragraph.tune.front import Constraint
     from ragraph.tune.results import Results, context_of
-    from ragraph.tune.space import run_budget, shipped, space_for
+    from ragraph.tune.space import Unsearched, run_budget, shipped, space_for
 
     for name in ("workflow", "dev"):
         if not getattr(args, name).is_file():
@@ -95,12 +95,11 @@ def run(args: argparse.Namespace) -> int:
     context = context_of({"workflow": _digest(args.workflow), "dev": _digest(args.dev),
                           "questions": len(requests), "llm": config.llm,
                           "index": config.search.index, "executor": config.scheduler.executor})
-    results = Results.open(args.results or Path(f"{stem}.tune.jsonl"), context, graph.name,
-                           run_budget(config.llm))
+    own = Unsearched(config.scheduler.release, run_budget(config.llm))
+    results = Results.open(args.results or Path(f"{stem}.tune.jsonl"), context, graph.name, own)
     console = new_console(highlight=False, soft_wrap=True)
     default = shipped(graph, config.search.nprobe, config.scheduler.passes,
-                      config.scheduler.concurrency, config.scheduler.release,
-                      run_budget(config.llm))
+                      config.scheduler.concurrency, *own)
     searched = asyncio.run(_search(graph, requests, config, space, results, default, console))
     return _report(args, config, graph, searched, constraint, console)
 

@@ -17,7 +17,7 @@ from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.request import Request
 from ragraph.runtime.search_service import SearchService
-from ragraph.tune.space import Point, with_quality
+from ragraph.tune.space import AS_SHIPPED, Point, Unsearched, with_quality
 
 Answers = tuple[tuple[str, str | None], ...]  # (question id, answer), in id order
 
@@ -61,9 +61,10 @@ class Measurement:
                     "p95_s": self.predicted.p95_s}}
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any], budget: int | None = None) -> Measurement:
-        """`budget`: the run's own, for a point written before budgets were searched."""
-        return cls(Point.from_json(raw["point"], budget), float(raw["em"]), float(raw["f1"]),
+    def from_json(cls, raw: dict[str, Any], before: Unsearched = AS_SHIPPED) -> Measurement:
+        """`before`: what a point written before the release and the budget were searched
+        ran at (`Point.from_json`)."""
+        return cls(Point.from_json(raw["point"], before), float(raw["em"]), float(raw["f1"]),
                    None if raw["recall"] is None else float(raw["recall"]),
                    float(raw["throughput_rps"]), float(raw["p95_s"]), int(raw["errors"]),
                    tuple(sorted(raw["answers"].items())),

@@ -35,6 +35,18 @@ class Speed(NamedTuple):
     budget: int | None = None  # the simulated engine's tokens a step; None: not searched
 
 
+class Unsearched(NamedTuple):
+    """What a results line written before the release and the budget were searched ran at:
+    the run's own release and (sim) budget, the only ones tune ran then (the line's context
+    pins the run's engine settings)."""
+
+    release: str = "step"
+    budget: int | None = None
+
+
+AS_SHIPPED = Unsearched()  # the shipped release, no budget searched
+
+
 @dataclass(frozen=True)
 class Point:
     """One configuration: its quality knobs, then its speed knobs."""
@@ -71,15 +83,15 @@ class Point:
                 "budget": self.budget}
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any], budget: int | None = None) -> Point:
-        """A results line's point. Lines written before the release and the budget were
-        searched have neither: they ran at release "step" (then the only one tune ran) and at
-        `budget`, the run's own (the line's context pins the run's engine settings)."""
-        found = raw.get("budget", budget)
+    def from_json(cls, raw: dict[str, Any], before: Unsearched = AS_SHIPPED) -> Point:
+        """A results line's point; one written before the release and the budget were
+        searched has neither, and ran at `before`'s."""
+        budget = raw.get("budget", before.budget)
         return cls(int(raw["nprobe"]), int(raw["topk"]),
                    None if raw["rounds"] is None else int(raw["rounds"]), str(raw["passes"]),
                    int(raw["concurrency"]), float(raw["gen_share"]),
-                   str(raw.get("release", "step")), None if found is None else int(found))
+                   str(raw.get("release", before.release)),
+                   None if budget is None else int(budget))
 
 
 @dataclass(frozen=True)

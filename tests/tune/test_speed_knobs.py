@@ -16,7 +16,7 @@ from ragraph.tune.front import front, low_p95, throughput
 from ragraph.tune.measure import Measurement
 from ragraph.tune.results import Results
 from ragraph.tune.search import search, speed_order
-from ragraph.tune.space import Point, Space, Speed, shipped, space_for
+from ragraph.tune.space import Point, Space, Speed, Unsearched, shipped, space_for
 
 from .surface import Counting, surface
 from .test_cli import WORKFLOWS
@@ -109,7 +109,7 @@ def test_an_old_results_file_reads_as_step_at_the_runs_budget_and_resumes(tmp_pa
     asyncio.run(search(old_space, Counting(), Results.open(path, "ctx"), lambda step: None))
     path.write_text("".join(_old_line(line) for line in path.read_text().splitlines()))
     assert '"release"' not in path.read_text()
-    results = Results.open(path, "ctx", budget=8192)
+    results = Results.open(path, "ctx", before=Unsearched("step", 8192))
     assert results.measured and all(m.point.release == "step" and m.point.budget == 8192
                                     for m in results.measured.values())
     old, again = set(results.measured), Counting()
@@ -117,6 +117,9 @@ def test_an_old_results_file_reads_as_step_at_the_runs_budget_and_resumes(tmp_pa
     assert not set(again.calls) & old  # no old point measured again
     assert all("release=retrieval" in key or "budget=2048" in key for key in again.calls)
     assert len(searched.measured) == len(old) + len(again.calls)
+    # A run given --release retrieval had run its old points at it.
+    line = json.loads(path.read_text().splitlines()[0])["point"]
+    assert Point.from_json(line, Unsearched("retrieval", 2048)).speed[2:] == ("retrieval", 2048)
 
 
 def test_a_measured_point_runs_with_its_release_and_budget(monkeypatch):
