@@ -1,8 +1,7 @@
 """The search: every quality setting at the reference speed setting, cheapest first; then the
 other speed settings (`speed_order`: those nearest the reference first) of each quality setting
-no cheaper one
-dominates (`front.dominated_setting`), best quality first, each predicted by the speed model
-before it is measured and skipped where the prediction is dominated by its margin
+no cheaper one dominates (`front.dominated_setting`), best quality first, each predicted by the
+speed model before it is measured and skipped where the prediction is dominated by its margin
 (`predict.predicted_out`); last the shipped default's own point, where the search left it out,
 since the recommendation is compared with it. A point already in the results file is taken from
 it, never measured again."""
