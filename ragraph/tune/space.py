@@ -173,7 +173,8 @@ def engine_speeds(llm: LlmConfig | None,
     Releasing prompts per retrieval is for an engine that batches on its own
     (docs/guides/engines.md): on llama.cpp, whose batches ragraph forms on this machine's
     cores, "auto" is "step" by its rule, and "retrieval" hands nothing over within a step
-    (`RetrievalSide._release`), so only "step" is run there. The budget is the simulated
+    (`RetrievalSide._release`): it would only stop the search thread gathering queries into
+    batches and splitting steps, so only "step" is run there. The budget is the simulated
     engine's (vLLM's max_num_batched_tokens: Sarathi-Serve's 512-2,048, vLLM's 8,192), up to
     the run's own; a real server's is its own setting, out of ragraph's reach."""
     if llm is None or llm.engine == "llamacpp":
