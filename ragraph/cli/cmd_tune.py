@@ -20,10 +20,12 @@ QUICK_QUESTIONS = 6  # --quick's dev questions: a few, so the run takes a minute
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "tune", help="measure quality against speed over a workflow's knobs; pick a config",
-        description="Search nprobe, top-k and loop rounds (which change answers) and the passes "
-        "and concurrency (which change only speed) on dev questions; print the Pareto front, "
-        "recommend a configuration and write it as a --config file. --nprobe, --passes and "
-        "--concurrency are searched over, not fixed.")
+        description="Search nprobe, top-k and loop rounds (which change answers) and the passes, "
+        "concurrency, release (on an engine that batches on its own) and, on --engine sim, "
+        "the token budget (which change only speed) on dev questions; print the Pareto front, "
+        "recommend a configuration and write it as a --config file. --nprobe, --passes, "
+        "--concurrency, --release and --sim-budget are searched around, not fixed "
+        "(docs/guides/tuning.md).")
     p.add_argument("workflow", type=Path, help="workflow file (.rag)")
     p.add_argument("--dev", type=Path, required=True,
                    help="dev questions with golden answers (JSONL or any dataset `eval` reads)")
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from ragraph.runtime.request import Request
     from ragraph.tune.front import Constraint
     from ragraph.tune.results import Results, context_of
-    from ragraph.tune.space import shipped, space_for
+    from ragraph.tune.space import Unsearched, run_budget, shipped, space_for
 
     for name in ("workflow", "dev"):
         if not getattr(args, name).is_file():
@@ -88,15 +90,16 @@ def run(args: argparse.Namespace) -> int:
     limit = args.questions or (QUICK_QUESTIONS if args.quick else None)
     requests = tuple(Request(id=ex.id, question=ex.question, golden_answers=ex.golden_answers)
                      for ex in load_dataset(args.dev, limit=limit))
-    space = space_for(graph, args.quick, config.search.nprobe)
+    space = space_for(graph, args.quick, config.search.nprobe, config.llm)
     stem = args.workflow.stem
     context = context_of({"workflow": _digest(args.workflow), "dev": _digest(args.dev),
                           "questions": len(requests), "llm": config.llm,
                           "index": config.search.index, "executor": config.scheduler.executor})
-    results = Results.open(args.results or Path(f"{stem}.tune.jsonl"), context, graph.name)
+    own = Unsearched(config.scheduler.release, run_budget(config.llm))
+    results = Results.open(args.results or Path(f"{stem}.tune.jsonl"), context, graph.name, own)
     console = new_console(highlight=False, soft_wrap=True)
     default = shipped(graph, config.search.nprobe, config.scheduler.passes,
-                      config.scheduler.concurrency)
+                      config.scheduler.concurrency, *own)
     searched = asyncio.run(_search(graph, requests, config, space, results, default, console))
     return _report(args, config, graph, searched, constraint, console)
 

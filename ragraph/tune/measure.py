@@ -1,6 +1,7 @@
 """One point measured: its answers scored as `ragraph eval` scores a predictions file, its speed
 by the bench's offline protocol (`bench.run.cells.run_cell`: every dev question at once, at the
-point's concurrency, on the shared index; throughput and p95 as the bench reports them)."""
+point's concurrency, on the shared index; throughput and p95 as the bench reports them), with the
+point's speed knobs set in the run's configuration."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.outcome import Outcome
 from ragraph.runtime.request import Request
 from ragraph.runtime.search_service import SearchService
-from ragraph.tune.space import Point, with_quality
+from ragraph.tune.space import AS_SHIPPED, Point, Unsearched, with_quality
 
 Answers = tuple[tuple[str, str | None], ...]  # (question id, answer), in id order
 
@@ -60,8 +61,10 @@ class Measurement:
                     "p95_s": self.predicted.p95_s}}
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Measurement:
-        return cls(Point.from_json(raw["point"]), float(raw["em"]), float(raw["f1"]),
+    def from_json(cls, raw: dict[str, Any], before: Unsearched = AS_SHIPPED) -> Measurement:
+        """`before`: what a point written before the release and the budget were searched
+        ran at (`Point.from_json`)."""
+        return cls(Point.from_json(raw["point"], before), float(raw["em"]), float(raw["f1"]),
                    None if raw["recall"] is None else float(raw["recall"]),
                    float(raw["throughput_rps"]), float(raw["p95_s"]), int(raw["errors"]),
                    tuple(sorted(raw["answers"].items())),
@@ -93,6 +96,13 @@ def _prediction(outcome: Outcome, line: int) -> Prediction:
     return parse_prediction(Record("tune", line, outcome.to_json()))
 
 
+def run_settings(point: Point) -> tuple[tuple[str, object], ...]:
+    """The run configuration's knobs a point sets beside its passes, nprobe and concurrency
+    (which the bench's cell sets): its release, and on the simulated engine its budget."""
+    budget = () if point.budget is None else (("sim_budget", point.budget),)
+    return (("release", point.release), *budget)
+
+
 @dataclass(frozen=True)
 class BenchMeasure:
     """Measures points of one workflow on the dev questions with the run's engines and index."""
@@ -110,8 +120,9 @@ class BenchMeasure:
         job = Job(with_quality(self.graph, point), self.requests,
                   tuple(0.0 for _ in self.requests))
         executor = self.runtime.scheduler.executor
-        [row] = await run_cell(cell, [job], self.runtime, self.search,
-                               [Variant(executor, executor, point.passes)], outcomes.append)
+        variant = Variant(executor, executor, point.passes, run_settings(point))
+        [row] = await run_cell(cell, [job], self.runtime, self.search, [variant],
+                               outcomes.append)
         return scored(point, outcomes, row.summary.throughput_rps, row.summary.p95_s)
 
     async def warm_up(self, point: Point) -> None:

@@ -2,10 +2,11 @@
 skips the points the prediction says are dominated by a margin.
 
 Every quality setting is measured once at the reference speed setting (its quality is needed
-anyway, and the speed comes with it), so what is left to predict is what a speed knob (passes,
-concurrency) does to a setting. The model carries that over from the measured setting most like
-it: throughput(q, s) = throughput(q, ref) x throughput(q', s) / throughput(q', ref), p95
-likewise, where q' is the setting already measured at s whose reference throughput is nearest q's.
+anyway, and the speed comes with it), so what is left to predict is what a speed setting
+(passes, concurrency, release, the simulated engine's budget) does to a setting. The model
+carries that over from the measured setting most like it: throughput(q, s) = throughput(q, ref)
+x throughput(q', s) / throughput(q', ref), p95 likewise, where q' is the setting already
+measured at s whose reference throughput is nearest q's.
 Nearest, not an average over every setting: a speed knob's effect depends on how heavy a request
 is (a search-bound setting gains less from concurrency than one that waits on the LLM).
 
@@ -21,26 +22,22 @@ import math
 from collections.abc import Sequence
 
 from ragraph.tune.measure import Measurement, Predicted
-from ragraph.tune.space import Point
+from ragraph.tune.space import Point, Speed
 
 # A point is skipped only when measured points beat its prediction by this much in both speeds:
 # the error the model is held to (within 20% of the measured).
 MARGIN = 0.2
 
-Speed = tuple[str, int]  # passes, concurrency
 
-
-def _speed(m: Measurement) -> Speed:
-    return m.point.passes, m.point.concurrency
-
-
-def predict(point: Point, reference: Speed, measured: Sequence[Measurement]) -> Predicted | None:
-    """`point`'s speed from its setting's reference measurement and the nearest setting's
-    measured effect of `point`'s speed setting; None when either is not measured yet."""
-    at_ref = {m.point.quality: m for m in measured if _speed(m) == reference}
+def predict(point: Point, reference: tuple, measured: Sequence[Measurement]) -> Predicted | None:
+    """`point`'s speed from its setting's reference measurement (`reference`: a `Speed` or its
+    leading knobs) and the nearest setting's measured effect of `point`'s speed setting; None
+    when either is not measured yet."""
+    ref = Speed(*reference)
+    at_ref = {m.point.quality: m for m in measured if m.point.speed == ref}
     mine = at_ref.get(point.quality)
     pairs = [(at_ref[m.point.quality], m) for m in measured
-             if _speed(m) == (point.passes, point.concurrency) and m.point.quality in at_ref]
+             if m.point.speed == point.speed and m.point.quality in at_ref]
     if mine is None or not pairs or mine.throughput_rps <= 0:
         return None
     base, there = min(pairs, key=lambda pair: abs(math.log(

@@ -12,6 +12,8 @@ from ragraph.tune.measure import Measurement
 from ragraph.tune.predict import MARGIN
 from ragraph.tune.search import Step
 
+SPEED_KNOBS = "passes, concurrency, release, the simulated engine's budget"
+
 
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
@@ -32,7 +34,9 @@ def progress_line(step: Step) -> str:
 def front_table(title: str, points: Sequence[Measurement],
                 chosen: Measurement | None) -> Table:
     table = Table(title=title, caption="* the recommended configuration")
-    for name in ("nprobe", "topk", "rounds", "gen", "passes", "conc"):
+    budgets = any(m.point.budget is not None for m in points)  # searched on sim only
+    speed = ("passes", "conc", "release", *(("budget",) if budgets else ()))
+    for name in ("nprobe", "topk", "rounds", "gen", *speed):
         table.add_column(name, justify="right")
     for name in ("EM", "F1", "recall", "req/s", "pred", "err", "p95 s"):
         table.add_column(name, justify="right")
@@ -40,9 +44,11 @@ def front_table(title: str, points: Sequence[Measurement],
         p = m.point
         mark = "*" if m is chosen else ""
         rounds = "–" if p.rounds is None else str(p.rounds)
+        budget = (str(p.budget) if p.budget is not None else "–",) if budgets else ()
         table.add_row(f"{mark}{p.nprobe}", str(p.topk), rounds, f"{p.gen_share:g}", p.passes,
-                      str(p.concurrency), _pct(m.em), _pct(m.f1), _pct(m.recall),
-                      f"{m.throughput_rps:.2f}", *_predicted(m), f"{m.p95_s:.2f}")
+                      str(p.concurrency), p.release, *budget, _pct(m.em), _pct(m.f1),
+                      _pct(m.recall), f"{m.throughput_rps:.2f}", *_predicted(m),
+                      f"{m.p95_s:.2f}")
     return table
 
 
@@ -132,13 +138,13 @@ def exactness_lines(compared: int, mismatches: Sequence[Mismatch],
                 "compared, each across its speed settings)"]
     if promised:
         head = (f"EXACTNESS VIOLATED: {len(mismatches)} answers differ between configurations "
-                "that differ only in speed knobs (passes, concurrency); their quality figures "
-                "are not comparable.")
+                f"that differ only in speed knobs ({SPEED_KNOBS}); their quality figures are "
+                "not comparable.")
     else:
         head = (f"exactness: not promised by this engine, which batches as it runs: "
                 f"{len(mismatches)} answers differ between configurations that differ only in "
-                "speed knobs (passes, concurrency), so their quality figures differ by that "
-                "much. On llama.cpp, --exact makes answers independent of batching.")
+                f"speed knobs ({SPEED_KNOBS}), so their quality figures differ by that much. "
+                "On llama.cpp, --exact makes answers independent of batching.")
     lines = [head]
     for m in mismatches:
         lines.append(f"  question {m.question}: {m.a.point.key} -> {dict(m.a.answers)[m.question]!r}"

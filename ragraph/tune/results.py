@@ -3,7 +3,9 @@ killed tune keeps what it measured and a rerun measures only the rest.
 
 Every line carries the run it belongs to (`context`: the workflow, the dev questions, the
 engine...): a point measured on another engine or other questions is not this run's, and a
-file holding such lines is refused rather than mixed in."""
+file holding such lines is refused rather than mixed in. Lines written before the release and
+the simulated engine's budget were searched read as run at the run's own (`Unsearched`: release
+"step" and 8,192 tokens as shipped), so such a file is resumed, not measured again."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any
 
 from ragraph.errors import ConfigError
 from ragraph.tune.measure import Measurement
+from ragraph.tune.space import AS_SHIPPED, Unsearched
 
 
 def context_of(settings: Mapping[str, Any]) -> str:
@@ -31,10 +34,12 @@ class Results:
     # The tuned workflow's name, on every line: `serve --adapt` refuses a front of another one.
     workflow: str | None = None
     measured: dict[str, Measurement] = field(default_factory=dict)
+    before: Unsearched = AS_SHIPPED  # the run's release and budget, for older lines
 
     @classmethod
-    def open(cls, path: Path | None, context: str, workflow: str | None = None) -> Results:
-        results = cls(path, context, workflow)
+    def open(cls, path: Path | None, context: str, workflow: str | None = None,
+             before: Unsearched = AS_SHIPPED) -> Results:
+        results = cls(path, context, workflow, before=before)
         if path is None or not path.exists():
             return results
         lines = read_lines(path, "--results")
@@ -52,7 +57,7 @@ class Results:
         return results
 
     def _take(self, raw: dict[str, Any], where: str) -> None:
-        measurement = measurement_of(raw, where, "--results")
+        measurement = measurement_of(raw, where, "--results", self.before)
         if raw.get("context") != self.context:
             raise ConfigError("--results", f"{where} was measured in another run (another "
                               "workflow, dev file, engine or index); give a new --results file")
@@ -71,14 +76,16 @@ class Results:
             out.write(line + "\n")
 
 
-def measurement_of(raw: object, where: str, flag: str) -> Measurement:
+def measurement_of(raw: object, where: str, flag: str,
+                   before: Unsearched = AS_SHIPPED) -> Measurement:
     """One line of a results or front file (`where`: FILE:LINE): a line that is not a measured
-    point, or whose fields are missing or of the wrong type, is an error naming it."""
+    point, or whose fields are missing or of the wrong type, is an error naming it. `before`:
+    the run's release and budget, for a line written before they were searched."""
     if not isinstance(raw, dict):
         raise ConfigError(flag, f"{where}: not a measured point (a JSON object), got "
                           f"{type(raw).__name__}")
     try:
-        return Measurement.from_json(raw)
+        return Measurement.from_json(raw, before)
     except KeyError as err:
         raise ConfigError(flag, f"{where}: a measured point without {err}") from None
     except (TypeError, ValueError, AttributeError) as err:

@@ -1,7 +1,7 @@
 """The search: every quality setting at the reference speed setting, cheapest first; then the
-other speed settings (the reference pipeline's first) of each quality setting no cheaper one
-dominates (`front.dominated_setting`), best quality first, each predicted by the speed model
-before it is measured and skipped where the prediction is dominated by its margin
+other speed settings (`speed_order`: those nearest the reference first) of each quality setting
+no cheaper one dominates (`front.dominated_setting`), best quality first, each predicted by the
+speed model before it is measured and skipped where the prediction is dominated by its margin
 (`predict.predicted_out`); last the shipped default's own point, where the search left it out,
 since the recommendation is compared with it. A point already in the results file is taken from
 it, never measured again."""
@@ -15,7 +15,7 @@ from ragraph.tune.front import dominated_setting
 from ragraph.tune.measure import Measure, Measurement
 from ragraph.tune.predict import predict, predicted_out
 from ragraph.tune.results import Results
-from ragraph.tune.space import Point, Space
+from ragraph.tune.space import Point, Space, Speed
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,7 @@ class Searched:
 async def search(space: Space, measure: Measure, results: Results, progress: Progress,
                  default: Point | None = None) -> Searched:
     settings = space.quality_settings()
-    others = sorted((s for s in space.speed_settings() if s != space.reference),
-                    key=lambda s: (s[0] != space.reference[0], s))
+    others = speed_order(space)
     done: list[Measurement] = []
 
     async def take(point: Point, planned: int) -> None:
@@ -83,6 +82,20 @@ async def search(space: Space, measure: Measure, results: Results, progress: Pro
         await take(default, planned - skipped + 1)
     return _with_default(searched, default, late and space.holds(default),
                          default.quality in kept)
+
+
+def speed_order(space: Space) -> list[Speed]:
+    """The speed settings but the reference, the reference's pass pipeline first, then its
+    release, then its budget, each group by concurrency: a setting's first quality setting
+    calibrates the speed model for it, and one knob moved at a time keeps the knobs' effects
+    apart in the progress lines."""
+    ref = space.reference
+
+    def order(s: Speed) -> tuple:
+        moved = (s.passes != ref.passes, s.release != ref.release, s.budget != ref.budget)
+        return (*moved, s.passes, s.release, -(s.budget or 0), s.concurrency)
+
+    return sorted((s for s in space.speed_settings() if s != ref), key=order)
 
 
 def _with_default(searched: Searched, default: Point, pruned: bool, by_model: bool) -> Searched:

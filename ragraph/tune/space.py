@@ -4,22 +4,47 @@ Quality knobs change the answers: nprobe, top-k (every retrieval of the workflow
 rounds (every bounded loop's bound, where the workflow has one) and the share of their
 `max_tokens` the intermediate generations keep (those that do not write the answer: HyDE's
 passage, IRCoT's thoughts; where the workflow has some). Speed knobs change only how
-fast the same answers come (the exactness rule): the pass pipeline and the requests in flight.
+fast the same answers come (the exactness rule): the pass pipeline, the requests in flight, when
+the wavefront hands prompts to the engine (`SchedulerConfig.release`) and, on the simulated
+engine only, its token budget per step (`LlmConfig.sim_budget`).
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragraph.errors import ConfigError
 from ragraph.ir.edges import EdgeKind
 from ragraph.ir.graph import RAGraph
 from ragraph.ir.nodes import Generate, Retrieve
+from ragraph.runtime.llm.settings import LlmConfig
 from ragraph.runtime.request import ANSWER
 
 QualityKey = tuple[int, int, int | None, float]  # nprobe, topk, rounds, gen_share
+
+
+class Speed(NamedTuple):
+    """A speed setting. A tuple, so `(passes, concurrency)` alone reads as one that keeps the
+    release and the budget as shipped."""
+
+    passes: str
+    concurrency: int
+    release: str = "step"
+    budget: int | None = None  # the simulated engine's tokens a step; None: not searched
+
+
+class Unsearched(NamedTuple):
+    """What a results line written before the release and the budget were searched ran at:
+    the run's own release and (sim) budget, the only ones tune ran then (the line's context
+    pins the run's engine settings)."""
+
+    release: str = "step"
+    budget: int | None = None
+
+
+AS_SHIPPED = Unsearched()  # the shipped release, no budget searched
 
 
 @dataclass(frozen=True)
@@ -32,27 +57,41 @@ class Point:
     passes: str
     concurrency: int
     gen_share: float = 1.0  # of each intermediate generation's max_tokens
+    release: str = "step"  # `SchedulerConfig.release`
+    budget: int | None = None  # `LlmConfig.sim_budget` (sim only); None: the run's, unsearched
 
     @property
     def quality(self) -> QualityKey:
         return (self.nprobe, self.topk, self.rounds, self.gen_share)
 
     @property
+    def speed(self) -> Speed:
+        return Speed(self.passes, self.concurrency, self.release, self.budget)
+
+    @property
     def key(self) -> str:
         rounds = "-" if self.rounds is None else str(self.rounds)
+        budget = "" if self.budget is None else f" budget={self.budget}"
         return (f"nprobe={self.nprobe} topk={self.topk} rounds={rounds} gen={self.gen_share:g} "
-                f"passes={self.passes} concurrency={self.concurrency}")
+                f"passes={self.passes} concurrency={self.concurrency} "
+                f"release={self.release}{budget}")
 
     def to_json(self) -> dict[str, Any]:
         return {"nprobe": self.nprobe, "topk": self.topk, "rounds": self.rounds,
                 "gen_share": self.gen_share, "passes": self.passes,
-                "concurrency": self.concurrency}
+                "concurrency": self.concurrency, "release": self.release,
+                "budget": self.budget}
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Point:
+    def from_json(cls, raw: dict[str, Any], before: Unsearched = AS_SHIPPED) -> Point:
+        """A results line's point; one written before the release and the budget were
+        searched has neither, and ran at `before`'s."""
+        budget = raw.get("budget", before.budget)
         return cls(int(raw["nprobe"]), int(raw["topk"]),
                    None if raw["rounds"] is None else int(raw["rounds"]), str(raw["passes"]),
-                   int(raw["concurrency"]), float(raw["gen_share"]))
+                   int(raw["concurrency"]), float(raw["gen_share"]),
+                   str(raw.get("release", before.release)),
+                   None if budget is None else int(budget))
 
 
 @dataclass(frozen=True)
@@ -63,9 +102,12 @@ class Space:
     passes: tuple[str, ...]
     concurrency: tuple[int, ...]
     gen_share: tuple[float, ...] = (1.0,)
+    release: tuple[str, ...] = ("step",)
+    budget: tuple[int | None, ...] = (None,)
 
     def __post_init__(self) -> None:
-        for name in ("nprobe", "topk", "passes", "concurrency", "rounds", "gen_share"):
+        for name in ("nprobe", "topk", "passes", "concurrency", "rounds", "gen_share",
+                     "release", "budget"):
             if not getattr(self, name):
                 raise ConfigError(name, "the search space needs at least one value")
 
@@ -75,21 +117,26 @@ class Space:
         return sorted(settings, key=lambda q: (sum(_rank(q, self)), q[0], q[1], q[2] or 0, q[3]))
 
     @property
-    def reference(self) -> tuple[str, int]:
+    def reference(self) -> Speed:
         """The speed setting every quality setting is measured at first: the last pass
-        pipeline listed (the default -O2) and the middle concurrency."""
-        return self.passes[-1], self.concurrency[len(self.concurrency) // 2]
+        pipeline listed (the default -O2), the middle concurrency, the shipped release "step"
+        (where searched) and the last budget listed (the run's own)."""
+        release = "step" if "step" in self.release else self.release[0]
+        return Speed(self.passes[-1], self.concurrency[len(self.concurrency) // 2], release,
+                     self.budget[-1])
 
-    def speed_settings(self) -> list[tuple[str, int]]:
-        return list(itertools.product(self.passes, self.concurrency))
+    def speed_settings(self) -> list[Speed]:
+        return [Speed(*s) for s in itertools.product(self.passes, self.concurrency,
+                                                     self.release, self.budget)]
 
-    def point(self, quality: QualityKey, speed: tuple[str, int]) -> Point:
+    def point(self, quality: QualityKey, speed: tuple) -> Point:
+        """`speed`: a `Speed`, or its leading knobs (the rest as `Speed` ships them)."""
         nprobe, topk, rounds, gen_share = quality
-        return Point(nprobe, topk, rounds, *speed, gen_share=gen_share)
+        passes, concurrency, release, budget = Speed(*speed)
+        return Point(nprobe, topk, rounds, passes, concurrency, gen_share, release, budget)
 
     def holds(self, point: Point) -> bool:
-        return (point.quality in self.quality_settings()
-                and (point.passes, point.concurrency) in self.speed_settings())
+        return point.quality in self.quality_settings() and point.speed in self.speed_settings()
 
     @property
     def size(self) -> int:
@@ -101,27 +148,58 @@ def _rank(q: QualityKey, space: Space) -> tuple[int, ...]:
             space.gen_share.index(q[3]))
 
 
-def space_for(graph: RAGraph, quick: bool, nprobe: int = 32) -> Space:
+def space_for(graph: RAGraph, quick: bool, nprobe: int = 32,
+              llm: LlmConfig | None = None) -> Space:
     """The knobs' values around the workflow's own (its top-k, its loop bound) and the run's
-    nprobe; `quick`: two values of each (generation lengths as written), for trying tune and
-    for tests."""
+    nprobe and engine (`llm`; None: llama.cpp's defaults); `quick`: two values of each
+    (generation lengths as written, no "auto" release), for trying tune and for tests."""
     topk, rounds = workflow_topk(graph), workflow_rounds(graph)
     shares = (0.5, 1.0) if intermediate(graph) else (1.0,)
+    release, budget = engine_speeds(llm, quick)
     if quick:
         return Space(nprobe=_values(nprobe // 4, nprobe), topk=_values(max(1, topk // 2), topk),
                      rounds=(None,) if rounds is None else _values(1, rounds),
-                     passes=("-O0", "-O2"), concurrency=(2, 8))
+                     passes=("-O0", "-O2"), concurrency=(2, 8), release=release, budget=budget)
     return Space(nprobe=_values(nprobe // 4, nprobe // 2, nprobe, 2 * nprobe),
                  topk=_values(max(1, topk // 2), topk, 2 * topk),
                  rounds=(None,) if rounds is None else tuple(range(1, rounds + 1)),
-                 passes=("-O0", "-O2"), concurrency=(1, 4, 8, 16), gen_share=shares)
+                 passes=("-O0", "-O2"), concurrency=(1, 4, 8, 16), gen_share=shares,
+                 release=release, budget=budget)
 
 
-def shipped(graph: RAGraph, nprobe: int, passes: str, concurrency: int) -> Point:
+def engine_speeds(llm: LlmConfig | None,
+                  quick: bool) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+    """The releases and token budgets searched on this engine (None: llama.cpp's).
+    Releasing prompts per retrieval is for an engine that batches on its own
+    (docs/guides/engines.md): on llama.cpp, whose batches ragraph forms on this machine's
+    cores, "auto" is "step" by its rule, and "retrieval" hands nothing over within a step
+    (`RetrievalSide._release`): it would only stop the search thread gathering queries into
+    batches and splitting steps, so only "step" is run there. The budget is the simulated
+    engine's (vLLM's max_num_batched_tokens: Sarathi-Serve's 512-2,048, vLLM's 8,192), up to
+    the run's own; a real server's is its own setting, out of ragraph's reach."""
+    if llm is None or llm.engine == "llamacpp":
+        release: tuple[str, ...] = ("step",)
+    else:
+        release = ("step", "retrieval") if quick else ("step", "retrieval", "auto")
+    top = run_budget(llm)
+    if top is None:
+        return release, (None,)
+    return release, _values(top // 4, top) if quick else _values(top // 16, top // 4, top)
+
+
+def run_budget(llm: LlmConfig | None) -> int | None:
+    """The run's own token budget where tune searches budgets (the simulated engine's)."""
+    return llm.sim_budget if llm is not None and llm.engine == "sim" else None
+
+
+def shipped(graph: RAGraph, nprobe: int, passes: str, concurrency: int, release: str = "step",
+            budget: int | None = None) -> Point:
     """The point the run would take without tune: the workflow as written (its top-k and loop
     bound as the space reads them, every generation's whole length) at the run's nprobe,
-    passes and concurrency (the shipped defaults, unless flags or a config file set them)."""
-    return Point(nprobe, workflow_topk(graph), workflow_rounds(graph), passes, concurrency)
+    passes, concurrency, release and (sim) budget (the shipped defaults, unless flags or a
+    config file set them)."""
+    return Point(nprobe, workflow_topk(graph), workflow_rounds(graph), passes, concurrency,
+                 release=release, budget=budget)
 
 
 def _values(*values: int) -> tuple[int, ...]:

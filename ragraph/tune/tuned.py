@@ -13,13 +13,14 @@ from typing import Any
 
 from ragraph.ir.graph import RAGraph
 from ragraph.runtime.config import PARTS, RuntimeConfig, tree_with
+from ragraph.tune.measure import run_settings
 from ragraph.tune.space import Point, with_quality
 
 
 def tuned_knobs(point: Point, executor: str) -> dict[str, Any]:
-    """The runtime knobs a point sets, by their flags' names."""
+    """The runtime knobs a point sets, by their knobs' names: those its measurement ran with."""
     return {"nprobe": point.nprobe, "executor": executor, "passes": point.passes,
-            "concurrency": point.concurrency}
+            "concurrency": point.concurrency, **dict(run_settings(point))}
 
 
 def tuned_tree(base: Mapping[str, Any], flat: Mapping[str, Any]) -> dict[str, Any]:

@@ -40,15 +40,18 @@ def test_quick_tune_end_to_end_then_resumes(tmp_path: Path, monkeypatch, capsys)
     assert text.count("(measured)") == measured > 0
     assert "quality vs throughput (p95 <= 30s)" in text and "quality vs p95" in text
     assert "recommended (p95 <= 30s" in text
-    # The shipped default (hyde as written, nprobe 32, -O2, 8 in flight) and the
-    # recommendation against it, in the same run.
-    assert "the default (nprobe=32 topk=5 rounds=- gen=1 passes=-O2 concurrency=8): EM" in text
+    # The shipped default (hyde as written, nprobe 32, -O2, 8 in flight, whole steps, the
+    # simulated engine's 8,192 tokens a step) and the recommendation against it, in the same run.
+    assert ("the default (nprobe=32 topk=5 rounds=- gen=1 passes=-O2 concurrency=8 "
+            "release=step budget=8192): EM") in text
     assert ("the recommendation against it: " in text) != (
         "the recommendation is the default: " in text)
     assert "exactness: OK" in text
     assert plot.stat().st_size > 0
     config = RuntimeConfig.of(read_config(out))
     assert config.llm.engine == "sim" and config.scheduler.concurrency in (2, 8)
+    assert config.scheduler.release in ("step", "retrieval")
+    assert config.llm.sim_budget in (2048, 8192)
     assert _tune(tmp_path, "--no-plots") == 0
     again = capsys.readouterr().out
     assert "(measured)" not in again and again.count("(from the results file)") == measured

@@ -53,3 +53,17 @@ def test_which_settings_promise_answers_independent_of_batching():
     assert LlmConfig(engine="llamacpp", exact=True).batch_invariant
     assert not LlmConfig(engine="llamacpp").batch_invariant
     assert not LlmConfig(engine="openai", url="http://127.0.0.1:1").batch_invariant
+
+
+def test_an_answer_changed_by_the_release_or_the_budget_is_flagged():
+    # The simulated engine promises answers whatever its budget or the release: a point whose
+    # budget or release alone moved an answer is a violation like one of concurrency's.
+    base = Point(8, 5, 2, "-O2", 4, release="step", budget=8192)
+    for moved in (Point(8, 5, 2, "-O2", 4, release="step", budget=2048),
+                  Point(8, 5, 2, "-O2", 4, release="retrieval", budget=8192)):
+        compared, mismatches = exactness([surface(base, {"q1": "Paris"}),
+                                          surface(moved, {"q1": "Lyon"})])
+        assert compared == 1 and [(m.a.point, m.b.point) for m in mismatches] == [(base, moved)]
+        lines = exactness_lines(compared, mismatches)
+        assert lines[0].startswith("EXACTNESS VIOLATED") and "release" in lines[0]
+        assert "budget" in lines[0] and moved.key in lines[1]

@@ -97,3 +97,19 @@ def test_a_shortened_generation_comes_as_a_workflow(tmp_path: Path):
     written = _written(tmp_path, Point(8, 5, None, "-O2", 4, gen_share=0.5), "hyde.rag")
     assert written.workflow == tmp_path / "tuned.rag"
     assert load(written.workflow).node("hypo").sampling.max_tokens == 32
+
+
+def test_the_release_and_the_budget_reach_run(tmp_path: Path):
+    from ragraph.cli.main import build_parser
+    from ragraph.cli.options import runtime_config as cli_config
+
+    point = Point(8, 2, 1, "-O0", 16, release="retrieval", budget=2048)
+    written = _written(tmp_path, point)
+    assert "release=retrieval budget=2048" in written.config.read_text().splitlines()[0]
+    args = build_parser().parse_args(["run", str(written.workflow), "-q", "why?", "--config",
+                                      str(written.config)])
+    config = cli_config(args)
+    assert (config.scheduler.release, config.llm.sim_budget) == ("retrieval", 2048)
+    # Off the simulated engine the budget is the server's own: none is written.
+    knobs = tuned_knobs(Point(8, 2, 1, "-O0", 16, release="step"), "ragraph")
+    assert knobs["release"] == "step" and "sim_budget" not in knobs
