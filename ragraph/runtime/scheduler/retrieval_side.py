@@ -257,7 +257,8 @@ class RetrievalSide:
             tier = self.s.search.hot_cache
             self._resident = tier.resident if tier is not None else None
         self.future = asyncio.get_running_loop().run_in_executor(
-            self.worker, run_cycle, self.s.search, items, self._budget_ms(backlog),
+            self.worker, run_cycle, self.s.search, items,
+            self._budget_ms(backlog, jobs, any(i.want_partial for i in items)),
             self.cost, self._split_check(), self._release(jobs))
         self.future.add_done_callback(self.inbox.done_callback(StepDone))
         self._stepped_last = True
@@ -346,15 +347,19 @@ class RetrievalSide:
         return SplitCheck(waiting=len(self.to_prepare), beta_ms=self.beta.value or 0.0,
                           adoption=self.backoff.adoption)
 
-    def _budget_ms(self, backlog_ms: float) -> float:
+    def _budget_ms(self, backlog_ms: float, step: list[RetJob] | None = None,
+                   partial_wanted: bool = True) -> float:
+        """The next step's budget; `step`: the retrievals it carries, where it is decided
+        (`policies.step_budget_ms` takes a step of a few whole where none wants a partial)."""
         if self.fixed_budget_ms is not None:
             return self.fixed_budget_ms
         if self.streams():
             return math.inf
         follows = any(j.chain.feeds_generation
                       for j in self.jobs.values() if not j.warm_only)
+        ready = None if step is None else sum(1 for j in step if not j.warm_only)
         return policies.step_budget_ms(self.beta.value or 0.0, self.t_r.value, backlog_ms,
-                                       follows)
+                                       follows, ready, self.s.search_threads, partial_wanted)
 
     def _account(self, cycle: CycleResult) -> None:
         self.n.search_steps += 1
