@@ -23,10 +23,10 @@ SPLIT_NO_SPECULATION = "split-stages,reorder,rewire,prefetch"
 
 def test_a_few_retrievals_without_a_partial_are_searched_whole():
     staged = p.loaded_budget_ms(p.retrieval_budget_ms(1.0, 40.0), 1.0, 100.0)
-    few = p.FEW_PER_THREAD * 2
-    assert p.step_budget_ms(1.0, 40.0, 100.0, True, few, 2, partial_wanted=False) == math.inf
-    assert p.step_budget_ms(1.0, 40.0, 100.0, True, few + 1, 2, partial_wanted=False) == staged
-    assert p.step_budget_ms(1.0, 40.0, 100.0, True, 1, 2, partial_wanted=True) == staged
+    few = p.FEW_RETRIEVALS
+    assert p.step_budget_ms(1.0, 40.0, 100.0, True, few, partial_wanted=False) == math.inf
+    assert p.step_budget_ms(1.0, 40.0, 100.0, True, few + 1, partial_wanted=False) == staged
+    assert p.step_budget_ms(1.0, 40.0, 100.0, True, 1, partial_wanted=True) == staged
     assert p.step_budget_ms(1.0, 40.0, 100.0, True) == staged  # the step not known: as before
 
 

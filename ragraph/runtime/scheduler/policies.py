@@ -56,13 +56,14 @@ def loaded_budget_ms(budget_ms: float, beta_ms: float, backlog_ms: float) -> flo
     return max(budget_ms, min(beta_ms * (1 - share) / share, backlog_ms))
 
 
-# A step of at most this many retrievals per search thread, none of them asking for a partial
-# top-k, is searched whole (`step_budget_ms`).
-FEW_PER_THREAD = 2
+# A step of at most this many retrievals, none of them asking for a partial top-k, is searched
+# whole (`step_budget_ms`). Measured with two search threads; a count, not a share of the
+# threads, so that hosts with more threads change only where few retrievals share a step.
+FEW_RETRIEVALS = 4
 
 
 def step_budget_ms(beta_ms: float, mean_retrieval_ms: float | None, backlog_ms: float,
-                   generation_follows: bool, ready: int | None = None, threads: int = 1,
+                   generation_follows: bool, ready: int | None = None,
                    partial_wanted: bool = True) -> float:
     """A search step's budget. Whole searches (infinite) while no retrieval waiting has a
     generation after it in its request: sub-stages pay for themselves by letting a generation
@@ -72,10 +73,10 @@ def step_budget_ms(beta_ms: float, mean_retrieval_ms: float | None, backlog_ms: 
     docs/benchmarks/code-figures.md#search-step-policies), so: sqrt(2·β·t_R) grown under load,
     and whole searches until a retrieval has been timed.
 
-    Also whole: a step of `ready` retrievals, at most `FEW_PER_THREAD` per search thread, none
-    asking for a partial top-k to speculate on (`partial_wanted`). There is no lockstep to
-    break, and cut into sub-stages such a retrieval pays β again and waits between its steps
-    for the embedding batches the search thread runs meanwhile: on the seeds index at nprobe
+    Also whole: a step of `ready` retrievals, at most `FEW_RETRIEVALS`, none asking for a
+    partial top-k to speculate on (`partial_wanted`). There is no lockstep to break, and cut
+    into sub-stages such a retrieval pays β again and waits between its steps for the
+    embedding batches the search thread runs meanwhile: on the seeds index at nprobe
     256, IRG took 1.05x and 1.23x -O0's mean latency at 6 and 10 req/s with sub-stages, 0.96x
     and 0.98x without (docs/benchmarks/ablation.md#split-stages-where-few-retrievals-share-a-step-2026-11-29).
     A partial top-k still needs them: speculation starts a generation on one."""
@@ -83,7 +84,7 @@ def step_budget_ms(beta_ms: float, mean_retrieval_ms: float | None, backlog_ms: 
         return math.inf
     if mean_retrieval_ms is None:
         return math.inf
-    if not partial_wanted and ready is not None and ready <= FEW_PER_THREAD * threads:
+    if not partial_wanted and ready is not None and ready <= FEW_RETRIEVALS:
         return math.inf
     return loaded_budget_ms(retrieval_budget_ms(beta_ms, mean_retrieval_ms), beta_ms, backlog_ms)
 

@@ -359,7 +359,7 @@ class RetrievalSide:
                       for j in self.jobs.values() if not j.warm_only)
         ready = None if step is None else sum(1 for j in step if not j.warm_only)
         return policies.step_budget_ms(self.beta.value or 0.0, self.t_r.value, backlog_ms,
-                                       follows, ready, self.s.search_threads, partial_wanted)
+                                       follows, ready, partial_wanted)
 
     def _account(self, cycle: CycleResult) -> None:
         self.n.search_steps += 1
