@@ -9,10 +9,14 @@ import asyncio
 import hashlib
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ragraph.cli.options import add_runtime_flags, given_flags, runtime_config
 from ragraph.console import new_console
 from ragraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ragraph.tune.space import Unsearched
 
 QUICK_QUESTIONS = 6  # --quick's dev questions: a few, so the run takes a minute or two
 
@@ -70,6 +74,15 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
+def older_note(older: int, path: Path | None, own: Unsearched) -> str:
+    """The note for results lines written before the release was searched: the context digest
+    does not pin the release, so only the user can say they ran at this run's."""
+    budget = "" if own.budget is None else f" and budget {own.budget}"
+    return (f"note: {older} points in {path} were measured before tune searched the release; "
+            f"read as run at release {own.release}{budget} (this run's): resume such a file "
+            "with the --release it was made with")
+
+
 def run(args: argparse.Namespace) -> int:
     from ragraph.dsl import load
     from ragraph.eval.datasets import load_dataset
@@ -98,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
     own = Unsearched(config.scheduler.release, run_budget(config.llm))
     results = Results.open(args.results or Path(f"{stem}.tune.jsonl"), context, graph.name, own)
     console = new_console(highlight=False, soft_wrap=True)
+    if results.older:
+        console.print(older_note(results.older, results.path, own), markup=False)
     default = shipped(graph, config.search.nprobe, config.scheduler.passes,
                       config.scheduler.concurrency, *own)
     searched = asyncio.run(_search(graph, requests, config, space, results, default, console))

@@ -35,6 +35,7 @@ class Results:
     workflow: str | None = None
     measured: dict[str, Measurement] = field(default_factory=dict)
     before: Unsearched = AS_SHIPPED  # the run's release and budget, for older lines
+    older: int = 0  # lines read at `before`: the file cannot say what they ran at
 
     @classmethod
     def open(cls, path: Path | None, context: str, workflow: str | None = None,
@@ -58,6 +59,9 @@ class Results:
 
     def _take(self, raw: dict[str, Any], where: str) -> None:
         measurement = measurement_of(raw, where, "--results", self.before)
+        point = raw.get("point")
+        if isinstance(point, dict) and "release" not in point:
+            self.older += 1
         if raw.get("context") != self.context:
             raise ConfigError("--results", f"{where} was measured in another run (another "
                               "workflow, dev file, engine or index); give a new --results file")

@@ -10,6 +10,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from ragraph.cli.cmd_tune import older_note
 from ragraph.dsl import load
 from ragraph.runtime.llm.settings import LlmConfig
 from ragraph.tune.front import front, low_p95, throughput
@@ -107,9 +108,13 @@ def test_an_old_results_file_reads_as_step_at_the_runs_budget_and_resumes(tmp_pa
     path = tmp_path / "old.jsonl"
     old_space = replace(SIM, release=("step",), budget=(8192,))
     asyncio.run(search(old_space, Counting(), Results.open(path, "ctx"), lambda step: None))
+    assert Results.open(path, "ctx").older == 0  # lines that say their release
     path.write_text("".join(_old_line(line) for line in path.read_text().splitlines()))
     assert '"release"' not in path.read_text()
     results = Results.open(path, "ctx", before=Unsearched("step", 8192))
+    assert results.older == len(results.measured) > 0  # counted, for tune's note
+    assert "measured before tune searched the release; read as run at release step and " \
+        "budget 8192" in older_note(results.older, path, Unsearched("step", 8192))
     assert results.measured and all(m.point.release == "step" and m.point.budget == 8192
                                     for m in results.measured.values())
     old, again = set(results.measured), Counting()
