@@ -7,6 +7,7 @@ import pytest
 from ragraph.ir import Sampling
 from ragraph.runtime.llm import GenerationRequest
 from ragraph.runtime.llm.protocol import PromptSegments
+from ragraph.runtime.llm.sim.batching import Batching
 from ragraph.runtime.llm.sim.clock import VirtualClock
 from ragraph.runtime.llm.sim.costmodel import GpuCostModel
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
@@ -120,6 +121,25 @@ def test_the_prefix_cache_reuses_what_the_tokens_share_with_or_without_a_layout(
     laid_out = asyncio.run(cached(PromptSegments(static_end=27, docs_end=len(doc))))
     assert laid_out == plain
     assert plain[2] >= 384  # the later prompt reuses the shared documents' whole blocks
+
+
+@pytest.mark.parametrize(("policy", "shared"), [("vllm", True), ("sglang", False)])
+def test_prompts_admitted_in_one_step_share_their_prefix_as_the_servers_policy_does(
+        policy: str, shared: bool) -> None:
+    """vLLM caches a chunk's full blocks when it allocates them, so a prompt admitted later in
+    the same step reuses them; SGLang's radix cache takes a prompt after its prefill batch."""
+    doc = "passage " * 400
+    cfg = SimConfig(output_lengths=(1,), batching=Batching(policy))
+
+    async def main() -> list[int]:
+        async with SimEngine(cfg, VirtualClock()) as eng:
+            together = await run_all(eng, [req("a", doc + "question one?"),
+                                           req("b", doc + "question two?")])
+            return [r.cached_tokens for r in together]
+
+    first, second = asyncio.run(main())
+    assert first == 0
+    assert (second >= 384) is shared  # whole 16-token blocks of the shared document
 
 
 def test_trace_lengths_and_max_tokens() -> None:

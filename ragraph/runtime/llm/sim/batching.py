@@ -7,13 +7,19 @@ first, in the order they were admitted, each taking what it still needs (a decod
 one token, a request part-way through its prompt the next chunk of it); then the waiting ones,
 first come first served, while the budget and `max_num_seqs` allow, the last one admitted
 chunked to what is left of the budget (chunked prefill is on in V1). Decode never waits behind a
-prompt (Sarathi-Serve's stall-free batching): it rides in the prompt pass.
+prompt (Sarathi-Serve's stall-free batching): it rides in the prompt pass. Each chunk's full KV
+blocks enter the prefix cache as the step is planned (vLLM's `allocate_slots` caches them at
+allocation, "so that the block can be reused by other requests in the same batch": its prefix
+caching design), so a prompt admitted later in the same step reuses what an earlier one shares
+with it (`took`).
 
 `sglang` is SGLang's `get_next_batch_to_run`: a prefill batch whenever a prompt can be admitted
 (the request part-way through its prompt first, then the waiting ones, chunked at
 `chunked_prefill_size`, 8,192 on H100/H200), else one decode step of every running request. By
 default (`--enable-mixed-chunk` off) the two alternate and the running requests wait for the
 prefill batch; with `mixed_chunk` they ride in it and take their tokens out of its budget.
+Its radix cache takes a prompt's KV after the batch that computed it, so prompts of one prefill
+batch share nothing among themselves.
 
 Pure functions of the queues, so the policies are tested without the engine's clock.
 """
@@ -70,19 +76,27 @@ class StepPlan(Generic[S]):
         return sum(take for _, take in self.chunks)
 
 
+Took = Callable[[S, int], None]
+
+
+def _nothing(seq: object, take: int) -> None:
+    return None
+
+
 def plan_step(batching: Batching, running: Sequence[S], waiting: Sequence[S],
-              left: Callable[[S], int]) -> StepPlan[S]:
+              left: Callable[[S], int], took: Took = _nothing) -> StepPlan[S]:
     """The next step under `batching`. `running`: the admitted sequences, in admission order;
     `waiting`: those that may be admitted now, in arrival order; `left(s)`: prompt tokens `s`
     still has to compute (0: it is decoding; looked up as late as the engine would, so a
-    waiting sequence's prefix-cache hit is read when it is reached)."""
+    waiting sequence's prefix-cache hit is read when it is reached); `took(s, n)`: told, under
+    vLLM's policy, each chunk as it is planned, before the next sequence is looked up."""
     if batching.policy == "sglang":
         return _sglang(batching, running, waiting, left)
-    return _vllm(batching, running, waiting, left)
+    return _vllm(batching, running, waiting, left, took)
 
 
 def _vllm(b: Batching, running: Sequence[S], waiting: Sequence[S],
-          left: Callable[[S], int]) -> StepPlan[S]:
+          left: Callable[[S], int], took: Took) -> StepPlan[S]:
     budget = b.token_budget
     chunks: list[tuple[S, int]] = []
     decodes: list[S] = []
@@ -96,8 +110,9 @@ def _vllm(b: Batching, running: Sequence[S], waiting: Sequence[S],
         else:
             take = min(need, budget)
             chunks.append((seq, take))
+            took(seq, take)
             budget -= take
-    admitted, budget = _admit(waiting, len(running), b.max_running, budget, left, chunks)
+    admitted, budget = _admit(waiting, len(running), b.max_running, budget, left, chunks, took)
     return StepPlan(tuple(chunks), tuple(decodes), admitted)
 
 
@@ -119,7 +134,8 @@ def _sglang(b: Batching, running: Sequence[S], waiting: Sequence[S],
 
 
 def _admit(waiting: Sequence[S], running: int, most: int, budget: int,
-           left: Callable[[S], int], chunks: list[tuple[S, int]]) -> tuple[int, int]:
+           left: Callable[[S], int], chunks: list[tuple[S, int]],
+           took: Took = _nothing) -> tuple[int, int]:
     """Waiting sequences in order while the budget and the running cap allow, each with its
     prompt or (the last) the chunk of it that fits; appended to `chunks`. How many were
     admitted and the budget left."""
@@ -129,6 +145,7 @@ def _admit(waiting: Sequence[S], running: int, most: int, budget: int,
             break
         take = min(max(left(seq), 1), budget)
         chunks.append((seq, take))
+        took(seq, take)
         budget -= take
         admitted += 1
     return admitted, budget

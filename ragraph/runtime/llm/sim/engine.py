@@ -216,7 +216,8 @@ class SimEngine(EngineBase):
     def _plan(self, start: float) -> StepPlan[_Seq]:
         """The step's work under the engine's policy; the sequences it admits join `_running`."""
         waiting = list(itertools.takewhile(lambda s: s.submitted <= start, self._pending))
-        plan = plan_step(self.config.batching, self._running, waiting, self._left)
+        plan = plan_step(self.config.batching, self._running, waiting, self._left,
+                         self._cache_ahead)
         for _ in range(plan.admitted):
             seq = self._pending.popleft()
             seq.admitted = True
@@ -228,6 +229,11 @@ class SimEngine(EngineBase):
                 if seq.produced and not seq.prompt_left:
                     seq.behind_prompts = True
         return plan
+
+    def _cache_ahead(self, seq: _Seq, take: int) -> None:
+        """The full blocks a planned chunk computes, cached before the step runs (vLLM's
+        policy: `batching.plan_step`)."""
+        self._prefix.insert(seq.prompt_ids[:seq.computed + take])
 
     def _left(self, seq: _Seq) -> int:
         """Prompt tokens `seq` still computes; a waiting one's prefix-cache hit is looked up as
