@@ -199,3 +199,16 @@ def test_speculative_retrieval_warms_a_search_its_generation_branches_to():
     assert spec.stats.warm_searches >= 1
     assert any(s.name == "warm search" for s in trace.spans() if s.track == "q1")
     assert answers(spec) == answers(plain)
+
+
+@pytest.mark.parametrize(("concurrency", "speculates"), [(4, False), (8, True)])
+def test_no_speculation_into_an_engine_the_retrievals_in_flight_are_about_to_fill(
+        concurrency: int, speculates: bool):
+    """Four requests retrieving at once, none generating yet: at 4 in flight the other three's
+    generations fill the stage past tau (0.6 x 4), so none speculates; at 8 it has room."""
+    result, _ = run(retrieve_then_answer(), two_lists(FAR), "-O2", requests=4,
+                    concurrency=concurrency)
+    plain, _ = run(retrieve_then_answer(), two_lists(FAR), "-O0", requests=4,
+                   concurrency=concurrency)
+    assert answers(result) == answers(plain)
+    assert (result.stats.speculations > 0) is speculates

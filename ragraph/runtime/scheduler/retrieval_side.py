@@ -100,6 +100,11 @@ class RetrievalSide:
     def busy_with_real_work(self) -> bool:
         return any(not j.warm_only for j in self.jobs.values())
 
+    def feeding(self) -> int:
+        """Real retrievals in flight (queued, embedding or searching) whose results start a
+        generation."""
+        return sum(1 for j in self.jobs.values() if not j.warm_only and j.chain.feeds_generation)
+
     def start(self, req: LiveRequest, chain: RetrievalChain, query: str,
               warm_only: bool = False) -> RetJob:
         self._next_key += 1

@@ -77,6 +77,7 @@ class _Run:
                                  config.budget_ms, self.gen.has_room, self.gen.backoff,
                                  self.gen.feed_cap, config.release, self.gen.engine_share,
                                  self.gen.engine_alone)
+        self.gen.upcoming = self.ret.feeding
         self.units = Units(services, config, self.gen, self.ret, self.inbox, self.queues)
         services.hooks.accept_cancel(self.inbox.put)  # a CancelRequest, in the loop's own turn
 
