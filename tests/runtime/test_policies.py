@@ -167,39 +167,6 @@ def test_a_split_pays_when_its_early_finishers_gain_more_than_the_others_lose():
         p.split_pays(-1, 4, 1.0, 1.0)
 
 
-def test_a_split_does_not_pay_where_the_rest_waits_out_an_embedding_batch_between_its_steps():
-    # As above, 2 retrievals end 30 ms sooner against 16 losing 3 ms each: it pays...
-    assert p.split_pays(finishing=2, waiting=16, rest_ms=30.0, lost_ms=3.0)
-    # ... until the 14 left with clusters resume only after a 4-query batch at 3 ms a query.
-    embed = p.queued_embed_ms(3.0, waiting=4, arrivals_per_ms=0.0, after_ms=20.0, most=16)
-    assert embed == pytest.approx(12.0)
-    assert not p.split_pays(finishing=2, waiting=16, rest_ms=30.0, lost_ms=3.0, resuming=14,
-                            embed_ms=embed)
-    # Nothing queued, nothing expected: nothing between the sub-stages.
-    assert p.split_pays(finishing=2, waiting=16, rest_ms=30.0, lost_ms=3.0, resuming=14,
-                        embed_ms=p.queued_embed_ms(3.0, 0, 0.0, 20.0, 16))
-    with pytest.raises(ValueError):
-        p.split_pays(2, 16, 30.0, 3.0, resuming=14, embed_ms=-1.0)
-
-
-def test_the_batch_between_two_sub_stages_counts_queued_and_expected_queries():
-    assert p.queued_embed_ms(None, 8, 0.1, 20.0, 16) == 0.0  # embedding not measured yet
-    # 2 queued and 0.1 a ms for 20 ms: 4 queries.
-    assert p.queued_embed_ms(3.0, 2, 0.1, 20.0, 16) == pytest.approx(12.0)
-    assert p.queued_embed_ms(3.0, 40, 0.1, 20.0, 16) == pytest.approx(48.0)  # one batch at most
-
-
-def test_a_rate_meter_counts_events_over_its_window_and_forgets_them_after_one():
-    meter = p.RateMeter(window_s=1.0)
-    assert meter.rate(0.0) == 0.0
-    for t in (10.0, 10.2, 10.4, 10.6, 10.8):
-        meter.add(t)
-    assert meter.rate(10.9) == 0.0  # the first window is not over
-    meter.add(11.0)
-    assert meter.rate(11.5) == pytest.approx(6 / 1000)  # 6 events over 1 s, per ms
-    assert meter.rate(13.0) == 0.0  # 2 s without one
-
-
 def test_a_split_pays_for_one_retrieval_whose_partial_top_k_may_start_its_generation():
     # One retrieval alone on the search thread: a split ends nothing sooner, and costs β.
     assert not p.split_pays(finishing=0, waiting=1, rest_ms=60.0, lost_ms=0.5)

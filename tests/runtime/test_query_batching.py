@@ -181,19 +181,6 @@ def test_a_batch_grows_while_it_embeds_within_one_retrievals_search_time():
         side.close()
 
 
-def test_a_split_is_checked_against_the_measured_embedding_of_the_queries_waiting():
-    side = RetrievalSide(searching(), None, None, None, 0.3, None, lambda: False, NO_BACKOFF)
-    try:
-        side.t_r, side.embed_ms = RunningMean(value=40.0), RunningMean(value=1.0)
-        waiting = SimpleNamespace(chain=SimpleNamespace(feeds_generation=False, nprobe=None))
-        side.to_prepare = [waiting] * 3
-        check = side._split_check()
-        assert (check.waiting, check.embed_ms, check.batch) == (3, 1.0, 40)
-        assert check.embedding_ms(after_ms=10.0) == pytest.approx(3.0)
-    finally:
-        side.close()
-
-
 def test_a_batch_grows_to_what_makes_its_step_list_major():
     """Steps of 16 queries over 4,096 lists at nprobe 256 share no list: a batch then takes as
     many as make its step list-major, however fast it embeds."""

@@ -101,26 +101,6 @@ def test_a_step_takes_every_retrieval_whole_where_the_split_costs_the_waiting_mo
     assert sum(r.final is not None for r in none.results) == 2
 
 
-def test_a_step_takes_every_retrieval_whole_where_the_rest_would_wait_out_an_embedding_batch():
-    """The split that pays above (one of two retrievals finishes, nothing shared to lose)
-    does not where the other would resume only after the search thread embeds the four
-    queries waiting, each costing a whole retrieval's scan; the batch bound counts."""
-    search = random_search(nprobe=24)
-    items = _items(search, 2, 24)
-    alone = SearchCostModel(tuple(int(s) for s in search.engine.cluster_sizes()),
-                            search.engine.dim, rescan_share=1.0)
-    first = min(alone.clusters_ms(i.remaining) for i in items)
-    per_query = max(alone.clusters_ms(i.remaining) for i in items)
-
-    def finished(split: SplitCheck) -> int:
-        cycle = run_cycle(search, items, first * 1.01, alone, split)
-        return sum(r.final is not None for r in cycle.results)
-
-    assert finished(SplitCheck(waiting=4, batch=16)) == 1  # embedding not measured yet
-    assert finished(SplitCheck(waiting=4, embed_ms=per_query, batch=16)) == 2
-    assert finished(SplitCheck(waiting=4, embed_ms=per_query, batch=0)) == 1  # nothing embeds
-
-
 def test_whole_steps_chosen_by_the_split_rule_end_in_faiss_results():
     search = random_search(nprobe=24)
     items = _items(search, 12, 24)

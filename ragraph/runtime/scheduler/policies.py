@@ -22,32 +22,6 @@ class RunningMean:
         return self.value
 
 
-@dataclass
-class RateMeter:
-    """Events per millisecond over windows of at least `window_s` (as `BusyMeter`); 0 until
-    one window has passed."""
-
-    window_s: float = 1.0
-    per_ms: float = 0.0
-    _count: int = 0
-    _at: float | None = None
-
-    def add(self, now: float) -> None:
-        if self._at is None:
-            self._at = now
-        self._count += 1
-        if now - self._at >= self.window_s:
-            self.per_ms = self._count / ((now - self._at) * 1e3)
-            self._count, self._at = 0, now
-
-    def rate(self, now: float) -> float:
-        """The last window's rate, or the current one's once it is as long (so a rate does
-        not outlive the events that made it)."""
-        if self._at is not None and now - self._at >= self.window_s:
-            return self._count / ((now - self._at) * 1e3)
-        return self.per_ms
-
-
 def retrieval_budget_ms(beta_ms: float, mean_retrieval_ms: float, floor_ms: float = 0.5) -> float:
     """HedraRAG's sub-stage budget mb = sqrt(2·β·t_R).
 
@@ -116,7 +90,7 @@ def step_budget_ms(beta_ms: float, mean_retrieval_ms: float | None, backlog_ms: 
 
 
 def split_pays(finishing: int, waiting: int, rest_ms: float, lost_ms: float,
-               speculating: float = 0.0, resuming: int = 0, embed_ms: float = 0.0) -> bool:
+               speculating: float = 0.0) -> bool:
     """Whether a budgeted sub-stage beats one step that takes every ready retrieval whole.
 
     HedraRAG prices a sub-stage by its fixed overhead β alone. On CPU IVF-Flat scans a split also
@@ -124,46 +98,18 @@ def split_pays(finishing: int, waiting: int, rest_ms: float, lost_ms: float,
     read the shared lists twice. The split ends `finishing` retrievals earlier, each by the
     `rest_ms` of scanning the others still need; it delays every retrieval of the step and every
     query queued behind it (`waiting` in all) by `lost_ms`: the later steps' cost plus β minus
-    the whole step's.
-
-    And the `resuming` retrievals, those left with clusters, do not resume as soon as the
-    first sub-stage ends: the search thread runs its next embedding batch first (`embed_ms`,
-    the queries queued by then at the measured time per query). A whole step runs that batch
-    after every retrieval has ended, so it is theirs alone to wait out. The queries in the
-    batch lose nothing to it: embedded after the first sub-stage or after the whole step, they
-    wait for one batch either way, and their step starts sooner by what the split ends earlier,
-    less the rest it then carries (at most `lost_ms` later). Summed latency is lower with the
-    split exactly when
-
-        (finishing + speculating) x rest_ms > waiting x lost_ms + resuming x embed_ms.
-
-    One batch is priced: a retrieval resuming in a step that is budgeted again waits for the
-    next one too. With embedding between sub-stages unpriced, multistep on the seeds index at
-    nprobe 256 and 10 req/s took 1.04-1.14x -O0's mean latency with sub-stages
-    (docs/benchmarks/ablation.md#split-stages-where-few-retrievals-share-a-step-2026-11-29).
-    On the seeds' regime, steps decided by this rule carry more retrievals, and the generations
-    they release together prefill in one engine step (measured:
-    docs/benchmarks/code-figures.md#search-step-policies).
+    the whole step's. Summed latency is lower with the split exactly when
+    finishing x rest_ms > waiting x lost_ms. On the seeds' regime, steps decided by this rule
+    carry more retrievals, and the generations they release together prefill in one engine step
+    (measured: docs/benchmarks/code-figures.md#search-step-policies).
 
     `speculating`: the retrievals of the step that stop short of their end with a partial top-k
     that may start their next generation on an idle LLM engine (HedraRAG's speculative
     generation), weighted by the share of speculations adopted: each adopted one starts its
     generation `rest_ms` earlier, as if its retrieval had finished."""
-    if min(finishing, waiting, speculating, resuming, embed_ms) < 0:
-        raise ValueError("finishing, waiting, speculating, resuming and embed_ms must be "
-                         "non-negative")
-    return (finishing + speculating) * rest_ms > waiting * max(lost_ms, 0.0) + resuming * embed_ms
-
-
-def queued_embed_ms(per_query_ms: float | None, waiting: int, arrivals_per_ms: float,
-                    after_ms: float, most: int) -> float:
-    """The embedding batch the search thread runs `after_ms` from now: the `waiting` queries
-    and those expected to arrive meanwhile (at `arrivals_per_ms`), at most `most`
-    (`embed_batch_size`), at the measured `per_query_ms`; 0 until that has been measured."""
-    if per_query_ms is None:
-        return 0.0
-    queued = min(waiting + arrivals_per_ms * max(after_ms, 0.0), float(most))
-    return queued * per_query_ms
+    if finishing < 0 or waiting < 0 or speculating < 0:
+        raise ValueError("finishing, waiting and speculating must be non-negative")
+    return (finishing + speculating) * rest_ms > waiting * max(lost_ms, 0.0)
 
 
 def embed_batch_size(per_query_ms: float | None, mean_retrieval_ms: float | None,

@@ -87,7 +87,6 @@ class RetrievalSide:
         self.beta = policies.RunningMean(value=initial_beta_ms)
         self.t_r = policies.RunningMean()
         self.embed_ms = policies.RunningMean()  # embedding (and probing), per query
-        self.arrivals = policies.RateMeter()  # new queries, for the batch a split waits out
         self.fixed_budget_ms = budget_ms
         self._next_key = 0
         self._cycle_started = 0.0
@@ -108,7 +107,6 @@ class RetrievalSide:
                      warm_only=warm_only)
         self.jobs[job.key] = job
         self.to_prepare.append(job)
-        self.arrivals.add(job.started)
         return job
 
     def _start_preparing(self, backlog_ms: float, size: int | None = None) -> bool:
@@ -126,7 +124,8 @@ class RetrievalSide:
             if len(self.to_prepare) < self._least_batch() and \
                     backlog_ms > self._budget_ms(backlog_ms):
                 return False
-            size = self._next_batch()
+            cap = self._feed_cap()
+            size = self._batch_size() if cap is None else min(self._batch_size(), cap)
         jobs, self.to_prepare = self.to_prepare[:size], self.to_prepare[size:]
         self._last_batch = len(jobs)
         queries = [Query(j.query, j.chain.nprobe, j.chain.order, j.req.history) for j in jobs]
@@ -152,12 +151,6 @@ class RetrievalSide:
         thread is free, none gathering into a batch, and searched whole."""
         share = self.busy.sample(self.busy_s, clock())
         return policies.stream_prompts(self.release_rule, self.engine_share(), share)
-
-    def _next_batch(self) -> int:
-        """The most queries the next embedding batch takes (`_batch_size`, capped where the
-        engine would wait on it)."""
-        cap = self._feed_cap()
-        return self._batch_size() if cap is None else min(self._batch_size(), cap)
 
     def _batch_size(self) -> int:
         return policies.embed_batch_size(self.embed_ms.value, self.t_r.value,
@@ -348,13 +341,11 @@ class RetrievalSide:
 
     def _split_check(self) -> SplitCheck | None:
         """A given --budget-ms is taken as it is; the adaptive one yields to a whole step where
-        its split does not pay (`policies.split_pays`), the embedding batch that would run
-        between its sub-stages included."""
+        its split does not pay (`policies.split_pays`)."""
         if self.fixed_budget_ms is not None:
             return None
         return SplitCheck(waiting=len(self.to_prepare), beta_ms=self.beta.value or 0.0,
-                          adoption=self.backoff.adoption, embed_ms=self.embed_ms.value,
-                          arrivals_per_ms=self.arrivals.rate(clock()), batch=self._next_batch())
+                          adoption=self.backoff.adoption)
 
     def _budget_ms(self, backlog_ms: float, step: list[RetJob] | None = None,
                    partial_wanted: bool = True) -> float:

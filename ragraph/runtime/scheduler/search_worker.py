@@ -25,7 +25,7 @@ from ragraph.runtime.retrieval.merge import merge_partials
 from ragraph.runtime.retrieval.options import SearchSpec, Where
 from ragraph.runtime.retrieval.protocol import ScanOrder, SearchTask, TopK
 from ragraph.runtime.scheduler.completion import Chunk, cut, release_chunks
-from ragraph.runtime.scheduler.policies import queued_embed_ms, split_pays
+from ragraph.runtime.scheduler.policies import split_pays
 from ragraph.runtime.search_service import SearchService
 
 
@@ -88,22 +88,13 @@ class ScanItem:
 @dataclass(frozen=True)
 class SplitCheck:
     """What deciding between a budgeted sub-stage and a whole step needs besides the step: the
-    queries queued behind it for the search thread, the measured overhead of one more step, and
-    what the embedding batch run between two sub-stages costs (`policies.queued_embed_ms`)."""
+    queries queued behind it for the search thread, and the measured overhead of one more step."""
 
     waiting: int = 0
     beta_ms: float = 0.0
     # The share of the recent speculations adopted (`SpeculationBackoff.adoption`): what a
     # partial top-k that may start a speculative generation is worth to a split.
     adoption: float = 0.0
-    embed_ms: float | None = None  # measured embedding time per query; None: not yet
-    arrivals_per_ms: float = 0.0  # new queries reaching the search side
-    batch: int = 0  # the most queries the next embedding batch takes
-
-    def embedding_ms(self, after_ms: float) -> float:
-        """The embedding batch that runs after a first sub-stage of `after_ms`."""
-        return queued_embed_ms(self.embed_ms, self.waiting, self.arrivals_per_ms, after_ms,
-                               self.batch)
 
 
 @dataclass(frozen=True)
@@ -247,8 +238,7 @@ def _split_pays(ready: Sequence[ScanItem], unsplit: dict[int, tuple[int, ...]],
                 staged: dict[int, tuple[int, ...]], cost: SearchCostModel,
                 split: SplitCheck) -> bool:
     """`policies.split_pays` for this step: the staged clusters against every retrieval whole,
-    each k priced as its own engine step as the cycle runs them; the retrievals left with
-    clusters wait out the embedding batch queued by the end of the first sub-stage."""
+    each k priced as its own engine step as the cycle runs them."""
     rest = {}
     for item in ready:
         if item.stepwise and item.remaining:
@@ -270,11 +260,9 @@ def _split_pays(ready: Sequence[ScanItem], unsplit: dict[int, tuple[int, ...]],
         return predicted_ms(by_k.values(), cost)
 
     rest_ms = ms(rest)
-    first_ms = ms({**unsplit, **staged}) + split.beta_ms
-    lost_ms = first_ms + rest_ms - ms(whole)
+    lost_ms = ms({**unsplit, **staged}) + rest_ms + split.beta_ms - ms(whole)
     return split_pays(finishing, len(whole) + split.waiting, rest_ms, lost_ms,
-                      speculating=partial * split.adoption, resuming=len(rest),
-                      embed_ms=split.embedding_ms(first_ms))
+                      speculating=partial * split.adoption)
 
 
 def _advance(service: SearchService, item: ScanItem, searched: tuple[int, ...],
