@@ -251,3 +251,9 @@ def test_prompts_stream_to_an_engine_that_is_the_bound_while_the_search_thread_h
     assert not p.stream_prompts("auto", engine_share=None, search_share=0.1)  # on the cores
     assert p.stream_prompts("retrieval", engine_share=None, search_share=0.9)
     assert not p.stream_prompts("step", engine_share=1.0, search_share=0.0)
+
+
+def test_speculation_load_counts_generations_on_their_way_until_the_engine_is_measured():
+    assert p.speculation_load(2, 10, None) == 2 + 9  # the speculating retrieval is one of them
+    assert p.speculation_load(2, 0, None) == 2
+    assert p.speculation_load(2, 10, 0.3) == 2  # measured: the share says whether it is fed

@@ -53,19 +53,13 @@ class GenerationSide:
 
     def has_room(self) -> bool:
         """Room for speculation: the engine is not the bottleneck and its generation stage is
-        under-utilized (T_curr/T_max < tau), counting the generations that the other
-        retrievals in flight are about to start (a speculation is one of them started early):
-        with them the stage is full by the time a speculation would help. Counted only as
-        running, they let an offline run's first wave (every request retrieving, none
-        generating yet) speculate, and cut its searches into sub-stages, while the engine was
-        about to be full: the seeds quick oneshot cell at 64 in flight served 10% fewer
-        requests with speculation than without
-        (docs/benchmarks/seeds.md#speculation-costs-the-oneshot-cell-behind-the-thread-pool-2026-11-29)."""
+        under-utilized (T_curr/T_max < tau; the load as `policies.speculation_load` counts
+        it)."""
         share = self.busy.sample(self.s.llm.counters().busy_s, clock())
         if policies.engine_is_bottleneck(share, self.tau):
             return False
-        others = max(self.upcoming() - 1, 0)
-        return policies.has_spare_capacity(self.load + others, self.capacity, self.tau)
+        load = policies.speculation_load(self.load, self.upcoming(), share)
+        return policies.has_spare_capacity(load, self.capacity, self.tau)
 
     @property
     def engine_alone(self) -> bool:

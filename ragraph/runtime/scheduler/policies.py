@@ -252,6 +252,22 @@ def has_spare_capacity(load: float, capacity: float, tau: float) -> bool:
     return capacity > 0 and load / capacity < tau
 
 
+def speculation_load(running: int, on_their_way: int, busy_share: float | None) -> int:
+    """The generation stage's load that speculation's τ rule weighs: the generations running,
+    and, until the engine's busy share has been measured, those that the other retrievals in
+    flight (`on_their_way`, the speculating one among them) are about to start. That is a
+    run's first wave, every request retrieving and none generating: the stage reads empty
+    while it is about to be full, and speculating cut the first searches into sub-stages
+    (the seeds quick oneshot cell at 64 in flight, quiet: 10% fewer requests served). Once
+    the share is measured it says whether the engine is fed: a busy engine is the bottleneck
+    (`engine_is_bottleneck`), and one starved by a loaded search side has room; counting the
+    retrievals on their way there too cost that cell 10% beside two busy loops
+    (docs/benchmarks/seeds.md#speculation-costs-the-oneshot-cell-behind-the-thread-pool-2026-11-29)."""
+    if busy_share is not None:
+        return running
+    return running + max(on_their_way - 1, 0)
+
+
 def engine_is_bottleneck(busy_share: float | None, tau: float) -> bool:
     """An engine that computes on this machine's cores and was busy at least τ of the recent
     time is the bottleneck: speculative generations and warm-up searches would take time from
