@@ -25,7 +25,7 @@ from ragraph.runtime.config import RuntimeConfig
 from ragraph.runtime.executors.base import Services
 from ragraph.runtime.llm.sim.engine import SimConfig, SimEngine
 from ragraph.runtime.request import Request
-from ragraph.runtime.scheduler import speculation_rules
+from ragraph.runtime.scheduler import policies, speculation_rules
 from ragraph.runtime.search_service import SearchService
 from ragraph.runtime.trace import Tracer
 from tests.runtime import fakes, workflows
@@ -203,9 +203,12 @@ def test_speculative_retrieval_warms_a_search_its_generation_branches_to():
 
 @pytest.mark.parametrize(("concurrency", "speculates"), [(4, False), (8, True)])
 def test_no_speculation_into_an_engine_the_retrievals_in_flight_are_about_to_fill(
-        concurrency: int, speculates: bool):
+        concurrency: int, speculates: bool, monkeypatch: pytest.MonkeyPatch):
     """Four requests retrieving at once, none generating yet: at 4 in flight the other three's
-    generations fill the stage past tau (0.6 x 4), so none speculates; at 8 it has room."""
+    generations fill the stage past tau (0.6 x 4), so none speculates; at 8 it has room. The
+    engine's busy share stays unmeasured (the run's first window, whatever this host's speed:
+    `policies.speculation_load` counts them only then)."""
+    monkeypatch.setattr(policies.BusyMeter, "sample", lambda self, busy_s, now: None)
     result, _ = run(retrieve_then_answer(), two_lists(FAR), "-O2", requests=4,
                     concurrency=concurrency)
     plain, _ = run(retrieve_then_answer(), two_lists(FAR), "-O0", requests=4,
