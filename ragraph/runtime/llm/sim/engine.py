@@ -209,7 +209,7 @@ class SimEngine(EngineBase):
             self._count(plan, step_s, context)
             for seq, take in plan.chunks:
                 seq.computed += take
-                if not seq.prompt_left:
+                if not seq.prompt_left and not self._caches_ahead:
                     self._prefix.insert(seq.prompt_ids)
             self._advance(plan, end)
 
@@ -229,6 +229,12 @@ class SimEngine(EngineBase):
                 if seq.produced and not seq.prompt_left:
                     seq.behind_prompts = True
         return plan
+
+    @property
+    def _caches_ahead(self) -> bool:
+        """vLLM's policy caches a chunk's blocks as it is planned (`_cache_ahead`), SGLang's
+        after the batch that computed the prompt."""
+        return self.config.batching.policy == "vllm"
 
     def _cache_ahead(self, seq: _Seq, take: int) -> None:
         """The full blocks a planned chunk computes, cached before the step runs (vLLM's
